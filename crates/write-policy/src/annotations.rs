@@ -140,3 +140,128 @@ pub fn effective_annotations(a: Option<&Annotations>) -> EffectiveAnnotations {
         open_world: a.open_world_hint != Some(false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn serialises_camel_case_and_skips_absent_fields() {
+        let a = Annotations {
+            title: Some("Add".into()),
+            read_only_hint: Some(false),
+            destructive_hint: None,
+            idempotent_hint: Some(true),
+            open_world_hint: None,
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            v,
+            json!({"title": "Add", "readOnlyHint": false, "idempotentHint": true})
+        );
+        assert_eq!(serde_json::from_value::<Annotations>(v).unwrap(), a);
+        assert_eq!(
+            serde_json::to_value(Annotations::default()).unwrap(),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn deserialising_ignores_unknown_fields() {
+        let a: Annotations = serde_json::from_value(json!({
+            "readOnlyHint": true, "somethingNew": 1, "destructive_hint": false
+        }))
+        .unwrap();
+        assert_eq!(
+            a,
+            Annotations {
+                read_only_hint: Some(true),
+                ..Annotations::default()
+            }
+        );
+    }
+
+    #[test]
+    fn lenient_reading_treats_wrong_types_as_absent() {
+        let a = Annotations::from_json_lenient(&json!({
+            "title": 7,
+            "readOnlyHint": "true",
+            "destructiveHint": 0,
+            "idempotentHint": null,
+            "openWorldHint": false,
+        }));
+        assert_eq!(
+            a,
+            Annotations {
+                open_world_hint: Some(false),
+                ..Annotations::default()
+            }
+        );
+        for not_object in [json!(null), json!([]), json!("readOnlyHint"), json!(true)] {
+            assert_eq!(
+                Annotations::from_json_lenient(&not_object),
+                Annotations::default()
+            );
+        }
+        let full = json!({"title": "T", "readOnlyHint": true, "destructiveHint": false,
+                          "idempotentHint": true, "openWorldHint": false});
+        assert_eq!(
+            Annotations::from_json_lenient(&full),
+            serde_json::from_value::<Annotations>(full).unwrap()
+        );
+    }
+
+    #[test]
+    fn hints_set_ignores_the_title() {
+        let mut a = Annotations {
+            title: Some("T".into()),
+            ..Annotations::default()
+        };
+        assert_eq!(a.hints_set(), 0);
+        a.read_only_hint = Some(false);
+        a.open_world_hint = Some(true);
+        assert_eq!(a.hints_set(), 2);
+    }
+
+    #[test]
+    fn spec_defaults() {
+        let expected = EffectiveAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        };
+        assert_eq!(EffectiveAnnotations::SPEC_DEFAULTS, expected);
+        assert_eq!(effective_annotations(None), expected);
+        assert_eq!(
+            effective_annotations(Some(&Annotations::default())),
+            expected
+        );
+        assert_eq!(
+            serde_json::to_value(expected).unwrap(),
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+        );
+    }
+
+    #[test]
+    fn read_only_tools_destroy_nothing_and_are_idempotent() {
+        let a = Annotations {
+            read_only_hint: Some(true),
+            destructive_hint: Some(true),
+            idempotent_hint: Some(false),
+            open_world_hint: None,
+            title: None,
+        };
+        let e = effective_annotations(Some(&a));
+        assert_eq!(
+            e,
+            EffectiveAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+            }
+        );
+    }
+}

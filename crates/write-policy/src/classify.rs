@@ -171,3 +171,212 @@ pub fn advertised_annotations(tool: &ToolFacts<'_>) -> Option<Annotations> {
     force_destructive(&mut advertised);
     (tool.annotations.is_none() || advertised != declared).then_some(advertised)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const HINT_VALUES: [Option<bool>; 3] = [None, Some(true), Some(false)];
+
+    fn schema(with_token: bool) -> Map<String, Value> {
+        let mut properties = json!({"id": {"type": "string"}});
+        if with_token {
+            properties[CONFIRMATION_TOKEN_ARG] = json!({"type": "string"});
+        }
+        json!({"type": "object", "properties": properties, "required": ["id"]})
+            .as_object()
+            .cloned()
+            .unwrap()
+    }
+
+    /// The expected result, written from the rules of the MCP spec and the issue, not from the
+    /// implementation: (class, effective [ro, destructive, idempotent, open_world], advertised).
+    fn expected(
+        hints: [Option<bool>; 4],
+        title: Option<&str>,
+        token: bool,
+    ) -> (ToolClass, [bool; 4], Option<Annotations>) {
+        let [ro, de, id, ow] = hints;
+        // What is advertised: a token-gated tool must say readOnly false, destructive true.
+        let (adv_ro, adv_de) = if token {
+            (Some(false), Some(true))
+        } else {
+            (ro, de)
+        };
+        let class = if adv_ro == Some(true) {
+            ToolClass::Read
+        } else if adv_de == Some(false) {
+            ToolClass::AdditiveWrite
+        } else {
+            ToolClass::DestructiveWrite
+        };
+        let eff_ro = adv_ro == Some(true);
+        let eff = [
+            eff_ro,
+            if eff_ro {
+                false
+            } else {
+                adv_de.unwrap_or(true)
+            },
+            if eff_ro { true } else { id.unwrap_or(false) },
+            ow.unwrap_or(true),
+        ];
+        let needs_rewrite = token && !(ro == Some(false) && de == Some(true));
+        let advertised = needs_rewrite.then(|| Annotations {
+            title: title.map(str::to_owned),
+            read_only_hint: Some(false),
+            destructive_hint: Some(true),
+            idempotent_hint: id,
+            open_world_hint: ow,
+        });
+        (class, eff, advertised)
+    }
+
+    #[test]
+    fn truth_table_all_81_hint_combinations_with_and_without_token() {
+        let mut cases = 0;
+        let mut seen_classes = std::collections::HashSet::new();
+        for (i, hints) in HINT_VALUES
+            .iter()
+            .flat_map(|&ro| HINT_VALUES.iter().map(move |&de| (ro, de)))
+            .flat_map(|(ro, de)| HINT_VALUES.iter().map(move |&id| (ro, de, id)))
+            .flat_map(|(ro, de, id)| HINT_VALUES.iter().map(move |&ow| [ro, de, id, ow]))
+            .enumerate()
+        {
+            // Alternate a title in, to check the rewrite keeps it.
+            let title = (i % 2 == 0).then_some("A title");
+            let annotations = Annotations {
+                title: title.map(str::to_owned),
+                read_only_hint: hints[0],
+                destructive_hint: hints[1],
+                idempotent_hint: hints[2],
+                open_world_hint: hints[3],
+            };
+            for token in [false, true] {
+                let input_schema = schema(token);
+                let facts = ToolFacts::new("tool", Some(&annotations), &input_schema);
+                let (class, eff, advertised) = expected(hints, title, token);
+                let c = classify(&facts);
+                let ctx = format!("hints {hints:?}, token {token}");
+                assert_eq!(c.class, class, "{ctx}");
+                assert_eq!(c.token_gated, token, "{ctx}");
+                assert_eq!(
+                    [
+                        c.effective.read_only,
+                        c.effective.destructive,
+                        c.effective.idempotent,
+                        c.effective.open_world
+                    ],
+                    eff,
+                    "{ctx}"
+                );
+                assert_eq!(c.class.is_write(), class != ToolClass::Read, "{ctx}");
+                assert_eq!(
+                    c.class.is_destructive(),
+                    class == ToolClass::DestructiveWrite
+                );
+                assert_eq!(advertised_annotations(&facts), advertised, "{ctx}");
+                // Whatever is advertised classifies the same way when read back without the
+                // schema's help (the rewrite is what clients see).
+                let shown = advertised_annotations(&facts).unwrap_or_else(|| annotations.clone());
+                let plain = Map::new();
+                assert_eq!(
+                    classify(&ToolFacts::new("tool", Some(&shown), &plain)).class,
+                    class,
+                    "{ctx}"
+                );
+                seen_classes.insert(class);
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, 162);
+        assert_eq!(seen_classes.len(), 3);
+    }
+
+    #[test]
+    fn no_annotation_object_is_a_destructive_open_world_write() {
+        for token in [false, true] {
+            let input_schema = schema(token);
+            let facts = ToolFacts::new("t", None, &input_schema);
+            let c = classify(&facts);
+            assert_eq!(c.class, ToolClass::DestructiveWrite);
+            assert_eq!(c.effective, EffectiveAnnotations::SPEC_DEFAULTS);
+            assert_eq!(c.token_gated, token);
+            let expected_adv = token.then(|| Annotations {
+                read_only_hint: Some(false),
+                destructive_hint: Some(true),
+                ..Annotations::default()
+            });
+            assert_eq!(advertised_annotations(&facts), expected_adv);
+        }
+    }
+
+    #[test]
+    fn confirmation_token_counts_only_as_a_declared_property() {
+        let cases = [
+            (json!({}), false),
+            (json!({"type": "object"}), false),
+            (json!({"properties": {}}), false),
+            (json!({"properties": {"confirmationtoken": {}}}), false),
+            (json!({"properties": {"confirmation_token": {}}}), false),
+            (json!({"confirmationToken": {"type": "string"}}), false),
+            (json!({"properties": ["confirmationToken"]}), false),
+            (json!({"properties": "confirmationToken"}), false),
+            (json!({"required": ["confirmationToken"]}), false),
+            (json!({"properties": {"confirmationToken": {}}}), true),
+            (json!({"properties": {"confirmationToken": true}}), true),
+            (json!({"properties": {"confirmationToken": null}}), true),
+            (
+                json!({"type": "object", "properties": {"a": {}, "confirmationToken": {"type": "string"}}}),
+                true,
+            ),
+        ];
+        for (schema, gated) in cases {
+            let map = schema.as_object().unwrap();
+            assert_eq!(declares_confirmation_token(map), gated, "{schema}");
+            let read = Annotations {
+                read_only_hint: Some(true),
+                ..Annotations::default()
+            };
+            let class = classify(&ToolFacts::new("t", Some(&read), map)).class;
+            let want = if gated {
+                ToolClass::DestructiveWrite
+            } else {
+                ToolClass::Read
+            };
+            assert_eq!(class, want, "{schema}");
+        }
+    }
+
+    #[test]
+    fn tool_class_names() {
+        for (class, name) in [
+            (ToolClass::Read, "read"),
+            (ToolClass::AdditiveWrite, "additiveWrite"),
+            (ToolClass::DestructiveWrite, "destructiveWrite"),
+        ] {
+            assert_eq!(class.as_str(), name);
+            assert_eq!(class.to_string(), name);
+            assert_eq!(serde_json::to_value(class).unwrap(), json!(name));
+            assert_eq!(
+                serde_json::from_value::<ToolClass>(json!(name)).unwrap(),
+                class
+            );
+        }
+    }
+
+    #[test]
+    fn classification_serialises_in_camel_case() {
+        let input_schema = schema(true);
+        let c = classify(&ToolFacts::new("t", None, &input_schema));
+        assert_eq!(
+            serde_json::to_value(c).unwrap(),
+            json!({
+                "class": "destructiveWrite",
+                "tokenGated": true,
+                "effective": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
+            })
+        );
+    }
+}

@@ -132,3 +132,177 @@ impl SurfaceReport {
         report
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, Value, json};
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    fn ann(v: Value) -> Annotations {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn unannotated_partial_and_full() {
+        let empty_schema = Map::new();
+        let empty = ann(json!({}));
+        let title_only = ann(json!({"title": "Only a title"}));
+        let ro_only = ann(json!({"readOnlyHint": true}));
+        let three =
+            ann(json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true}));
+        let full = ann(json!({"readOnlyHint": false, "destructiveHint": false,
+                              "idempotentHint": true, "openWorldHint": false}));
+        let full_read = ann(
+            json!({"title": "List", "readOnlyHint": true, "destructiveHint": false,
+                                   "idempotentHint": true, "openWorldHint": false}),
+        );
+        let report = SurfaceReport::from_tools([
+            ToolFacts::new("none", None, &empty_schema),
+            ToolFacts::new("empty", Some(&empty), &empty_schema),
+            ToolFacts::new("title_only", Some(&title_only), &empty_schema),
+            ToolFacts::new("ro_only", Some(&ro_only), &empty_schema),
+            ToolFacts::new("three", Some(&three), &empty_schema),
+            ToolFacts::new("full", Some(&full), &empty_schema),
+            ToolFacts::new("full_read", Some(&full_read), &empty_schema),
+        ]);
+        assert_eq!(report.total, 7);
+        assert_eq!(report.unannotated, ["none", "empty"]);
+        assert_eq!(
+            report.partially_annotated,
+            ["title_only", "ro_only", "three"]
+        );
+        // none, empty, title_only: spec defaults, destructive and open world.
+        assert_eq!(report.read_only, 2);
+        assert_eq!(report.destructive, 3);
+        assert_eq!(report.destructive_tools, ["none", "empty", "title_only"]);
+        assert_eq!(report.additive_writes, ["three", "full"]);
+        assert_eq!(report.open_world, 5);
+        assert_eq!(
+            report.open_world_tools,
+            ["none", "empty", "title_only", "ro_only", "three"]
+        );
+        assert!(report.token_gated_tools.is_empty());
+
+        let by_name = |n: &str| report.tools.iter().find(|t| t.name == n).unwrap();
+        assert_eq!(by_name("none").raw, None);
+        assert_eq!(by_name("empty").raw, Some(Annotations::default()));
+        assert_eq!(
+            by_name("none").effective,
+            EffectiveAnnotations::SPEC_DEFAULTS
+        );
+        assert_eq!(
+            by_name("empty").effective,
+            EffectiveAnnotations::SPEC_DEFAULTS
+        );
+        assert_eq!(
+            by_name("title_only").effective,
+            EffectiveAnnotations::SPEC_DEFAULTS
+        );
+        assert_eq!(by_name("ro_only").class, ToolClass::Read);
+        assert_eq!(
+            by_name("ro_only").effective,
+            EffectiveAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: true
+            }
+        );
+        assert_eq!(by_name("full").raw, Some(full.clone()));
+        assert_eq!(
+            by_name("full").effective,
+            EffectiveAnnotations {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: false
+            }
+        );
+        let names: Vec<_> = report.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "none",
+                "empty",
+                "title_only",
+                "ro_only",
+                "three",
+                "full",
+                "full_read"
+            ]
+        );
+    }
+
+    #[test]
+    fn token_gated_tool_reports_raw_claims_and_forced_effective() {
+        let schema =
+            obj(json!({"type": "object", "properties": {"confirmationToken": {"type": "string"}}}));
+        let claims = ann(json!({"readOnlyHint": true, "destructiveHint": false,
+                                "idempotentHint": true, "openWorldHint": false}));
+        let report = SurfaceReport::from_tools([ToolFacts::new("purge", Some(&claims), &schema)]);
+        assert_eq!(report.read_only, 0);
+        assert_eq!(report.destructive, 1);
+        assert_eq!(report.destructive_tools, ["purge"]);
+        assert_eq!(report.token_gated_tools, ["purge"]);
+        // Fully annotated: the server set every hint, even if the schema overrides two.
+        assert!(report.unannotated.is_empty() && report.partially_annotated.is_empty());
+        let tool = &report.tools[0];
+        assert_eq!(tool.raw, Some(claims));
+        assert!(tool.token_gated);
+        assert_eq!(
+            tool.effective,
+            EffectiveAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: false
+            }
+        );
+    }
+
+    #[test]
+    fn empty_surface() {
+        let report = SurfaceReport::from_tools([]);
+        assert_eq!(report, SurfaceReport::default());
+        assert_eq!(report.total, 0);
+    }
+
+    #[test]
+    fn serialises_to_camel_case_json() {
+        let schema = Map::new();
+        let read = ann(json!({"readOnlyHint": true}));
+        let report = SurfaceReport::from_tools([
+            ToolFacts::new("list", Some(&read), &schema),
+            ToolFacts::new("drop", None, &schema),
+        ]);
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "total": 2,
+                "readOnly": 1,
+                "destructive": 1,
+                "openWorld": 2,
+                "additiveWrites": [],
+                "openWorldTools": ["list", "drop"],
+                "destructiveTools": ["drop"],
+                "tokenGatedTools": [],
+                "unannotated": ["drop"],
+                "partiallyAnnotated": ["list"],
+                "tools": [
+                    {"name": "list", "class": "read", "tokenGated": false,
+                     "raw": {"readOnlyHint": true},
+                     "effective": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true}},
+                    {"name": "drop", "class": "destructiveWrite", "tokenGated": false,
+                     "raw": null,
+                     "effective": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}}
+                ]
+            })
+        );
+        assert_eq!(serde_json::from_value::<SurfaceReport>(v).unwrap(), report);
+    }
+}
