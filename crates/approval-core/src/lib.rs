@@ -1,1 +1,134 @@
-//! TODO crate doc
+//! Argument-bound approvals, the 2-minute approval clock and the 5-minute single-use admin
+//! confirmation token.
+//!
+//! # What this crate decides, and what it does not
+//!
+//! It decides: the canonical form and digest of tool arguments ([`canonical_json`],
+//! [`CapturedArgs`]); whether the user's answer approves ([`decide_answer`]: only `accept` with
+//! `approve` equal to the boolean `true`); whether an approval is still live (the approval clock,
+//! [`PendingApproval`]); whether a confirmation token may be spent ([`spend_token`]); whether a
+//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]).
+//!
+//! It does not read a clock (every function takes `now`; the caller owns a [`Clock`]), does no
+//! IO, knows nothing of MCP transports, and does not talk to the user. Storage is behind the
+//! async, fallible [`Store`] trait; [`MemoryStore`] is the in-process implementation.
+//!
+//! Fail closed: a denial is a value ([`Decision::Deny`], [`TokenRejection`],
+//! [`RoundTripRejection`]), and a store error always becomes one.
+//!
+//! # Lifecycle of an approval
+//!
+//! 1. **Capture** the call's arguments once: [`CapturedArgs::capture`] checks the
+//!    [`ArgLimits`] (1 MiB, depth 64), canonicalises and digests them. Every later step uses this
+//!    value, never the arguments of a later call.
+//! 2. **Ask**: run the tool's preview with the captured arguments, then open a
+//!    [`PendingApproval`] at `now`. Its clock runs for [`ApprovalPolicy::approval_ttl`] (120 s):
+//!    it is live while `now < asked_at + 120 s`, so an answer at 119 s counts and one at exactly
+//!    120 s is [`DenyReason::Expired`].
+//!    For the input-required round trip, store it with [`open_round_trip`] and hand the returned
+//!    [`StateId`] to the client as `requestState`; on the retry, [`take_round_trip`] gives it back
+//!    once, only to the same principal, tool and arguments, only while the clock runs.
+//! 3. **Decide**: [`PendingApproval::decide`] turns the answer into a [`Decision`]. Only
+//!    [`Decision::Approve`] may continue; then apply the approval's own
+//!    [`args`](PendingApproval::args).
+//!
+//! # Lifecycle of a confirmation token
+//!
+//! 1. **Issue** (after the user approved the intent): [`issue_token`] binds a fresh random
+//!    token to the principal, the tool and [`CapturedArgs::token_digest`] (the arguments without
+//!    `confirmationToken`). It is live while `now < issued_at + 300 s`
+//!    ([`ApprovalPolicy::token_ttl`]): at 299 s it spends, at exactly 300 s it does not.
+//! 2. **Spend** on the destructive call: [`spend_token`] (or [`spend_token_from_args`]) succeeds
+//!    once, atomically. Any attempt that finds the live token uses it up, including one with
+//!    another principal, tool or arguments (fail closed). Every failure has its own
+//!    [`TokenRejection`] for the audit trail, and all render the same text.
+//! 3. **Forget**: the store keeps a tombstone for one more lifetime, so a second attempt is
+//!    recorded as already spent or expired, then forgets it.
+//!
+//! # Example
+//!
+//! ```
+//! use approval_core::*;
+//! use serde_json::json;
+//! use time::Duration;
+//! # // The in-memory store's futures are ready at once; poll them without an executor.
+//! # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     let mut f = std::pin::pin!(f);
+//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+//! #     match f.as_mut().poll(&mut cx) {
+//! #         std::task::Poll::Ready(v) => v,
+//! #         std::task::Poll::Pending => unreachable!("memory store futures are ready"),
+//! #     }
+//! # }
+//!
+//! let policy = ApprovalPolicy::default();
+//! let store = MemoryStore::for_policy(&policy);
+//! let t0 = SystemClock.now(); // the adapter reads its clock; this crate only gets values
+//! let at = |s: i64| t0 + Duration::seconds(s);
+//! let alice = Principal::new("alice");
+//! let tool = ToolName::new("delete_order");
+//!
+//! // Approval: capture once, ask, decide.
+//! let raw = json!({"orderId": 42});
+//! let args = CapturedArgs::capture(raw.as_object(), &policy.limits)?;
+//! let pending = PendingApproval::new(
+//!     alice.clone(), tool.clone(), args.clone(), json!({"order": 42, "status": "open"}),
+//!     t0, &policy,
+//! );
+//! let answer = json!({"approve": true});
+//! assert_eq!(pending.decide(&AnswerAction::Accept, Some(&answer), at(119)), Decision::Approve);
+//! assert_eq!(
+//!     pending.decide(&AnswerAction::Accept, Some(&answer), at(120)), // exactly 120 s: too late
+//!     Decision::Deny(DenyReason::Expired)
+//! );
+//!
+//! // Token: issue, then spend once with the same arguments plus the token.
+//! let token = block_on(issue_token(&store, &alice, &tool, &args, at(0), &policy))?;
+//! let call = json!({"orderId": 42, "confirmationToken": token.as_str()});
+//! let call_args = CapturedArgs::capture(call.as_object(), &policy.limits)?;
+//! assert_eq!(block_on(spend_token_from_args(&store, &alice, &tool, &call_args, at(299))), Ok(()));
+//! let again = block_on(spend_token_from_args(&store, &alice, &tool, &call_args, at(299)));
+//! assert_eq!(again, Err(TokenRejection::AlreadySpent));
+//! // The text is the same for every reason; the reason goes to the audit trail.
+//! assert_eq!(again.unwrap_err().to_string(), TokenRejection::Unknown.to_string());
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! Tests drive time with `ManualClock` (public behind the `test-util` feature) instead of
+//! sleeping.
+
+mod answer;
+mod approval;
+mod args;
+mod bound;
+mod canonical;
+mod clock;
+mod error;
+mod ids;
+mod policy;
+mod round_trip;
+mod store;
+mod token;
+
+pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
+pub use approval::PendingApproval;
+pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};
+pub use canonical::{ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, canonical_json};
+#[cfg(any(test, feature = "test-util"))]
+pub use clock::ManualClock;
+pub use clock::{Clock, SystemClock};
+pub use error::Error;
+pub use ids::{ApprovalId, ArgsDigest, ConfirmationToken, Principal, StateId, TokenId, ToolName};
+pub use policy::{
+    ApprovalPolicy, DEFAULT_APPROVAL_TTL, DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_TOKEN_TTL,
+};
+pub use round_trip::{
+    ROUND_TRIP_REFUSAL_MESSAGE, RoundTripRejection, open_round_trip, store_approval, take_approval,
+    take_round_trip,
+};
+pub use store::{
+    BoxFuture, DEFAULT_MAX_ENTRIES, MemoryStore, RecordKind, Store, StoreError, StoreKey,
+};
+pub use token::{
+    TOKEN_REFUSAL_MESSAGE, TokenRejection, issue_token, spend_token, spend_token_from_args,
+};

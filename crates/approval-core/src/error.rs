@@ -1,0 +1,30 @@
+//! The crate's error type: misuse and malformed input, never a denial.
+
+use crate::canonical::ArgsError;
+use crate::store::StoreError;
+
+/// Errors from this crate.
+///
+/// Denials are *not* errors: a refused answer is a [`Decision::Deny`](crate::Decision::Deny),
+/// a refused token a [`TokenRejection`](crate::TokenRejection), a refused round trip a
+/// [`RoundTripRejection`](crate::RoundTripRejection). This enum covers values that could not be
+/// parsed or built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A string that should hold an opaque id (token, approval, round-trip state) does not.
+    #[error("malformed {kind} id")]
+    MalformedId {
+        /// Which kind of id was expected.
+        kind: &'static str,
+    },
+    /// A string that should hold a 64-digit lowercase hex argument digest does not.
+    #[error("malformed argument digest")]
+    MalformedDigest,
+    /// The arguments were refused.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,334 @@
+//! Newtypes for the values the policy binds together, so that they cannot be swapped.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+use crate::error::Error;
+
+macro_rules! string_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Wraps a string.
+            pub fn new(value: impl Into<String>) -> Self {
+                Self(value.into())
+            }
+
+            /// The wrapped string.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(value: String) -> Self {
+                Self::new(value)
+            }
+        }
+    };
+}
+
+string_newtype!(
+    /// Who is asking: the identity the adapter resolved for the caller (a user id, an OAuth
+    /// subject, or a fixed name for a local stdio session). Approvals, round-trip state and tokens
+    /// are bound to it and refuse every other principal.
+    Principal
+);
+
+string_newtype!(
+    /// The name of a tool, exactly as the server advertises it.
+    ToolName
+);
+
+/// The SHA-256 digest of a canonical argument object (see [`canonical_json`](crate::canonical_json)).
+///
+/// Displays and serialises as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ArgsDigest([u8; 32]);
+
+impl ArgsDigest {
+    /// Wraps raw digest bytes.
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The raw digest bytes.
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The digest as 64 lowercase hex digits.
+    pub fn to_hex(&self) -> String {
+        let mut out = String::with_capacity(64);
+        for byte in self.0 {
+            out.push(hex_digit(byte >> 4));
+            out.push(hex_digit(byte & 0x0f));
+        }
+        out
+    }
+}
+
+fn hex_digit(nibble: u8) -> char {
+    char::from_digit(u32::from(nibble), 16).unwrap_or('0')
+}
+
+impl fmt::Display for ArgsDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for ArgsDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ArgsDigest({})", self.to_hex())
+    }
+}
+
+impl FromStr for ArgsDigest {
+    type Err = Error;
+
+    /// Parses exactly 64 lowercase hex digits.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bytes = s.as_bytes();
+        if bytes.len() != 64 {
+            return Err(Error::MalformedDigest);
+        }
+        let mut out = [0u8; 32];
+        for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            let [hi, lo] = pair else {
+                return Err(Error::MalformedDigest);
+            };
+            *slot = (lower_hex_value(*hi)? << 4) | lower_hex_value(*lo)?;
+        }
+        Ok(Self(out))
+    }
+}
+
+fn lower_hex_value(c: u8) -> Result<u8, Error> {
+    match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        _ => Err(Error::MalformedDigest),
+    }
+}
+
+impl Serialize for ArgsDigest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for ArgsDigest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Parses the one accepted textual form of an opaque id: a random (version 4) UUID written
+/// hyphenated in lowercase, 36 characters. Every other spelling (braces, urn, upper case, simple
+/// form) is malformed, so that each id has exactly one valid spelling.
+fn parse_v4(s: &str, kind: &'static str) -> Result<Uuid, Error> {
+    let malformed = || Error::MalformedId { kind };
+    if s.len() != 36 {
+        return Err(malformed());
+    }
+    let uuid = Uuid::try_parse(s).map_err(|_| malformed())?;
+    let canonical = uuid.hyphenated().to_string();
+    if canonical != s
+        || uuid.get_version() != Some(uuid::Version::Random)
+        || uuid.get_variant() != uuid::Variant::RFC4122
+    {
+        return Err(malformed());
+    }
+    Ok(uuid)
+}
+
+macro_rules! uuid_id {
+    ($(#[$meta:meta])* $name:ident, $kind:literal) => {
+        $(#[$meta])*
+        ///
+        /// Opaque: a random version 4 UUID (122 random bits from the operating system's generator),
+        /// never derived from its inputs. Displays as the lowercase hyphenated form, which is also
+        /// the only form [`FromStr`] accepts.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Uuid);
+
+        impl $name {
+            /// A fresh random id.
+            pub(crate) fn random() -> Self {
+                Self(Uuid::new_v4())
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0.hyphenated(), f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                parse_v4(s, $kind).map(Self)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// The id of a confirmation token (its textual form is the [`ConfirmationToken`] value).
+    TokenId,
+    "token"
+);
+uuid_id!(
+    /// The id of a pending approval held in a [`Store`](crate::Store).
+    ApprovalId,
+    "approval"
+);
+uuid_id!(
+    /// The id of a round-trip state record: the `requestState` value handed to the client.
+    StateId,
+    "round-trip state"
+);
+
+/// The opaque confirmation token value handed to the user (and through them, the model).
+///
+/// It is a bearer value: whoever holds it may present it, but it only spends for the principal,
+/// tool and exact arguments it was issued for. `Debug` does not print it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ConfirmationToken {
+    value: String,
+    expires_at: time::OffsetDateTime,
+}
+
+impl ConfirmationToken {
+    pub(crate) fn new(id: TokenId, expires_at: time::OffsetDateTime) -> Self {
+        Self {
+            value: id.to_string(),
+            expires_at,
+        }
+    }
+
+    /// The token text.
+    pub fn as_str(&self) -> &str {
+        &self.value
+    }
+
+    /// The token text, owned.
+    pub fn into_string(self) -> String {
+        self.value
+    }
+
+    /// When the token stops being spendable (exclusive).
+    pub fn expires_at(&self) -> time::OffsetDateTime {
+        self.expires_at
+    }
+}
+
+impl fmt::Display for ConfirmationToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.value)
+    }
+}
+
+impl fmt::Debug for ConfirmationToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ConfirmationToken(..)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_hex_round_trips() {
+        let d = ArgsDigest::from_bytes([0xab; 32]);
+        assert_eq!(d.to_string(), "ab".repeat(32));
+        assert_eq!(d.to_string().parse::<ArgsDigest>().unwrap(), d);
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(json, format!("\"{}\"", "ab".repeat(32)));
+        assert_eq!(serde_json::from_str::<ArgsDigest>(&json).unwrap(), d);
+    }
+
+    #[test]
+    fn digest_parse_refuses_other_forms() {
+        for bad in [
+            "",
+            "ab",
+            &"AB".repeat(32),
+            &"ab".repeat(33),
+            &"zz".repeat(32),
+        ] {
+            assert_eq!(
+                bad.parse::<ArgsDigest>(),
+                Err(Error::MalformedDigest),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_have_one_spelling() {
+        let id = TokenId::random();
+        let text = id.to_string();
+        assert_eq!(text.parse::<TokenId>().unwrap(), id);
+        let upper = text.to_uppercase();
+        let simple = text.replace('-', "");
+        let braced = format!("{{{text}}}");
+        let urn = format!("urn:uuid:{text}");
+        for bad in [upper.as_str(), &simple, &braced, &urn, "", "not a token"] {
+            assert_eq!(
+                bad.parse::<TokenId>(),
+                Err(Error::MalformedId { kind: "token" }),
+                "{bad}"
+            );
+        }
+        // A well-formed UUID that is not version 4 is not one of ours.
+        assert!(
+            "00000000-0000-1000-8000-000000000000"
+                .parse::<StateId>()
+                .is_err()
+        );
+        assert!(
+            "00000000-0000-0000-0000-000000000000"
+                .parse::<ApprovalId>()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn ids_are_random() {
+        let a = TokenId::random();
+        let b = TokenId::random();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn token_debug_is_redacted() {
+        let t = ConfirmationToken::new(TokenId::random(), time::OffsetDateTime::UNIX_EPOCH);
+        assert_eq!(format!("{t:?}"), "ConfirmationToken(..)");
+        assert_eq!(t.to_string(), t.as_str());
+    }
+}

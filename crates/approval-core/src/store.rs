@@ -1,0 +1,328 @@
+//! Where approvals, round-trip state and tokens live between calls.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::ids::Principal;
+use crate::policy::{ApprovalPolicy, DEFAULT_PER_PRINCIPAL_CAP};
+
+/// A boxed, `Send` future: what [`Store`] methods return, so that the trait is dyn-compatible and
+/// an asynchronous backend (Redis) fits behind it.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a stored record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecordKind {
+    /// A pending approval kept in the store (see [`store_approval`](crate::store_approval)).
+    Approval,
+    /// Round-trip state: the `requestState` of an input-required round trip.
+    RoundTrip,
+    /// A confirmation token.
+    Token,
+}
+
+impl RecordKind {
+    /// A stable short name, usable as a key prefix by backends.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::RoundTrip => "round-trip",
+            Self::Token => "token",
+        }
+    }
+}
+
+/// The key of a stored record: its kind and its opaque id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreKey {
+    kind: RecordKind,
+    id: String,
+}
+
+impl StoreKey {
+    /// A key for a record of `kind` with the opaque `id`.
+    pub fn new(kind: RecordKind, id: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id: id.into(),
+        }
+    }
+
+    /// The record kind.
+    pub fn kind(&self) -> RecordKind {
+        self.kind
+    }
+
+    /// The opaque id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl fmt::Display for StoreKey {
+    /// `kind:id`, for example `token:4f…`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind.as_str(), self.id)
+    }
+}
+
+/// A store failure. Every store failure is a denial for the write that needed the store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend could not be reached or failed.
+    #[error("approval store unavailable: {0}")]
+    Unavailable(String),
+    /// The principal already has `cap` live entries.
+    #[error(
+        "too many pending approvals and tokens for this user (limit {cap}); finish or let some expire first"
+    )]
+    PrincipalCapReached {
+        /// The per-principal cap.
+        cap: usize,
+    },
+    /// The whole store holds `cap` live entries.
+    #[error("the approval store is full (limit {cap} entries)")]
+    Full {
+        /// The store-wide cap.
+        cap: usize,
+    },
+    /// A live entry with this key already exists (ids are random, so this means misuse).
+    #[error("a record with this key already exists")]
+    KeyExists,
+    /// A stored record could not be read back.
+    #[error("corrupt record in the approval store: {0}")]
+    Corrupt(String),
+}
+
+/// Storage for approvals, round-trip state and tokens: insert with an absolute expiry, take once
+/// atomically, purge expired entries.
+///
+/// Methods return boxed futures so the trait is dyn-compatible (`Arc<dyn Store>`) and fits an
+/// asynchronous, fallible backend. Callers in this crate turn every [`StoreError`] into a denial.
+///
+/// Contract for implementations:
+/// - [`take`](Store::take) is atomic: of any number of concurrent takes of one key, at most one
+///   gets `Some`. A taken entry is gone.
+/// - An entry is live while `now < expires_at`; [`take`](Store::take) at or after `expires_at`
+///   returns `None`.
+/// - [`insert`](Store::insert) refuses a key that is live ([`StoreError::KeyExists`]) and may
+///   refuse when a principal holds too many live entries ([`StoreError::PrincipalCapReached`]).
+///   Inserting an entry whose `expires_at` is not after `now` stores nothing.
+pub trait Store: Send + Sync + 'static {
+    /// Stores `record` under `key` for `principal` until `expires_at`.
+    fn insert<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Removes and returns the live record under `key`, if any. Atomic and single use.
+    fn take<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
+
+    /// Removes every entry expired at `now`; returns how many.
+    fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>>;
+}
+
+/// Default [`MemoryStore`] cap on live entries across all principals.
+pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
+
+/// An in-memory [`Store`] for a single process.
+///
+/// - A `parking_lot::Mutex` guards the map; it is taken and released inside each call, and the
+///   returned futures are already complete, so no lock is ever held across an await point.
+/// - Every insert and take first removes all expired entries (in expiry order, using an index, so
+///   the cost is proportional to what is removed), so memory stays bounded by the live entries.
+/// - Live entries are capped per principal (default 64, [`StoreError::PrincipalCapReached`]) and
+///   in total (default 100,000, [`StoreError::Full`]).
+///
+/// Replicas of a server do not share it: behind a load balancer use a shared backend.
+#[derive(Debug)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    per_principal_cap: usize,
+    max_entries: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<StoreKey, Entry>,
+    by_expiry: BTreeSet<(OffsetDateTime, StoreKey)>,
+    per_principal: HashMap<Principal, usize>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    principal: Principal,
+    record: Value,
+    expires_at: OffsetDateTime,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    /// A store with the default caps (64 per principal, 100,000 in total).
+    pub fn new() -> Self {
+        Self::with_caps(DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_MAX_ENTRIES)
+    }
+
+    /// A store with the per-principal cap of `policy`.
+    pub fn for_policy(policy: &ApprovalPolicy) -> Self {
+        Self::with_caps(policy.per_principal_cap, DEFAULT_MAX_ENTRIES)
+    }
+
+    /// A store with the given caps on live entries per principal and in total.
+    pub fn with_caps(per_principal_cap: usize, max_entries: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            per_principal_cap,
+            max_entries,
+        }
+    }
+
+    /// The number of entries held (live, or expired but not yet purged).
+    pub fn len(&self) -> usize {
+        self.inner.lock().entries.len()
+    }
+
+    /// Whether the store holds no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of live entries held for `principal` at `now`.
+    pub fn live_count(&self, principal: &Principal, now: OffsetDateTime) -> usize {
+        self.inner
+            .lock()
+            .entries
+            .values()
+            .filter(|e| &e.principal == principal && now < e.expires_at)
+            .count()
+    }
+
+    fn insert_now(
+        &self,
+        key: StoreKey,
+        principal: &Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock();
+        inner.purge(now);
+        if expires_at <= now {
+            return Ok(());
+        }
+        if inner.entries.contains_key(&key) {
+            return Err(StoreError::KeyExists);
+        }
+        let held = inner.per_principal.get(principal).copied().unwrap_or(0);
+        if held >= self.per_principal_cap {
+            return Err(StoreError::PrincipalCapReached {
+                cap: self.per_principal_cap,
+            });
+        }
+        if inner.entries.len() >= self.max_entries {
+            return Err(StoreError::Full {
+                cap: self.max_entries,
+            });
+        }
+        *inner.per_principal.entry(principal.clone()).or_insert(0) += 1;
+        inner.by_expiry.insert((expires_at, key.clone()));
+        inner.entries.insert(
+            key,
+            Entry {
+                principal: principal.clone(),
+                record,
+                expires_at,
+            },
+        );
+        Ok(())
+    }
+
+    fn take_now(&self, key: &StoreKey, now: OffsetDateTime) -> Option<Value> {
+        let mut inner = self.inner.lock();
+        inner.purge(now);
+        inner.remove(key).map(|entry| entry.record)
+    }
+
+    fn purge_now(&self, now: OffsetDateTime) -> usize {
+        self.inner.lock().purge(now)
+    }
+}
+
+impl Inner {
+    fn remove(&mut self, key: &StoreKey) -> Option<Entry> {
+        let entry = self.entries.remove(key)?;
+        self.by_expiry.remove(&(entry.expires_at, key.clone()));
+        if let Some(count) = self.per_principal.get_mut(&entry.principal) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.per_principal.remove(&entry.principal);
+            }
+        }
+        Some(entry)
+    }
+
+    /// Removes every entry with `expires_at <= now`.
+    fn purge(&mut self, now: OffsetDateTime) -> usize {
+        let mut removed = 0;
+        while let Some((expires_at, key)) = self.by_expiry.first().cloned() {
+            if expires_at > now {
+                break;
+            }
+            if self.remove(&key).is_some() {
+                removed += 1;
+            } else {
+                // Index out of step with the map: drop the stray index entry.
+                self.by_expiry.remove(&(expires_at, key));
+            }
+        }
+        removed
+    }
+}
+
+impl Store for MemoryStore {
+    fn insert<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let result = self.insert_now(key, principal, record, expires_at, now);
+        Box::pin(std::future::ready(result))
+    }
+
+    fn take<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let result = Ok(self.take_now(key, now));
+        Box::pin(std::future::ready(result))
+    }
+
+    fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
+        let result = Ok(self.purge_now(now));
+        Box::pin(std::future::ready(result))
+    }
+}
