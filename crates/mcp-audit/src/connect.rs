@@ -121,7 +121,9 @@ pub async fn list_stdio(
         source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command given"),
     })?;
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).env_clear();
+    // kill_on_drop: a server that is still running when the audit ends (a timeout) is killed
+    // even if the runtime shuts down before the transport's own cleanup runs.
+    cmd.args(args).env_clear().kill_on_drop(true);
     cmd.envs(env.iter().map(|(k, v)| (OsStr::new(k), v.as_os_str())));
     let shown = command
         .iter()

@@ -1,0 +1,152 @@
+//! Audits over streamable HTTP: a fixture server served in-process on 127.0.0.1.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use common::{audit, counts, names};
+use mcp_audit::fixture::{FixtureMode, FixtureServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+/// Serves `mode` at `http://127.0.0.1:PORT/mcp`; when `key` is set, requests without
+/// `X-Audit-Key: key` get 401.
+async fn serve(mode: FixtureMode, key: Option<&'static str>) -> SocketAddr {
+    let server = FixtureServer::new(mode, []).unwrap();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mut app = axum::Router::new().nest_service("/mcp", service);
+    if let Some(key) = key {
+        app = app.layer(middleware::from_fn(
+            move |req: Request, next: Next| async move {
+                let ok = req
+                    .headers()
+                    .get("x-audit-key")
+                    .is_some_and(|v| v.as_bytes() == key.as_bytes());
+                if ok {
+                    next.run(req).await
+                } else {
+                    Response::builder()
+                        .status(StatusCode::UNAUTHORIZED)
+                        .body(axum::body::Body::empty())
+                        .unwrap()
+                }
+            },
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_annotated_server_over_http() {
+    let addr = serve(FixtureMode::Annotated, None).await;
+    let url = format!("http://{addr}/mcp");
+    let run = audit(["http", &url, "--json"], &[]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let r = run.json();
+    assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
+    assert_eq!(names(&r["surface"]["additiveWrites"]), ["add_item"]);
+    assert_eq!(names(&r["surface"]["openWorldTools"]), ["fetch_url"]);
+    assert_eq!(
+        r["target"],
+        serde_json::json!({"transport": "http", "url": url})
+    );
+    assert_eq!(r["server"]["name"], "audit-fixture");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_and_stdio_measure_the_same_surface() {
+    let addr = serve(FixtureMode::Partial, None).await;
+    let url = format!("http://{addr}/mcp");
+    let over_http = audit(["http", &url, "--json"], &[]).await.json();
+    let over_stdio = common::audit_fixture("partial", &[], &[]).await.json();
+    assert_eq!(over_http["surface"], over_stdio["surface"]);
+    assert_eq!(over_http["toolsListBytes"], over_stdio["toolsListBytes"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paged_over_http() {
+    let addr = serve(FixtureMode::Paged, None).await;
+    let run = audit(["http", &format!("http://{addr}/mcp"), "--json"], &[]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(counts(&run.json()), (4, 2, 1, 1, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_are_sent() {
+    let addr = serve(FixtureMode::Unannotated, Some("s3cret")).await;
+    let url = format!("http://{addr}/mcp");
+
+    let refused = audit(["http", &url, "--json"], &[]).await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("could not audit"), "{refused:?}");
+
+    let run = audit(
+        ["http", &url, "--json", "--header", "X-Audit-Key: s3cret"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(counts(&run.json()), (3, 0, 3, 3, 3, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_endpoint_cannot_audit() {
+    // Bind then drop a listener: the port is very likely closed.
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let run = audit(
+        ["http", &format!("http://{addr}/mcp"), "--timeout", "10"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("could not audit"), "{run:?}");
+}
+
+#[tokio::test]
+async fn https_and_bad_arguments_are_refused_clearly() {
+    let https = audit(["http", "https://127.0.0.1:1/mcp"], &[]).await;
+    assert_eq!(https.code, 2, "{https:?}");
+    assert!(
+        https
+            .stderr
+            .contains("https is not supported by this build"),
+        "{https:?}"
+    );
+
+    let header = audit(
+        ["http", "http://127.0.0.1:1/mcp", "--header", "no colon"],
+        &[],
+    )
+    .await;
+    assert_eq!(header.code, 2, "{header:?}");
+    assert!(
+        header.stderr.contains("expected 'Name: value'"),
+        "{header:?}"
+    );
+
+    let url = audit(["http", "not a url"], &[]).await;
+    assert_eq!(url.code, 2, "{url:?}");
+}
