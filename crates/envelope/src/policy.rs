@@ -72,3 +72,66 @@ impl EnvelopePolicy {
         self.trusted_reads.iter().map(String::as_str)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const CLASSES: [ToolClass; 3] = [
+        ToolClass::Read,
+        ToolClass::AdditiveWrite,
+        ToolClass::DestructiveWrite,
+    ];
+
+    #[test]
+    fn default_wraps_everything_with_prefix() {
+        for policy in [EnvelopePolicy::new(), EnvelopePolicy::default()] {
+            for class in CLASSES {
+                assert!(policy.should_wrap("anything", class));
+                assert!(policy.should_wrap("", class));
+            }
+            assert!(policy.text_prefix());
+            assert_eq!(policy.trusted_reads().count(), 0);
+        }
+    }
+
+    #[test]
+    fn trust_applies_to_reads_only_and_only_to_the_named_tool() {
+        let policy = EnvelopePolicy::new()
+            .trust_read("list_categories")
+            .trust_read("health");
+        assert!(!policy.should_wrap("list_categories", ToolClass::Read));
+        assert!(!policy.should_wrap("health", ToolClass::Read));
+        assert!(policy.should_wrap("list_categories", ToolClass::AdditiveWrite));
+        assert!(policy.should_wrap("list_categories", ToolClass::DestructiveWrite));
+        assert!(policy.should_wrap("List_categories", ToolClass::Read));
+        assert!(policy.should_wrap("list_categories ", ToolClass::Read));
+        assert!(policy.should_wrap("new_tool", ToolClass::Read));
+        assert_eq!(
+            policy.trusted_reads().collect::<Vec<_>>(),
+            ["health", "list_categories"]
+        );
+    }
+
+    #[test]
+    fn text_prefix_option() {
+        let policy = EnvelopePolicy::new().with_text_prefix(false);
+        assert!(!policy.text_prefix());
+        assert!(policy.should_wrap("t", ToolClass::Read));
+        assert!(policy.with_text_prefix(true).text_prefix());
+    }
+
+    proptest! {
+        #[test]
+        fn wraps_unless_a_trusted_read(
+            trusted in prop::collection::btree_set("[a-z]{1,4}", 0..6),
+            tool in "[a-z]{1,4}",
+            class in prop::sample::select(CLASSES.to_vec()),
+        ) {
+            let policy = trusted.iter().cloned().fold(EnvelopePolicy::new(), EnvelopePolicy::trust_read);
+            let trusted_read = class == ToolClass::Read && trusted.contains(&tool);
+            prop_assert_eq!(policy.should_wrap(&tool, class), !trusted_read);
+        }
+    }
+}
