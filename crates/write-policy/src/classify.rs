@@ -149,8 +149,10 @@ fn force_destructive(a: &mut Annotations) {
 ///
 /// Returns `None` when the declared annotations can be advertised unchanged. A token-gated tool
 /// (see [`declares_confirmation_token`]) must advertise `readOnlyHint: false` and
-/// `destructiveHint: true`; if it does not already, this returns the declared annotations with
-/// those two fields set and every other field (title, idempotent, open-world) kept.
+/// `destructiveHint: true` explicitly; if it does not already (including when it declares no
+/// annotation object, or leaves either hint to its default), this returns the declared
+/// annotations with those two fields set and every other field (title, idempotent, open-world)
+/// kept.
 ///
 /// ```
 /// use write_policy::{advertised_annotations, Annotations, ToolFacts};
