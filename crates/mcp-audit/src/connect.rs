@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
-use rmcp::model::{Implementation, Tool};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -135,7 +135,10 @@ pub async fn list_stdio(
         source,
     })?;
     with_timeout(timeout, async move {
-        let client = ().serve(transport).await.map_err(|e| AuditError::Connect(e.to_string()))?;
+        let client = client_config()
+            .serve(transport)
+            .await
+            .map_err(|e| AuditError::Connect(e.to_string()))?;
         list(client).await
     })
     .await
@@ -161,10 +164,22 @@ pub async fn list_http(
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
     with_timeout(timeout, async move {
         let transport = StreamableHttpClientTransport::from_config(config);
-        let client = ().serve(transport).await.map_err(|e| AuditError::Connect(e.to_string()))?;
+        let client = client_config()
+            .serve(transport)
+            .await
+            .map_err(|e| AuditError::Connect(e.to_string()))?;
         list(client).await
     })
     .await
+}
+
+/// How the audit introduces itself: as `mcp-audit`, asking for no capability (no sampling,
+/// no elicitation, no roots), since it never calls a tool.
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mcp-audit", env!("CARGO_PKG_VERSION")),
+    )
 }
 
 async fn with_timeout<T>(
@@ -176,7 +191,7 @@ async fn with_timeout<T>(
         .map_err(|_| AuditError::Timeout(timeout))?
 }
 
-async fn list(client: RunningService<RoleClient, ()>) -> Result<Listing, AuditError> {
+async fn list(client: RunningService<RoleClient, ClientConfig>) -> Result<Listing, AuditError> {
     let info = client.peer_info();
     let listed = client.list_all_tools().await;
     // Closing is best effort: the listing is what matters, and a server that does not shut
