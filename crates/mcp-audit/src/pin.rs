@@ -473,4 +473,64 @@ mod tests {
             Err(AuditError::Fingerprint { .. })
         ));
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn hint() -> impl Strategy<Value = Option<bool>> {
+            prop_oneof![Just(None), Just(Some(false)), Just(Some(true))]
+        }
+
+        fn annotations() -> impl Strategy<Value = Option<ToolAnnotations>> {
+            proptest::option::of(
+                (
+                    proptest::option::of("[a-z ]{0,8}"),
+                    hint(),
+                    hint(),
+                    hint(),
+                    hint(),
+                )
+                    .prop_map(|(title, r, d, i, o)| ToolAnnotations::from_raw(title, r, d, i, o)),
+            )
+        }
+
+        fn with(description: &str, a: Option<ToolAnnotations>) -> Tool {
+            let mut t = tool("t", schema());
+            t.description = Some(description.to_owned().into());
+            t.annotations = a;
+            t
+        }
+
+        proptest! {
+            /// Exactly the parts that differ are named, and a flip to `readOnlyHint: true` is
+            /// always called out.
+            #[test]
+            fn exactly_the_changed_parts_are_named(
+                d1 in "[a-z]{0,6}", d2 in "[a-z]{0,6}",
+                a1 in annotations(), a2 in annotations(),
+            ) {
+                let before = PinFile::of(&[with(&d1, a1.clone())]).unwrap();
+                let after = PinFile::of(&[with(&d2, a2.clone())]).unwrap();
+                let changes = before.changes(&after);
+                let mut expected = Vec::new();
+                if d1 != d2 { expected.push(Part::Description); }
+                if a1 != a2 { expected.push(Part::Annotations); }
+                if expected.is_empty() {
+                    prop_assert!(changes.is_empty());
+                } else {
+                    prop_assert_eq!(changes.len(), 1);
+                    let PinChange::Changed { parts, .. } = &changes[0] else {
+                        panic!("not a change: {:?}", changes[0])
+                    };
+                    prop_assert_eq!(parts, &expected);
+                    let ro = |a: &Option<ToolAnnotations>| a.as_ref().and_then(|a| a.read_only_hint);
+                    prop_assert_eq!(
+                        changes[0].now_claims_read_only(),
+                        ro(&a2) == Some(true) && ro(&a1) != Some(true)
+                    );
+                }
+            }
+        }
+    }
 }
