@@ -1,1 +1,111 @@
-//! TODO crate doc
+//! Wraps any rmcp [`ServerHandler`](rmcp::ServerHandler) so that every write needs a person's
+//! approval of that exact change, enforced by the server.
+//!
+//! # What this crate decides
+//!
+//! Nothing of its own. It wires the policy crates into rmcp:
+//! [`write_policy`] decides which tools are writes and whether writes are enabled,
+//! [`approval_core`] decides what an approval, an answer, a token and a round trip are worth, and
+//! [`envelope`] decides which results are wrapped as untrusted data. The [`WriteGuard`] forwards
+//! every `ServerHandler` method to the inner server, rewrites what `tools/list` advertises, and
+//! runs each `tools/call` through the write path:
+//!
+//! 1. Classify the tool. A read goes to the inner server, then into the envelope (unless the
+//!    read is [trusted](WriteGuardBuilder::trust_read)).
+//! 2. Writes disabled: refuse.
+//! 3. The client cannot be asked (no form elicitation): refuse, unless
+//!    [`danger::AllowWritesWithoutElicitation`] is on.
+//! 4. A token-gated tool (one whose input schema has `confirmationToken`) needs a token;
+//!    [`PREPARE_ADMIN_ACTION`] issues one after the user approves the intent.
+//! 5. Capture the arguments once and run the tool's preview (dry run) with them, with a
+//!    [`Preview`] marker in the request extensions that the model cannot set. A failing preview
+//!    is returned as it is and nobody is asked.
+//! 6. Ask the user with the preview, on a 2-minute clock: an `elicitation/create` form below
+//!    protocol 2026-07-28, an `InputRequiredResult` with a server-bound single-use
+//!    `requestState` from 2026-07-28 on.
+//! 7. Only `accept` with `approve: true` continues.
+//! 8. Spend the token, re-run the preview and compare ("the data changed since you approved;
+//!    nothing was saved"), apply with the same captured arguments.
+//! 9. Wrap the result, record the decision.
+//!
+//! Every refusal is a tool result with `isError: true` that says nothing was saved, the inner
+//! tool's apply is never called, and one [`AuditRecord`] names the reason.
+//!
+//! # What it does not do
+//!
+//! It cannot prove that a person, rather than the client, answered the question: an `accept`
+//! comes from the client. It does not make a tool's preview honest: a tool that
+//! [opts in](WriteGuardBuilder::preview) must compute the change without making it when
+//! [`is_preview`] is set. It does not support write tools that need their own input rounds or
+//! tasks. The name [`PREPARE_ADMIN_ACTION`] is reserved.
+//!
+//! # Example
+//!
+//! ```
+//! use adapter_rmcp::{WriteGuard, is_preview};
+//! use rmcp::{
+//!     ErrorData, ServerHandler, handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+//!     model::CallToolResult, schemars, service::{RequestContext, RoleServer},
+//!     tool, tool_handler, tool_router,
+//! };
+//! use std::sync::{Arc, atomic::{AtomicI64, Ordering}};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { n: i64 }
+//!
+//! #[derive(Clone)]
+//! struct Counter { value: Arc<AtomicI64>, tool_router: ToolRouter<Self> }
+//!
+//! #[tool_router]
+//! impl Counter {
+//!     #[tool(description = "Read the counter", annotations(read_only_hint = true))]
+//!     async fn get(&self) -> String { self.value.load(Ordering::SeqCst).to_string() }
+//!
+//!     #[tool(description = "Add to the counter",
+//!            annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
+//!     async fn add(&self, Parameters(Add { n }): Parameters<Add>, cx: RequestContext<RoleServer>)
+//!         -> Result<CallToolResult, ErrorData> {
+//!         let before = self.value.load(Ordering::SeqCst);
+//!         let change = serde_json::json!({"before": before, "after": before + n});
+//!         if !is_preview(&cx) { self.value.fetch_add(n, Ordering::SeqCst); }
+//!         Ok(CallToolResult::structured(change))
+//!     }
+//! }
+//!
+//! #[tool_handler(router = self.tool_router)]
+//! impl ServerHandler for Counter {}
+//!
+//! let counter = Counter { value: Arc::default(), tool_router: Counter::tool_router() };
+//! // The whole integration: wrap, say which tools support previews, serve the guard instead.
+//! let guard = WriteGuard::builder(counter).preview("add").trust_read("get").build();
+//! // guard.serve(rmcp::transport::stdio()).await?.waiting().await?;
+//!
+//! let add = guard.get_tool("add").unwrap();
+//! assert_eq!(add.annotations.unwrap().read_only_hint, Some(false));
+//! ```
+
+mod audit;
+mod builder;
+pub mod danger;
+mod elicit;
+mod error;
+mod guard;
+mod preview;
+mod principal;
+mod prompt;
+mod tools;
+mod write_path;
+
+pub use audit::{AuditRecord, AuditSink, JsonLinesSink, MemorySink, Outcome, TracingSink};
+pub use builder::WriteGuardBuilder;
+pub use elicit::INPUT_KEY;
+pub use error::Error;
+pub use guard::WriteGuard;
+pub use preview::{Preview, is_preview, is_preview_in};
+pub use principal::{
+    AuthenticatedSubject, ConnectionId, FromAuthenticatedSubject, PerConnection, PrincipalRequest,
+    PrincipalResolver,
+};
+pub use prompt::{PromptInput, default_prompt};
+pub use tools::PREPARE_ADMIN_ACTION;
+pub use write_path::STALE_MESSAGE;

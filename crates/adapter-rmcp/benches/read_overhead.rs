@@ -1,0 +1,118 @@
+//! What a read costs through the guard: the same `get_counter` call on the bare fixture server
+//! and on the fixture wrapped in a `WriteGuard`, each over an in-memory duplex transport.
+//!
+//! Criterion reports both; at the end the bench also prints the ratio of the two means from a
+//! plain timing loop (`guard / bare`).
+// A bench is a harness like a test: a failed setup should stop it loudly.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::{
+    hint::black_box,
+    time::{Duration, Instant},
+};
+
+use adapter_rmcp::{MemorySink, WriteGuard};
+use criterion::Criterion;
+use rmcp::{
+    RoleClient, ServerHandler, ServiceExt, model::CallToolRequestParams, service::RunningService,
+};
+use std::sync::Arc;
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/common/fixture.rs"]
+mod fixture;
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn connect<S: ServerHandler>(server: S) -> Client {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    match ().serve(client_io).await {
+        Ok(client) => client,
+        Err(error) => panic!("cannot connect: {error}"),
+    }
+}
+
+async fn read(client: &Client) {
+    let result = client
+        .call_tool(CallToolRequestParams::new("get_counter"))
+        .await;
+    match result {
+        Ok(result) => {
+            black_box(result);
+        }
+        Err(error) => panic!("read failed: {error}"),
+    }
+}
+
+fn guarded() -> WriteGuard<fixture::Fixture> {
+    WriteGuard::builder(fixture::Fixture::default())
+        .writes_enabled(true)
+        .audit(Arc::new(MemorySink::new()))
+        .build()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(error) => panic!("no runtime: {error}"),
+    }
+}
+
+fn read_overhead(c: &mut Criterion) {
+    let rt = runtime();
+    let bare = rt.block_on(connect(fixture::Fixture::default()));
+    let guard = rt.block_on(connect(guarded()));
+    let mut group = c.benchmark_group("read_overhead");
+    group.bench_function("bare", |b| b.to_async(&rt).iter(|| read(&bare)));
+    group.bench_function("guard", |b| b.to_async(&rt).iter(|| read(&guard)));
+    group.finish();
+}
+
+/// Mean time per read over `n` sequential calls.
+fn mean(rt: &tokio::runtime::Runtime, client: &Client, n: u32) -> Duration {
+    rt.block_on(async {
+        for _ in 0..100 {
+            read(client).await;
+        }
+        let start = Instant::now();
+        for _ in 0..n {
+            read(client).await;
+        }
+        start.elapsed() / n
+    })
+}
+
+fn report_ratio() {
+    let rt = runtime();
+    let bare = rt.block_on(connect(fixture::Fixture::default()));
+    let guard = rt.block_on(connect(guarded()));
+    let n = 3000;
+    // Interleave to spread any drift over both.
+    let mut bare_total = Duration::ZERO;
+    let mut guard_total = Duration::ZERO;
+    for _ in 0..3 {
+        bare_total += mean(&rt, &bare, n);
+        guard_total += mean(&rt, &guard, n);
+    }
+    let ratio = guard_total.as_secs_f64() / bare_total.as_secs_f64();
+    eprintln!(
+        "read_overhead: bare {:?}/call, guard {:?}/call, ratio guard/bare = {ratio:.3}",
+        bare_total / 3,
+        guard_total / 3
+    );
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    read_overhead(&mut criterion);
+    criterion.final_summary();
+    report_ratio();
+}

@@ -1,0 +1,241 @@
+//! [`WriteGuardBuilder`]: everything a guard can be told, in one place.
+
+use std::{
+    collections::{HashMap, HashSet},
+    fmt,
+    sync::Arc,
+};
+
+use approval_core::{ApprovalPolicy, ArgLimits, Clock, MemoryStore, Store, SystemClock};
+use envelope::EnvelopePolicy;
+use rmcp::ServerHandler;
+use write_policy::DEFAULT_WRITES_ENV;
+
+use crate::{
+    WriteGuard,
+    audit::{AuditSink, TracingSink},
+    danger::AllowWritesWithoutElicitation,
+    guard::Shared,
+    principal::{ConnectionId, PerConnection, PrincipalResolver},
+    prompt::{PromptFn, PromptInput},
+};
+
+/// Configures a [`WriteGuard`]. Start with [`WriteGuard::builder`], finish with
+/// [`WriteGuardBuilder::build`].
+///
+/// Defaults: the server name from the inner server's `get_info`; writes enabled only when the
+/// environment variable `MCP_WRITES_ENABLED` is exactly `true` (read once, in `build`); every
+/// read wrapped; no previews; the default prompt; a 2-minute approval clock; 5-minute tokens;
+/// an in-memory store; the system clock; the `tracing` audit sink; one principal per
+/// connection; clients without elicitation refused.
+pub struct WriteGuardBuilder<S> {
+    inner: S,
+    server_name: Option<String>,
+    writes_env: String,
+    writes_enabled: Option<bool>,
+    envelope: EnvelopePolicy,
+    previews: HashSet<String>,
+    prompts: HashMap<String, PromptFn>,
+    policy: ApprovalPolicy,
+    store: Option<Arc<dyn Store>>,
+    clock: Arc<dyn Clock>,
+    audit: Arc<dyn AuditSink>,
+    principal: Arc<dyn PrincipalResolver>,
+    allow_without_elicitation: bool,
+}
+
+impl<S> fmt::Debug for WriteGuardBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteGuardBuilder")
+            .field("server_name", &self.server_name)
+            .field("writes_env", &self.writes_env)
+            .field("writes_enabled", &self.writes_enabled)
+            .field("previews", &self.previews)
+            .field("policy", &self.policy)
+            .field("allow_without_elicitation", &self.allow_without_elicitation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: ServerHandler> WriteGuardBuilder<S> {
+    pub(crate) fn new(inner: S) -> Self {
+        Self {
+            inner,
+            server_name: None,
+            writes_env: DEFAULT_WRITES_ENV.to_owned(),
+            writes_enabled: None,
+            envelope: EnvelopePolicy::new(),
+            previews: HashSet::new(),
+            prompts: HashMap::new(),
+            policy: ApprovalPolicy::default(),
+            store: None,
+            clock: Arc::new(SystemClock),
+            audit: Arc::new(TracingSink),
+            principal: Arc::new(PerConnection),
+            allow_without_elicitation: false,
+        }
+    }
+
+    /// The server name used as the envelope's `source` (`<server>/<tool>`). Default: the name
+    /// the inner server reports in `get_info`.
+    #[must_use]
+    pub fn server_name(mut self, name: impl Into<String>) -> Self {
+        self.server_name = Some(name.into());
+        self
+    }
+
+    /// The environment variable that enables writes (default `MCP_WRITES_ENABLED`). Only the
+    /// exact value `true` enables them. Read once, in [`Self::build`].
+    #[must_use]
+    pub fn writes_env(mut self, name: impl Into<String>) -> Self {
+        self.writes_env = name.into();
+        self
+    }
+
+    /// Enables or disables writes explicitly, ignoring the environment (for tests and for
+    /// programs that read their own configuration).
+    #[must_use]
+    pub fn writes_enabled(mut self, enabled: bool) -> Self {
+        self.writes_enabled = Some(enabled);
+        self
+    }
+
+    /// Marks a read tool as trusted: its results are not wrapped. Has no effect on writes,
+    /// whose results are always wrapped.
+    #[must_use]
+    pub fn trust_read(mut self, tool: impl Into<String>) -> Self {
+        self.envelope = self.envelope.trust_read(tool);
+        self
+    }
+
+    /// Whether wrapped text content starts with `SECURITY NOTICE: ` (default: yes).
+    #[must_use]
+    pub fn text_prefix(mut self, on: bool) -> Self {
+        self.envelope = self.envelope.with_text_prefix(on);
+        self
+    }
+
+    /// Declares that `tool` supports previews: it checks [`crate::is_preview`] and, when set,
+    /// returns the change without making it. The guard then shows the preview to the user and
+    /// re-runs it before applying.
+    #[must_use]
+    pub fn preview(mut self, tool: impl Into<String>) -> Self {
+        self.previews.insert(tool.into());
+        self
+    }
+
+    /// The question asked for `tool`, built from the tool name, the arguments (without the
+    /// confirmation token) and the preview value.
+    #[must_use]
+    pub fn prompt<F>(mut self, tool: impl Into<String>, prompt: F) -> Self
+    where
+        F: Fn(&PromptInput<'_>) -> String + Send + Sync + 'static,
+    {
+        self.prompts.insert(tool.into(), Arc::new(prompt));
+        self
+    }
+
+    /// How long the user has to answer (default 120 s).
+    #[must_use]
+    pub fn approval_ttl(mut self, ttl: time::Duration) -> Self {
+        self.policy = self.policy.with_approval_ttl(ttl);
+        self
+    }
+
+    /// How long a confirmation token stays valid (default 300 s).
+    #[must_use]
+    pub fn token_ttl(mut self, ttl: time::Duration) -> Self {
+        self.policy = self.policy.with_token_ttl(ttl);
+        self
+    }
+
+    /// The size and nesting limits for arguments.
+    #[must_use]
+    pub fn arg_limits(mut self, limits: ArgLimits) -> Self {
+        self.policy = self.policy.with_limits(limits);
+        self
+    }
+
+    /// Where approvals, round-trip records and tokens live (default: in memory, this process
+    /// only). Replicas behind a load balancer need a shared store.
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The clock for the approval and token lifetimes (default: the system clock).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Where decisions are recorded (default: [`TracingSink`]).
+    #[must_use]
+    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = sink;
+        self
+    }
+
+    /// Who is asking (default: [`PerConnection`]).
+    #[must_use]
+    pub fn principal(mut self, resolver: Arc<dyn PrincipalResolver>) -> Self {
+        self.principal = resolver;
+        self
+    }
+
+    /// Lets clients that cannot ask their user write without approval. Read the risk on
+    /// [`AllowWritesWithoutElicitation`] first; [`Self::build`] logs a warning.
+    #[must_use]
+    pub fn danger(mut self, _option: AllowWritesWithoutElicitation) -> Self {
+        self.allow_without_elicitation = true;
+        self
+    }
+
+    /// Builds the guard. Reads the writes variable from the environment here, once, unless
+    /// [`Self::writes_enabled`] was given.
+    pub fn build(self) -> WriteGuard<S> {
+        let writes_enabled = self.writes_enabled.unwrap_or_else(|| {
+            let value = std::env::var(&self.writes_env).ok();
+            write_policy::writes_enabled(value.as_deref())
+        });
+        let server_name = self
+            .server_name
+            .unwrap_or_else(|| self.inner.get_info().server_info.name);
+        if self.allow_without_elicitation {
+            tracing::warn!(
+                server = %server_name,
+                "danger::AllowWritesWithoutElicitation is on: clients that cannot ask their user \
+                 may write without anyone's approval"
+            );
+        }
+        if !writes_enabled {
+            tracing::info!(
+                server = %server_name,
+                env = %self.writes_env,
+                "writes are disabled; write tools will be refused"
+            );
+        }
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(MemoryStore::for_policy(&self.policy)));
+        WriteGuard {
+            shared: Arc::new(Shared {
+                inner: self.inner,
+                server_name,
+                writes_enabled,
+                envelope: self.envelope,
+                previews: self.previews,
+                prompts: self.prompts,
+                policy: self.policy,
+                store,
+                clock: self.clock,
+                audit: self.audit,
+                principal: self.principal,
+                allow_without_elicitation: self.allow_without_elicitation,
+            }),
+            connection: ConnectionId::random(),
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Options that weaken the write policy. Each one is named for what it gives up, logs a warning
+//! when the guard is built, and is documented with its risk. None is on by default.
+
+/// Lets a client that cannot ask its user (no form elicitation, neither through
+/// `elicitation/create` nor through a 2026-07-28 input round) write **without any person's
+/// approval**.
+///
+/// # Risk
+///
+/// With this option a prompt-injected model can write anything the inner tools allow, as often
+/// as it likes: nobody sees the change before it happens. The other checks stay on (writes
+/// must be enabled, arguments are captured once, confirmation tokens are still required and
+/// spent, previews are still re-run and compared, results are still wrapped, every decision is
+/// recorded with the outcome `approved-without-elicitation`), but the human step is gone.
+///
+/// Use it only for a client that cannot elicit and that a person drives directly (a test rig, a
+/// local script whose arguments a person typed), never for a model-driven client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllowWritesWithoutElicitation;

@@ -1,0 +1,449 @@
+//! [`WriteGuard`]: the wrapper, and its `ServerHandler` implementation.
+//!
+//! Every `ServerHandler` method forwards to the inner server. Three are changed on the way:
+//! `list_tools` and `get_tool` advertise the rewritten annotations and output schemas (plus
+//! `prepare_admin_action` when a tool is token-gated), and `call_tool` runs the write path
+//! (see [`crate`] for the steps). Everything else is the inner server's answer, unchanged.
+
+#![expect(
+    deprecated,
+    reason = "set_level, subscribe and unsubscribe are forwarded as they are"
+)]
+
+use std::{
+    borrow::Cow,
+    collections::{HashMap, HashSet},
+    fmt,
+    sync::Arc,
+};
+
+use approval_core::{ApprovalPolicy, Clock, Store};
+use envelope::EnvelopePolicy;
+use rmcp::{
+    ErrorData, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
+        CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
+        DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams,
+        GetSkillResult, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+        ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+        ReadResourceResponse, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+        SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
+    },
+    service::{
+        MaybeSendFuture, NotificationContext, RequestContext, RoleServer, SubscriptionContext,
+    },
+};
+
+use crate::{
+    audit::AuditSink,
+    builder::WriteGuardBuilder,
+    principal::{ConnectionId, PrincipalResolver},
+    prompt::PromptFn,
+    tools::{self, PREPARE_ADMIN_ACTION},
+};
+
+/// The most pages the guard reads from the inner server when it has to look through the whole
+/// tool list (a server whose `get_tool` says nothing, or a paginated list).
+const MAX_TOOL_PAGES: usize = 1024;
+
+/// Configuration shared by every clone of a guard.
+pub(crate) struct Shared<S> {
+    pub(crate) inner: S,
+    pub(crate) server_name: String,
+    pub(crate) writes_enabled: bool,
+    pub(crate) envelope: EnvelopePolicy,
+    pub(crate) previews: HashSet<String>,
+    pub(crate) prompts: HashMap<String, PromptFn>,
+    pub(crate) policy: ApprovalPolicy,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) audit: Arc<dyn AuditSink>,
+    pub(crate) principal: Arc<dyn PrincipalResolver>,
+    pub(crate) allow_without_elicitation: bool,
+}
+
+/// Wraps any rmcp [`ServerHandler`] so that every write needs a person's approval of that exact
+/// change. Build one with [`WriteGuard::builder`].
+///
+/// Cloning is cheap (the configuration, store and audit sink are shared), and **each clone is a
+/// new connection** for the default [`crate::PerConnection`] principal: serve one clone per
+/// connection, for example `move || Ok(guard.clone())` as rmcp's streamable-HTTP service
+/// factory.
+pub struct WriteGuard<S> {
+    pub(crate) shared: Arc<Shared<S>>,
+    pub(crate) connection: ConnectionId,
+}
+
+impl<S> Clone for WriteGuard<S> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            connection: ConnectionId::random(),
+        }
+    }
+}
+
+impl<S> fmt::Debug for WriteGuard<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteGuard")
+            .field("server_name", &self.shared.server_name)
+            .field("writes_enabled", &self.shared.writes_enabled)
+            .field("connection", &self.connection)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    /// Starts configuring a guard around `inner`.
+    pub fn builder(inner: S) -> WriteGuardBuilder<S> {
+        WriteGuardBuilder::new(inner)
+    }
+}
+
+impl<S> WriteGuard<S> {
+    /// The wrapped server.
+    pub fn inner(&self) -> &S {
+        &self.shared.inner
+    }
+
+    /// Whether writes are enabled (decided once, when the guard was built).
+    pub fn writes_enabled(&self) -> bool {
+        self.shared.writes_enabled
+    }
+
+    /// The connection this guard value serves (see [`crate::PerConnection`]).
+    pub fn connection(&self) -> &ConnectionId {
+        &self.connection
+    }
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    /// The inner server's definition of `name`: its `get_tool`, else a look through its tool
+    /// list.
+    pub(crate) async fn find_tool(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Tool>, ErrorData> {
+        if let Some(tool) = self.shared.inner.get_tool(name) {
+            return Ok(Some(tool));
+        }
+        let mut cursor = None;
+        for _ in 0..MAX_TOOL_PAGES {
+            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = self
+                .shared
+                .inner
+                .list_tools(request, context.clone())
+                .await?;
+            if let Some(tool) = page.tools.into_iter().find(|t| t.name == name) {
+                return Ok(Some(tool));
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether any tool of the inner server is token-gated, reading every page.
+    async fn any_token_gated(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<bool, ErrorData> {
+        let mut cursor = None;
+        for _ in 0..MAX_TOOL_PAGES {
+            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = self
+                .shared
+                .inner
+                .list_tools(request, context.clone())
+                .await?;
+            if page
+                .tools
+                .iter()
+                .any(|t| tools::classify_tool(t).token_gated)
+            {
+                return Ok(true);
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
+    fn ping(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.ping(context)
+    }
+
+    fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.initialize(request, context)
+    }
+
+    fn negotiate_initialize(
+        &self,
+        request: &InitializeRequestParams,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.shared.inner.negotiate_initialize(request)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.shared.inner.supported_protocol_versions()
+    }
+
+    fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.discover(context)
+    }
+
+    fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.complete(request, context)
+    }
+
+    fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.set_level(request, context)
+    }
+
+    fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.get_prompt(request, context)
+    }
+
+    fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListPromptsResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.list_prompts(request, context)
+    }
+
+    fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourcesResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.list_resources(request, context)
+    }
+
+    fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, ErrorData>> + MaybeSendFuture + '_
+    {
+        self.shared.inner.list_resource_templates(request, context)
+    }
+
+    fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.read_resource(request, context)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.shared.inner.accepted_subscription_filter(requested)
+    }
+
+    fn listen(
+        &self,
+        context: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.listen(context)
+    }
+
+    fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.subscribe(request, context)
+    }
+
+    fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.unsubscribe(request, context)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.guard_call(request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let had_cursor = request.as_ref().is_some_and(|r| r.cursor.is_some());
+        let mut result = self
+            .shared
+            .inner
+            .list_tools(request, context.clone())
+            .await?;
+        let gated_here = result
+            .tools
+            .iter()
+            .any(|t| tools::classify_tool(t).token_gated);
+        result.tools = std::mem::take(&mut result.tools)
+            .into_iter()
+            .filter(|t| t.name != PREPARE_ADMIN_ACTION)
+            .map(|t| tools::advertise(t, &self.shared.envelope))
+            .collect();
+        if result.next_cursor.is_none()
+            && (gated_here || (had_cursor && self.any_token_gated(&context).await?))
+        {
+            result.tools.push(tools::prepare_admin_action_tool());
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        if name == PREPARE_ADMIN_ACTION {
+            return Some(tools::prepare_admin_action_tool());
+        }
+        self.shared
+            .inner
+            .get_tool(name)
+            .map(|t| tools::advertise(t, &self.shared.envelope))
+    }
+
+    fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CustomResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.on_custom_request(request, context)
+    }
+
+    fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.shared.inner.on_cancelled(notification, context)
+    }
+
+    fn on_progress(
+        &self,
+        notification: ProgressNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.shared.inner.on_progress(notification, context)
+    }
+
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.shared.inner.on_initialized(context)
+    }
+
+    fn on_roots_list_changed(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.shared.inner.on_roots_list_changed(context)
+    }
+
+    fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.shared
+            .inner
+            .on_custom_notification(notification, context)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.shared.inner.get_info()
+    }
+
+    fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetTaskResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.get_task(request, context)
+    }
+
+    fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.update_task(request, context)
+    }
+
+    fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.cancel_task(request, context)
+    }
+
+    fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListSkillsResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.list_skills(request, context)
+    }
+
+    fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetSkillResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.shared.inner.get_skill(request, context)
+    }
+
+    fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceDirectoryResult, ErrorData>> + MaybeSendFuture + '_
+    {
+        self.shared.inner.read_resource_directory(request, context)
+    }
+}

@@ -1,0 +1,302 @@
+//! The write path end to end, in both protocol eras: approve, every kind of "no", the clock,
+//! clients without elicitation, writes disabled, previews that fail or go stale, applies that
+//! fail.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use adapter_rmcp::{Outcome, STALE_MESSAGE};
+use common::{Era, Harness, Options, Reply, text_of, unwrapped};
+use serde_json::json;
+
+both_eras!(
+    approve_applies_exactly_the_previewed_change,
+    decline_writes_nothing,
+    cancel_writes_nothing,
+    accept_with_approve_false_writes_nothing,
+    accept_without_approve_writes_nothing,
+    a_failing_approval_handler_writes_nothing,
+    an_answer_after_120_seconds_writes_nothing,
+    a_client_without_elicitation_is_refused,
+    a_client_without_elicitation_may_write_only_with_the_danger_option,
+    writes_disabled_refuses_without_asking,
+    a_failing_preview_is_returned_and_nobody_is_asked,
+    a_stale_preview_is_refused,
+    an_apply_that_fails_after_approval_is_reported,
+    a_write_without_preview_is_asked_with_its_arguments,
+    oversized_and_overdeep_arguments_are_refused,
+);
+
+async fn approve_applies_exactly_the_previewed_change(era: Era) {
+    let h = Harness::start(era).await;
+    h.script([Reply::Approve]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().counter, 7);
+    assert_eq!(h.state().applies, 1);
+    // Previewed once before asking, once more before applying.
+    assert_eq!(h.state().previews, 2);
+    // The write result is wrapped.
+    assert_eq!(unwrapped(&result), json!({"before": 0, "after": 7}));
+    assert!(text_of(&result).starts_with(envelope::NOTICE_PREFIX));
+    // The user saw the tool, the argument and the before/after values.
+    let asked = h.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains("set_counter"), "{}", asked[0]);
+    assert!(asked[0].contains("value: 7"), "{}", asked[0]);
+    assert!(asked[0].contains("Before: 0"), "{}", asked[0]);
+    assert!(asked[0].contains("After: 7"), "{}", asked[0]);
+    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Applied]);
+    let records = h.audit.records();
+    assert!(records.iter().all(|r| r.tool == "set_counter"));
+    assert!(records.iter().all(|r| r.args_digest.is_some()));
+    assert!(records.iter().all(|r| r.principal.is_some()));
+}
+
+async fn decline_writes_nothing(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Decline]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(&result, &before, Outcome::Declined, Some("declined"));
+    assert_eq!(h.asked().len(), 1);
+}
+
+async fn cancel_writes_nothing(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Cancel]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(&result, &before, Outcome::Cancelled, Some("cancelled"));
+}
+
+async fn accept_with_approve_false_writes_nothing(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Accept(json!({"approve": false}))]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(&result, &before, Outcome::Declined, Some("approve-false"));
+}
+
+async fn accept_without_approve_writes_nothing(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Accept(json!({"approve": "true"}))]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::Declined,
+        Some("approve-not-boolean"),
+    );
+    h.script([Reply::Accept(json!({}))]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        h.audit.last().unwrap().reason.as_deref(),
+        Some("approve-missing")
+    );
+    assert_eq!(h.state().data(), before.data());
+    assert_eq!(h.state().applies, 0);
+}
+
+async fn a_failing_approval_handler_writes_nothing(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Fail]);
+    match era {
+        Era::Legacy => {
+            let result = h.call("set_counter", json!({"value": 7})).await;
+            h.assert_refused(&result, &before, Outcome::AskFailed, None);
+            let reason = h.audit.last().unwrap().reason.unwrap();
+            assert!(reason.contains("asking the user failed"), "{reason}");
+        }
+        Era::Rounds => {
+            // The client's own round driver gives up: no retry reaches the server, nothing is
+            // applied, and the round-trip record expires unused.
+            let error = h.try_call("set_counter", json!({"value": 7})).await;
+            assert!(error.is_err(), "{error:?}");
+            assert_eq!(h.state().data(), before.data());
+            assert_eq!(h.state().applies, 0);
+            assert!(!h.outcomes().contains(&Outcome::Applied));
+            assert!(!h.outcomes().contains(&Outcome::Approved));
+        }
+    }
+}
+
+async fn an_answer_after_120_seconds_writes_nothing(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    let clock = h.clock.clone();
+    h.script([Reply::after(
+        move || clock.advance(time::Duration::seconds(120)),
+        Reply::Approve,
+    )]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(&result, &before, Outcome::Expired, Some("expired"));
+
+    // One second earlier is still in time.
+    let clock = h.clock.clone();
+    h.script([Reply::after(
+        move || clock.advance(time::Duration::seconds(119)),
+        Reply::Approve,
+    )]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().counter, 7);
+}
+
+async fn a_client_without_elicitation_is_refused(era: Era) {
+    let h = Harness::with(
+        era,
+        Options {
+            elicitation: false,
+            ..Options::default()
+        },
+    )
+    .await;
+    let before = h.state();
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(&result, &before, Outcome::RefusedNoElicitation, None);
+    assert!(h.asked().is_empty());
+    assert_eq!(h.state().previews, 0);
+    // Reads keep working.
+    let read = h.call("get_counter", json!({})).await;
+    assert_eq!(unwrapped(&read), json!({"counter": 0}));
+}
+
+async fn a_client_without_elicitation_may_write_only_with_the_danger_option(era: Era) {
+    let h = Harness::with(
+        era,
+        Options {
+            elicitation: false,
+            danger: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().counter, 7);
+    assert!(h.asked().is_empty());
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::ApprovedWithoutElicitation, Outcome::Applied]
+    );
+}
+
+async fn writes_disabled_refuses_without_asking(era: Era) {
+    let h = Harness::with(
+        era,
+        Options {
+            writes: false,
+            ..Options::default()
+        },
+    )
+    .await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    for (tool, args) in [
+        ("set_counter", json!({"value": 7})),
+        ("add_row", json!({"name": "a", "value": 1})),
+    ] {
+        h.audit.clear();
+        let result = h.call(tool, args).await;
+        h.assert_refused(&result, &before, Outcome::RefusedDisabled, None);
+    }
+    assert!(h.asked().is_empty());
+    assert_eq!(h.state().previews, 0);
+}
+
+async fn a_failing_preview_is_returned_and_nobody_is_asked(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h.call("set_counter", json!({"value": -1})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(text_of(&result).contains("the counter cannot be negative"));
+    // The client's handler was never called.
+    assert!(h.asked().is_empty());
+    assert_eq!(h.state().data(), before.data());
+    assert_eq!(h.state().applies, 0);
+    assert_eq!(h.state().previews, 1);
+    assert_eq!(h.outcomes(), vec![Outcome::PreviewFailed]);
+}
+
+async fn a_stale_preview_is_refused(era: Era) {
+    let h = Harness::start(era).await;
+    let fixture = h.fixture.clone();
+    // While the user looks at "before 0, after 7", somebody else sets the counter to 3.
+    h.script([Reply::after(
+        move || fixture.state.lock().counter = 3,
+        Reply::Approve,
+    )]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(text_of(&result), STALE_MESSAGE);
+    assert!(STALE_MESSAGE.starts_with("The data changed since you approved; nothing was saved"));
+    assert_eq!(
+        h.state().counter,
+        3,
+        "the other change stays, ours is not applied"
+    );
+    assert_eq!(h.state().applies, 0);
+    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
+    assert_eq!(
+        h.audit.last().unwrap().reason.as_deref(),
+        Some("preview changed")
+    );
+}
+
+async fn an_apply_that_fails_after_approval_is_reported(era: Era) {
+    let h = Harness::start(era).await;
+    h.fixture.state.lock().fail_apply = true;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(text_of(&result).contains("database is locked"));
+    assert_eq!(h.state().data(), before.data());
+    assert_eq!(h.state().applies, 1);
+    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::ApplyFailed]);
+}
+
+async fn a_write_without_preview_is_asked_with_its_arguments(era: Era) {
+    let h = Harness::start(era).await;
+    h.script([Reply::Approve]);
+    let result = h
+        .call("add_row", json!({"name": "apples", "value": 12}))
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().rows.get("apples"), Some(&12));
+    assert_eq!(h.state().previews, 0, "add_row did not opt in to previews");
+    let asked = h.asked();
+    assert!(asked[0].contains("add_row"), "{}", asked[0]);
+    assert!(asked[0].contains("name: \"apples\""), "{}", asked[0]);
+    assert!(asked[0].contains("value: 12"), "{}", asked[0]);
+    assert_eq!(unwrapped(&result), json!({"added": "apples", "value": 12}));
+}
+
+async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Approve, Reply::Approve]);
+    let huge = "x".repeat(approval_core::DEFAULT_MAX_BYTES + 1);
+    let result = h.call("add_row", json!({"name": huge, "value": 1})).await;
+    h.assert_refused(&result, &before, Outcome::BadArguments, None);
+
+    h.audit.clear();
+    let mut deep = json!(1);
+    for _ in 0..(approval_core::DEFAULT_MAX_DEPTH + 5) {
+        deep = json!([deep]);
+    }
+    let result = h.call("add_row", json!({"name": "a", "value": deep})).await;
+    h.assert_refused(&result, &before, Outcome::BadArguments, None);
+    assert!(h.asked().is_empty());
+}
