@@ -52,7 +52,8 @@ pub struct AuditFlags {
     /// Compare the surface with this published-surface contract; exit 1 naming each drift.
     #[arg(long, value_name = "FILE", conflicts_with = "write_contract")]
     pub contract: Option<PathBuf>,
-    /// Write a published-surface contract that pins the live server's surface to FILE.
+    /// Write a published-surface contract that pins the live server's surface to FILE. Its
+    /// maxToolsListBytes is the byte length of the compact JSON array of every listed tool.
     #[arg(long, value_name = "FILE")]
     pub write_contract: Option<PathBuf>,
     /// Fingerprint every tool. The first run writes FILE; later runs exit 1 naming each tool

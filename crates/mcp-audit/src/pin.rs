@@ -9,6 +9,7 @@
 //! digest, so a change can be named: `description`, `inputSchema`, `outputSchema` or
 //! `annotations`. The pin also keeps each tool's raw annotations, so a changed hint can be shown
 //! (for example `readOnlyHint: false -> true`, a tool that now claims to be harmless).
+//! The tool's top-level `title`, `icons` and `_meta` are not part of the fingerprint.
 
 use std::collections::BTreeMap;
 use std::fmt;
