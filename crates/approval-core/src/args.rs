@@ -227,4 +227,256 @@ mod tests {
         assert_eq!(back, a);
         assert!(CapturedArgs::restore(map(json!({"id": 8})), a.digest()).is_err());
     }
+
+    mod props {
+        use super::*;
+        use crate::canonical::canonical_json;
+        use proptest::prelude::*;
+        use proptest::sample::Index;
+
+        fn digest_of(v: &Value) -> ArgsDigest {
+            CapturedArgs::capture_value(v, &ArgLimits::default())
+                .unwrap()
+                .digest()
+        }
+
+        fn arb_leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                (-(1i64 << 53)..(1i64 << 53)).prop_map(|i| json!(i)),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(|f| json!(f)),
+                "\\PC{0,6}".prop_map(Value::String),
+            ]
+        }
+
+        fn arb_value() -> impl Strategy<Value = Value> {
+            arb_leaf().prop_recursive(4, 40, 5, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                    prop::collection::btree_map("\\PC{0,4}", inner, 0..5)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn arb_args() -> impl Strategy<Value = Value> {
+            prop::collection::btree_map("[a-zA-Z_]{1,6}", arb_value(), 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+        }
+
+        /// Writes `v` as JSON text with the members of each object in an order chosen by `seed`
+        /// and some whitespace, so that parsing it gives the same value from different texts.
+        fn write_shuffled(v: &Value, seed: &mut u64, out: &mut String) {
+            fn next(seed: &mut u64) -> u64 {
+                *seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                *seed >> 33
+            }
+            match v {
+                Value::Array(items) => {
+                    out.push_str("[ ");
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(" ,\n");
+                        }
+                        write_shuffled(item, seed, out);
+                    }
+                    out.push(']');
+                }
+                Value::Object(map) => {
+                    let mut members: Vec<_> = map.iter().collect();
+                    for i in (1..members.len()).rev() {
+                        let j = (next(seed) % (i as u64 + 1)) as usize;
+                        members.swap(i, j);
+                    }
+                    out.push_str("{\t");
+                    for (i, (k, item)) in members.into_iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(&serde_json::to_string(k).unwrap());
+                        out.push_str(" : ");
+                        write_shuffled(item, seed, out);
+                    }
+                    out.push_str(" }");
+                }
+                other => out.push_str(&serde_json::to_string(other).unwrap()),
+            }
+        }
+
+        /// Paths to every leaf and every object key, as (container path, step) pairs.
+        #[derive(Debug, Clone)]
+        enum Step {
+            Index(usize),
+            Key(String),
+        }
+
+        fn leaves(v: &Value, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+            match v {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        path.push(Step::Index(i));
+                        leaves(item, path, out);
+                        path.pop();
+                    }
+                }
+                Value::Object(map) => {
+                    for (k, item) in map {
+                        path.push(Step::Key(k.clone()));
+                        leaves(item, path, out);
+                        path.pop();
+                    }
+                }
+                _ => out.push(path.clone()),
+            }
+        }
+
+        fn at_mut<'a>(v: &'a mut Value, path: &[Step]) -> &'a mut Value {
+            let mut cur = v;
+            for step in path {
+                cur = match (step, cur) {
+                    (Step::Index(i), Value::Array(items)) => &mut items[*i],
+                    (Step::Key(k), Value::Object(map)) => map.get_mut(k).unwrap(),
+                    _ => unreachable!(),
+                };
+            }
+            cur
+        }
+
+        /// A leaf that is canonically different from `leaf`.
+        fn mutate(leaf: &Value, choice: u8) -> Value {
+            let candidates = [
+                json!(null),
+                json!(true),
+                json!(false),
+                json!(0),
+                json!(1),
+                json!(0.5),
+                json!(""),
+                json!("x"),
+                json!([]),
+                json!({}),
+            ];
+            let canon = |v: &Value| canonical_json(v, &ArgLimits::default()).unwrap();
+            let start = usize::from(choice) % candidates.len();
+            (0..candidates.len())
+                .map(|i| &candidates[(start + i) % candidates.len()])
+                .find(|c| canon(c) != canon(leaf))
+                .cloned()
+                .unwrap()
+        }
+
+        fn has_float(v: &Value) -> bool {
+            match v {
+                Value::Number(n) => n.is_f64(),
+                Value::Array(items) => items.iter().any(has_float),
+                Value::Object(map) => map.values().any(has_float),
+                _ => false,
+            }
+        }
+
+        proptest! {
+            /// The digest depends on content only: member order and whitespace never matter.
+            #[test]
+            fn key_order_never_matters(v in arb_args(), seed_a in any::<u64>(), seed_b in any::<u64>()) {
+                let (mut a, mut b) = (String::new(), String::new());
+                write_shuffled(&v, &mut seed_a.clone(), &mut a);
+                write_shuffled(&v, &mut seed_b.clone(), &mut b);
+                let pa: Value = serde_json::from_str(&a).unwrap();
+                let pb: Value = serde_json::from_str(&b).unwrap();
+                // (Compared with each other, not with `v`: serde_json's default float parsing
+                // may differ from the generated double in the last bit.)
+                prop_assert_eq!(digest_of(&pa), digest_of(&pb));
+            }
+
+            /// Changing any one leaf value changes the digest.
+            #[test]
+            fn any_leaf_mutation_changes_the_digest(v in arb_args(), which in any::<Index>(), choice in any::<u8>()) {
+                let mut paths = Vec::new();
+                leaves(&v, &mut Vec::new(), &mut paths);
+                prop_assume!(!paths.is_empty());
+                let path = which.get(&paths);
+                let mut changed = v.clone();
+                let leaf = at_mut(&mut changed, path);
+                *leaf = mutate(leaf, choice);
+                prop_assert_ne!(digest_of(&changed), digest_of(&v));
+            }
+
+            /// Renaming any one key changes the digest.
+            #[test]
+            fn any_key_rename_changes_the_digest(v in arb_args(), which in any::<Index>()) {
+                let mut paths = Vec::new();
+                leaves(&v, &mut Vec::new(), &mut paths);
+                let keyed: Vec<&Vec<Step>> = paths
+                    .iter()
+                    .filter(|p| matches!(p.last(), Some(Step::Key(_))))
+                    .collect();
+                prop_assume!(!keyed.is_empty());
+                let path = *which.get(&keyed);
+                let (last, parent) = path.split_last().unwrap();
+                let Step::Key(old) = last else { unreachable!() };
+                let mut changed = v.clone();
+                let Value::Object(map) = at_mut(&mut changed, parent) else { unreachable!() };
+                let mut new_key = format!("{old}~");
+                while map.contains_key(&new_key) {
+                    new_key.push('~');
+                }
+                let item = map.remove(old).unwrap();
+                map.insert(new_key, item);
+                prop_assert_ne!(digest_of(&changed), digest_of(&v));
+            }
+
+            /// Swapping two canonically different elements of an array changes the digest.
+            #[test]
+            fn array_order_matters(items in prop::collection::vec(arb_value(), 2..6), i in any::<Index>(), j in any::<Index>()) {
+                let (i, j) = (i.index(items.len()), j.index(items.len()));
+                let canon = |v: &Value| canonical_json(v, &ArgLimits::default()).unwrap();
+                prop_assume!(canon(&items[i]) != canon(&items[j]));
+                let mut swapped = items.clone();
+                swapped.swap(i, j);
+                prop_assert_ne!(
+                    digest_of(&json!({"list": items})),
+                    digest_of(&json!({"list": swapped}))
+                );
+            }
+
+            /// The canonical form is valid JSON and a fixed point. (Integers only: serde_json's
+            /// default float parser is not correctly rounded, so a float written in its shortest
+            /// form may read back as its neighbour. `numbers_read_back_exactly` covers floats.)
+            #[test]
+            fn canonical_form_is_a_fixed_point(v in arb_args().prop_filter("no floats", |v| !has_float(v))) {
+                let limits = ArgLimits::default();
+                let text = canonical_json(&v, &limits).unwrap();
+                let back: Value = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(canonical_json(&back, &limits).unwrap(), text);
+            }
+
+            /// Every canonical number reads back (with a correctly rounded parser) to the same
+            /// double.
+            #[test]
+            fn numbers_read_back_exactly(f in any::<f64>().prop_filter("finite", |f| f.is_finite())) {
+                let text = canonical_json(&json!(f), &ArgLimits::default()).unwrap();
+                let back: f64 = text.parse().unwrap();
+                prop_assert!(back == f, "{} -> {} -> {}", f, text, back);
+            }
+
+            /// The token digest is the digest of the arguments without the token, whatever it holds.
+            #[test]
+            fn token_digest_ignores_only_the_token(v in arb_args(), token in arb_value()) {
+                let Value::Object(mut with) = v.clone() else { unreachable!() };
+                with.insert(CONFIRMATION_TOKEN_ARG.into(), token);
+                let limits = ArgLimits::default();
+                let a = CapturedArgs::capture(Some(&with), &limits).unwrap();
+                let mut without = with.clone();
+                without.remove(CONFIRMATION_TOKEN_ARG);
+                let b = CapturedArgs::capture(Some(&without), &limits).unwrap();
+                prop_assert_eq!(a.token_digest(), b.digest());
+                prop_assert_ne!(a.digest(), b.digest());
+            }
+        }
+    }
 }

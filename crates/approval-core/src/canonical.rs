@@ -100,8 +100,12 @@ pub enum ArgsError {
 /// refused with [`ArgsError::Unrepresentable`]: canonicalising it would give it the digest of a
 /// *different* integer, so a token approved for one value would spend for another. Send such
 /// values as strings. (The workspace builds `serde_json` without its `arbitrary_precision`
-/// feature, so a non-integer number has already been read as the nearest double when the
-/// arguments were parsed; the tool sees that same double.)
+/// feature, so a non-integer number has already been read as a double when the arguments were
+/// parsed, and the tool sees that same double. Note that `serde_json`'s default float parser is
+/// fast rather than correctly rounded: a few decimal texts read as the neighbour of the nearest
+/// double. That does not weaken the binding, because the same text always gives the same double,
+/// but it means the canonical text of such a number, parsed again by `serde_json`, can give a
+/// different digest; `serde_json`'s `float_roundtrip` feature removes the difference.)
 ///
 /// # Limits
 ///
@@ -487,6 +491,20 @@ mod tests {
         for &(bits, want) in vectors {
             assert_eq!(num(f64::from_bits(bits)), want, "{bits:#018x}");
         }
+    }
+
+    #[test]
+    fn numbers_match_an_ecmascript_engine() {
+        // Random doubles (all exponents) and everyday values, written by Node.js `String(x)`.
+        let data = include_str!("testdata/ecmascript_numbers.txt");
+        let mut checked = 0;
+        for line in data.lines().filter(|l| !l.starts_with('#')) {
+            let (bits, want) = line.split_once(' ').unwrap();
+            let f = f64::from_bits(u64::from_str_radix(bits, 16).unwrap());
+            assert_eq!(num(f), want, "{bits}");
+            checked += 1;
+        }
+        assert!(checked > 2000);
     }
 
     #[test]

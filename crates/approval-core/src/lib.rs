@@ -110,6 +110,9 @@ mod round_trip;
 mod store;
 mod token;
 
+#[cfg(test)]
+mod test_support;
+
 pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
 pub use approval::PendingApproval;
 pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};

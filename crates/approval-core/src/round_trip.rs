@@ -194,3 +194,272 @@ fn restore(live: LiveRecord) -> Option<PendingApproval> {
         bound::from_ns(live.expires_at_ns).ok()?,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::{AnswerAction, Decision, DenyReason};
+    use crate::canonical::ArgLimits;
+    use crate::clock::{Clock, ManualClock};
+    use crate::policy::ApprovalPolicy;
+    use crate::store::MemoryStore;
+    use crate::test_support::{BrokenStore, ready};
+    use serde_json::{Value, json};
+    use time::Duration;
+
+    fn args(v: Value) -> CapturedArgs {
+        CapturedArgs::capture_value(&v, &ArgLimits::default()).unwrap()
+    }
+
+    struct Fixture {
+        store: MemoryStore,
+        clock: ManualClock,
+        pending: PendingApproval,
+    }
+
+    fn fixture() -> Fixture {
+        let clock = ManualClock::default();
+        let pending = PendingApproval::new(
+            Principal::new("alice"),
+            ToolName::new("adjust_stock"),
+            args(json!({"sku": "A-1", "delta": 20})),
+            json!({"before": 5, "after": 25}),
+            clock.now(),
+            &ApprovalPolicy::default(),
+        );
+        Fixture {
+            store: MemoryStore::new(),
+            clock,
+            pending,
+        }
+    }
+
+    impl Fixture {
+        fn open(&self) -> StateId {
+            ready(open_round_trip(
+                &self.store,
+                &self.pending,
+                self.clock.now(),
+            ))
+            .unwrap()
+        }
+
+        fn take(&self, state: &str) -> Result<PendingApproval, RoundTripRejection> {
+            let p = &self.pending;
+            self.take_as(state, &p.principal, &p.tool, &p.args)
+        }
+
+        fn take_as(
+            &self,
+            state: &str,
+            principal: &Principal,
+            tool: &ToolName,
+            args: &CapturedArgs,
+        ) -> Result<PendingApproval, RoundTripRejection> {
+            ready(take_round_trip(
+                &self.store,
+                state,
+                principal,
+                tool,
+                args,
+                self.clock.now(),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_round_trip_gives_back_the_approval_once() {
+        let f = fixture();
+        let state = f.open();
+        assert_eq!(f.store.len(), 1);
+        f.clock.advance(Duration::seconds(119));
+        let back = f.take(&state.to_string()).unwrap();
+        assert_eq!(
+            back, f.pending,
+            "the same principal, tool, captured arguments, preview, clock"
+        );
+        let yes = json!({"approve": true});
+        assert_eq!(
+            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now()),
+            Decision::Approve
+        );
+        assert_eq!(
+            f.take(&state.to_string()),
+            Err(RoundTripRejection::Replayed)
+        );
+        assert_eq!(f.store.len(), 1, "a tombstone, nothing live");
+    }
+
+    #[test]
+    fn round_trip_clock_edges_at_119_and_120_seconds() {
+        let f = fixture();
+        let before = f.open();
+        let at = f.open();
+        f.clock
+            .advance(Duration::seconds(120) - Duration::nanoseconds(1));
+        assert!(f.take(&before.to_string()).is_ok());
+        f.clock.advance(Duration::nanoseconds(1));
+        assert_eq!(f.take(&at.to_string()), Err(RoundTripRejection::Expired));
+        assert_eq!(f.take(&at.to_string()), Err(RoundTripRejection::Expired));
+        f.clock.advance(Duration::seconds(120));
+        assert_eq!(f.take(&at.to_string()), Err(RoundTripRejection::Unknown));
+        assert!(f.store.is_empty());
+    }
+
+    #[test]
+    fn forged_altered_and_malformed_states_are_refused() {
+        let f = fixture();
+        let state = f.open().to_string();
+        assert_eq!(
+            f.take(&StateId::random().to_string()),
+            Err(RoundTripRejection::Unknown)
+        );
+        let mut altered = state.clone();
+        let last = altered.pop().unwrap();
+        altered.push(if last == 'a' { 'b' } else { 'a' });
+        assert_eq!(f.take(&altered), Err(RoundTripRejection::Unknown));
+        for bad in [
+            "",
+            "state",
+            &state.to_uppercase(),
+            &format!("{state}0"),
+            "{}",
+        ] {
+            assert_eq!(f.take(bad), Err(RoundTripRejection::Malformed), "{bad:?}");
+        }
+        assert_eq!(f.store.len(), 1, "the real state is untouched");
+        assert!(f.take(&state).is_ok());
+    }
+
+    #[test]
+    fn each_mismatch_is_refused_and_uses_the_state_up() {
+        let f = fixture();
+        let p = &f.pending;
+        let bob = Principal::new("bob");
+        let other_tool = ToolName::new("delete_sku");
+        let other_args = args(json!({"sku": "A-1", "delta": 200}));
+        let cases = [
+            (&bob, &p.tool, &p.args, RoundTripRejection::OtherPrincipal),
+            (
+                &p.principal,
+                &other_tool,
+                &p.args,
+                RoundTripRejection::OtherTool,
+            ),
+            (
+                &p.principal,
+                &p.tool,
+                &other_args,
+                RoundTripRejection::OtherArguments,
+            ),
+        ];
+        for (who, tool, a, want) in cases {
+            let state = f.open().to_string();
+            assert_eq!(f.take_as(&state, who, tool, a), Err(want));
+            assert_eq!(
+                f.take(&state),
+                Err(RoundTripRejection::Replayed),
+                "{want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_late_answer_to_a_taken_approval_is_expired() {
+        let f = fixture();
+        let state = f.open();
+        f.clock.advance(Duration::seconds(100));
+        let back = f.take(&state.to_string()).unwrap();
+        f.clock.advance(Duration::seconds(20));
+        let yes = json!({"approve": true});
+        assert_eq!(
+            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now()),
+            Decision::Deny(DenyReason::Expired)
+        );
+    }
+
+    #[test]
+    fn stored_approvals_work_the_same_way() {
+        let f = fixture();
+        let id = ready(store_approval(&f.store, &f.pending, f.clock.now())).unwrap();
+        assert_eq!(id, f.pending.id);
+        let p = &f.pending;
+        let take = || {
+            ready(take_approval(
+                &f.store,
+                &id.to_string(),
+                &p.principal,
+                &p.tool,
+                &p.args,
+                f.clock.now(),
+            ))
+        };
+        assert_eq!(take(), Ok(f.pending.clone()));
+        assert_eq!(take(), Err(RoundTripRejection::Replayed));
+        // An approval id is not a round-trip state.
+        assert_eq!(f.take(&id.to_string()), Err(RoundTripRejection::Unknown));
+    }
+
+    #[test]
+    fn store_errors_and_corrupt_records_are_denials() {
+        let f = fixture();
+        let p = &f.pending;
+        let now = f.clock.now();
+        assert!(ready(open_round_trip(&BrokenStore::Unavailable, p, now)).is_err());
+        let state = StateId::random().to_string();
+        let take = |store: &BrokenStore| {
+            ready(take_round_trip(
+                store,
+                &state,
+                &p.principal,
+                &p.tool,
+                &p.args,
+                now,
+            ))
+        };
+        assert_eq!(
+            take(&BrokenStore::Unavailable),
+            Err(RoundTripRejection::Store)
+        );
+        assert_eq!(
+            take(&BrokenStore::Garbage(json!(null))),
+            Err(RoundTripRejection::Store)
+        );
+        // A record that claims to be live but whose arguments do not match its digest.
+        let expires = bound::to_ns(now + Duration::seconds(60)).unwrap();
+        let tampered = json!({
+            "status": "live",
+            "principal": "alice",
+            "tool": "adjust_stock",
+            "digest": p.args.digest(),
+            "issuedAtNs": bound::to_ns(now).unwrap(),
+            "expiresAtNs": expires,
+            "retainUntilNs": expires,
+            "approval": {"id": p.id.to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}
+        });
+        assert_eq!(
+            take(&BrokenStore::Garbage(tampered)),
+            Err(RoundTripRejection::Store)
+        );
+    }
+
+    #[test]
+    fn every_rejection_renders_the_same_text() {
+        use RoundTripRejection::*;
+        let all = [
+            Malformed,
+            Unknown,
+            Expired,
+            Replayed,
+            OtherPrincipal,
+            OtherTool,
+            OtherArguments,
+            Store,
+        ];
+        let kinds: std::collections::HashSet<_> = all.iter().map(|r| r.as_str()).collect();
+        assert_eq!(kinds.len(), all.len());
+        for r in all {
+            assert_eq!(r.to_string(), ROUND_TRIP_REFUSAL_MESSAGE);
+        }
+    }
+}

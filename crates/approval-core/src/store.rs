@@ -326,3 +326,156 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(result))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::ready;
+    use serde_json::json;
+    use time::Duration;
+
+    fn t(s: i64) -> OffsetDateTime {
+        OffsetDateTime::UNIX_EPOCH + Duration::seconds(s)
+    }
+
+    fn key(i: usize) -> StoreKey {
+        StoreKey::new(RecordKind::Token, format!("k{i}"))
+    }
+
+    #[test]
+    fn the_store_is_dyn_compatible() {
+        let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(MemoryStore::new());
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!(1), t(10), t(0))).unwrap();
+        assert_eq!(ready(store.take(&key(0), t(1))).unwrap(), Some(json!(1)));
+    }
+
+    #[test]
+    fn take_is_single_use() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!({"a": 1}), t(10), t(0))).unwrap();
+        assert_eq!(
+            ready(store.take(&key(0), t(1))).unwrap(),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(ready(store.take(&key(0), t(1))).unwrap(), None);
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn an_entry_is_live_while_now_is_before_its_expiry() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!(0), t(10), t(0))).unwrap();
+        ready(store.insert(key(1), &p, json!(1), t(10), t(0))).unwrap();
+        assert_eq!(
+            ready(store.take(&key(0), t(10) - Duration::nanoseconds(1))).unwrap(),
+            Some(json!(0))
+        );
+        assert_eq!(ready(store.take(&key(1), t(10))).unwrap(), None);
+        assert!(store.is_empty(), "the expired entry was purged by the take");
+    }
+
+    #[test]
+    fn an_already_expired_insert_stores_nothing() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!(0), t(5), t(5))).unwrap();
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn live_keys_are_not_overwritten() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!(0), t(10), t(0))).unwrap();
+        assert_eq!(
+            ready(store.insert(key(0), &p, json!(1), t(10), t(0))),
+            Err(StoreError::KeyExists)
+        );
+        // Once expired, the key can be used again.
+        ready(store.insert(key(0), &p, json!(2), t(20), t(10))).unwrap();
+        assert_eq!(ready(store.take(&key(0), t(11))).unwrap(), Some(json!(2)));
+    }
+
+    #[test]
+    fn live_entries_are_capped_per_principal() {
+        let store = MemoryStore::new();
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        for i in 0..DEFAULT_PER_PRINCIPAL_CAP {
+            ready(store.insert(key(i), &alice, json!(i), t(100), t(0))).unwrap();
+        }
+        assert_eq!(
+            ready(store.insert(key(1000), &alice, json!(0), t(100), t(0))),
+            Err(StoreError::PrincipalCapReached { cap: 64 })
+        );
+        assert_eq!(store.len(), 64, "the refused entry was not stored");
+        assert_eq!(store.live_count(&alice, t(0)), 64);
+        // Other principals are not affected.
+        ready(store.insert(key(2000), &bob, json!(0), t(100), t(0))).unwrap();
+        // Taking one frees a slot.
+        ready(store.take(&key(0), t(1))).unwrap();
+        ready(store.insert(key(1000), &alice, json!(0), t(100), t(1))).unwrap();
+        // Expiry frees them all.
+        ready(store.insert(key(1001), &alice, json!(0), t(200), t(100))).unwrap();
+        assert_eq!(store.live_count(&alice, t(100)), 1);
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn the_cap_is_configurable_and_the_error_clear() {
+        let policy = ApprovalPolicy::default().with_per_principal_cap(2);
+        let store = MemoryStore::for_policy(&policy);
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!(0), t(10), t(0))).unwrap();
+        ready(store.insert(key(1), &p, json!(0), t(10), t(0))).unwrap();
+        let err = ready(store.insert(key(2), &p, json!(0), t(10), t(0))).unwrap_err();
+        assert_eq!(err, StoreError::PrincipalCapReached { cap: 2 });
+        assert!(err.to_string().contains("limit 2"), "{err}");
+    }
+
+    #[test]
+    fn the_store_as_a_whole_is_capped() {
+        let store = MemoryStore::with_caps(10, 3);
+        for i in 0..3 {
+            let p = Principal::new(format!("p{i}"));
+            ready(store.insert(key(i), &p, json!(0), t(10), t(0))).unwrap();
+        }
+        let p = Principal::new("late");
+        assert_eq!(
+            ready(store.insert(key(9), &p, json!(0), t(10), t(0))),
+            Err(StoreError::Full { cap: 3 })
+        );
+    }
+
+    #[test]
+    fn purge_removes_exactly_the_expired() {
+        let store = MemoryStore::new();
+        for i in 0..10 {
+            let p = Principal::new(format!("p{i}"));
+            ready(store.insert(key(i), &p, json!(i), t(i as i64 + 1), t(0))).unwrap();
+        }
+        assert_eq!(ready(store.purge_expired(t(5))).unwrap(), 5);
+        assert_eq!(store.len(), 5);
+        assert_eq!(ready(store.purge_expired(t(5))).unwrap(), 0);
+        assert_eq!(ready(store.take(&key(5), t(5))).unwrap(), Some(json!(5)));
+        assert_eq!(ready(store.purge_expired(t(100))).unwrap(), 4);
+        assert!(store.is_empty());
+        assert!(store.inner.lock().per_principal.is_empty());
+        assert!(store.inner.lock().by_expiry.is_empty());
+    }
+
+    #[test]
+    fn memory_stays_bounded_without_explicit_purges() {
+        // Many principals each insert short-lived entries over a long time; nobody calls purge.
+        let store = MemoryStore::new();
+        for i in 0..10_000usize {
+            let p = Principal::new(format!("p{}", i % 500));
+            let now = t(i as i64);
+            ready(store.insert(key(i), &p, json!(i), now + Duration::seconds(5), now)).unwrap();
+            assert!(store.len() <= 5, "{} entries at step {i}", store.len());
+        }
+        assert!(store.inner.lock().per_principal.len() <= 5);
+    }
+}

@@ -13,7 +13,7 @@ use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
 /// The one text every token refusal renders to, whatever the reason, so the refusal is no oracle.
 pub const TOKEN_REFUSAL_MESSAGE: &str = "The confirmation token was not accepted for this action, so nothing was changed. \
-A confirmation token is valid once, for five minutes, for the same user, tool and arguments it was approved for. \
+A confirmation token works once, for a short time, and only for the user, tool and arguments it was approved for. \
 To go ahead, the user needs to approve this exact action again.";
 
 /// Why a confirmation token was not spent. Kept for the audit trail ([`as_str`](Self::as_str));
@@ -165,4 +165,516 @@ pub async fn spend_token_from_args<S: Store + ?Sized>(
 
 fn token_key(id: TokenId) -> StoreKey {
     StoreKey::new(RecordKind::Token, id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::ArgLimits;
+    use crate::clock::{Clock, ManualClock};
+    use crate::store::MemoryStore;
+    use crate::test_support::{BrokenStore, ready};
+    use serde_json::{Value, json};
+    use time::Duration;
+
+    fn args(v: Value) -> CapturedArgs {
+        CapturedArgs::capture_value(&v, &ArgLimits::default()).unwrap()
+    }
+
+    struct Fixture {
+        store: MemoryStore,
+        clock: ManualClock,
+        policy: ApprovalPolicy,
+        alice: Principal,
+        tool: ToolName,
+        args: CapturedArgs,
+    }
+
+    fn fixture() -> Fixture {
+        Fixture {
+            store: MemoryStore::new(),
+            clock: ManualClock::default(),
+            policy: ApprovalPolicy::default(),
+            alice: Principal::new("alice"),
+            tool: ToolName::new("delete_order"),
+            args: args(json!({"orderId": 42})),
+        }
+    }
+
+    impl Fixture {
+        fn issue(&self) -> ConfirmationToken {
+            ready(issue_token(
+                &self.store,
+                &self.alice,
+                &self.tool,
+                &self.args,
+                self.clock.now(),
+                &self.policy,
+            ))
+            .unwrap()
+        }
+
+        fn spend(&self, token: &str) -> Result<(), TokenRejection> {
+            self.spend_as(token, &self.alice, &self.tool, &self.args)
+        }
+
+        fn spend_as(
+            &self,
+            token: &str,
+            p: &Principal,
+            tool: &ToolName,
+            args: &CapturedArgs,
+        ) -> Result<(), TokenRejection> {
+            ready(spend_token(
+                &self.store,
+                token,
+                p,
+                tool,
+                args,
+                self.clock.now(),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_token_spends_once() {
+        let f = fixture();
+        let token = f.issue();
+        assert_eq!(f.store.len(), 1);
+        assert_eq!(token.expires_at() - f.clock.now(), Duration::seconds(300));
+        assert_eq!(f.spend(token.as_str()), Ok(()));
+        assert_eq!(f.spend(token.as_str()), Err(TokenRejection::AlreadySpent));
+        assert_eq!(f.spend(token.as_str()), Err(TokenRejection::AlreadySpent));
+        // The tombstone is forgotten one lifetime after expiry; then the token is unknown.
+        f.clock.advance(Duration::seconds(600));
+        assert_eq!(f.spend(token.as_str()), Err(TokenRejection::Unknown));
+        assert!(f.store.is_empty());
+    }
+
+    #[test]
+    fn token_clock_edges_at_299_and_300_seconds() {
+        let f = fixture();
+        let t0 = f.clock.now();
+        let early = f.issue();
+        let edge = f.issue();
+        let just_before = f.issue();
+        let late = f.issue();
+        f.clock.set(t0 + Duration::seconds(299));
+        assert_eq!(f.spend(early.as_str()), Ok(()));
+        f.clock
+            .set(t0 + Duration::seconds(300) - Duration::nanoseconds(1));
+        assert_eq!(f.spend(just_before.as_str()), Ok(()));
+        f.clock.set(t0 + Duration::seconds(300));
+        assert_eq!(f.spend(edge.as_str()), Err(TokenRejection::Expired));
+        assert_eq!(
+            f.spend(edge.as_str()),
+            Err(TokenRejection::Expired),
+            "still expired, not spendable"
+        );
+        f.clock.set(t0 + Duration::seconds(301));
+        assert_eq!(f.spend(late.as_str()), Err(TokenRejection::Expired));
+    }
+
+    #[test]
+    fn token_ttl_is_configurable() {
+        let mut f = fixture();
+        f.policy = ApprovalPolicy::default().with_token_ttl(Duration::seconds(30));
+        let a = f.issue();
+        let b = f.issue();
+        f.clock.advance(Duration::seconds(29));
+        assert_eq!(f.spend(a.as_str()), Ok(()));
+        f.clock.advance(Duration::seconds(1));
+        assert_eq!(f.spend(b.as_str()), Err(TokenRejection::Expired));
+    }
+
+    #[test]
+    fn each_mismatch_is_refused_and_burns_the_token() {
+        let f = fixture();
+        let bob = Principal::new("bob");
+        let other_tool = ToolName::new("delete_customer");
+        let other_args = args(json!({"orderId": 43}));
+        let cases = [
+            (&bob, &f.tool, &f.args, TokenRejection::OtherPrincipal),
+            (&f.alice, &other_tool, &f.args, TokenRejection::OtherTool),
+            (
+                &f.alice,
+                &f.tool,
+                &other_args,
+                TokenRejection::OtherArguments,
+            ),
+        ];
+        for (p, tool, a, want) in cases {
+            let token = f.issue();
+            assert_eq!(f.spend_as(token.as_str(), p, tool, a), Err(want));
+            // Fail closed: the mismatched attempt used the token up; the rightful call is refused.
+            assert_eq!(
+                f.spend(token.as_str()),
+                Err(TokenRejection::AlreadySpent),
+                "{want:?}"
+            );
+        }
+        assert_eq!(f.store.len(), 3, "three tombstones, no live token");
+    }
+
+    #[test]
+    fn the_token_argument_is_left_out_of_the_binding() {
+        let f = fixture();
+        let token = f.issue();
+        let call = args(json!({"orderId": 42, "confirmationToken": token.as_str()}));
+        assert_eq!(
+            ready(spend_token_from_args(
+                &f.store,
+                &f.alice,
+                &f.tool,
+                &call,
+                f.clock.now()
+            )),
+            Ok(())
+        );
+        // An extra argument is other arguments.
+        let token = f.issue();
+        let call = args(json!({"orderId": 42, "force": true, "confirmationToken": token.as_str()}));
+        assert_eq!(
+            ready(spend_token_from_args(
+                &f.store,
+                &f.alice,
+                &f.tool,
+                &call,
+                f.clock.now()
+            )),
+            Err(TokenRejection::OtherArguments)
+        );
+    }
+
+    #[test]
+    fn unknown_malformed_and_missing_tokens_are_refused_without_touching_the_store() {
+        let f = fixture();
+        let live = f.issue();
+        let forged = TokenId::random().to_string();
+        assert_eq!(f.spend(&forged), Err(TokenRejection::Unknown));
+        let mut altered = live.as_str().to_owned();
+        let last = altered.pop().unwrap();
+        altered.push(if last == '0' { '1' } else { '0' });
+        assert_eq!(f.spend(&altered), Err(TokenRejection::Unknown));
+        for bad in [
+            "",
+            "yes",
+            "true",
+            &live.as_str().to_uppercase(),
+            &format!(" {}", live.as_str()),
+        ] {
+            assert_eq!(f.spend(bad), Err(TokenRejection::Malformed), "{bad:?}");
+        }
+        let none = args(json!({"orderId": 42}));
+        assert_eq!(
+            ready(spend_token_from_args(
+                &f.store,
+                &f.alice,
+                &f.tool,
+                &none,
+                f.clock.now()
+            )),
+            Err(TokenRejection::Missing)
+        );
+        let number = args(json!({"orderId": 42, "confirmationToken": 7}));
+        assert_eq!(
+            ready(spend_token_from_args(
+                &f.store,
+                &f.alice,
+                &f.tool,
+                &number,
+                f.clock.now()
+            )),
+            Err(TokenRejection::Malformed)
+        );
+        // None of that touched the real token.
+        assert_eq!(f.store.len(), 1);
+        assert_eq!(f.spend(live.as_str()), Ok(()));
+    }
+
+    #[test]
+    fn store_errors_are_denials() {
+        let f = fixture();
+        let down = BrokenStore::Unavailable;
+        let now = f.clock.now();
+        assert!(matches!(
+            ready(issue_token(
+                &down, &f.alice, &f.tool, &f.args, now, &f.policy
+            )),
+            Err(StoreError::Unavailable(_))
+        ));
+        let token = TokenId::random().to_string();
+        assert_eq!(
+            ready(spend_token(&down, &token, &f.alice, &f.tool, &f.args, now)),
+            Err(TokenRejection::Store)
+        );
+        for garbage in [
+            json!("x"),
+            json!({"status": "live"}),
+            json!({"status": "bogus"}),
+        ] {
+            let corrupt = BrokenStore::Garbage(garbage);
+            assert_eq!(
+                ready(spend_token(
+                    &corrupt, &token, &f.alice, &f.tool, &f.args, now
+                )),
+                Err(TokenRejection::Store)
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_store_refuses_to_issue() {
+        let mut f = fixture();
+        f.store = MemoryStore::with_caps(2, 100);
+        f.issue();
+        f.issue();
+        let third = ready(issue_token(
+            &f.store,
+            &f.alice,
+            &f.tool,
+            &f.args,
+            f.clock.now(),
+            &f.policy,
+        ));
+        assert_eq!(third, Err(StoreError::PrincipalCapReached { cap: 2 }));
+        assert_eq!(f.store.len(), 2);
+    }
+
+    #[test]
+    fn every_rejection_renders_the_same_text() {
+        use TokenRejection::*;
+        let all = [
+            Unknown,
+            Expired,
+            AlreadySpent,
+            OtherPrincipal,
+            OtherTool,
+            OtherArguments,
+            Malformed,
+            Missing,
+            Store,
+        ];
+        let kinds: std::collections::HashSet<_> = all.iter().map(|r| r.as_str()).collect();
+        assert_eq!(kinds.len(), all.len(), "each reason has its own audit name");
+        for r in all {
+            assert_eq!(r.to_string(), TOKEN_REFUSAL_MESSAGE);
+            assert_eq!(r.user_message(), TOKEN_REFUSAL_MESSAGE);
+        }
+    }
+
+    #[test]
+    fn tokens_are_not_derived_from_their_inputs() {
+        let f = fixture();
+        let a = f.issue();
+        let b = f.issue();
+        assert_ne!(a.as_str(), b.as_str());
+        assert!(a.as_str().parse::<TokenId>().is_ok());
+    }
+
+    #[test]
+    fn concurrent_spends_have_exactly_one_winner() {
+        let store = std::sync::Arc::new(MemoryStore::new());
+        let policy = ApprovalPolicy::default();
+        let alice = Principal::new("alice");
+        let tool = ToolName::new("delete_order");
+        let a = args(json!({"orderId": 42}));
+        let clock = ManualClock::default();
+        const THREADS: usize = 8;
+        for round in 0..200 {
+            // Each round a lifetime and its retention later, so tombstones do not fill the cap.
+            clock.advance(Duration::seconds(600));
+            let now = clock.now();
+            let token = ready(issue_token(&*store, &alice, &tool, &a, now, &policy)).unwrap();
+            let barrier = std::sync::Barrier::new(THREADS);
+            let results: Vec<Result<(), TokenRejection>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..THREADS)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            ready(spend_token(&*store, token.as_str(), &alice, &tool, &a, now))
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let winners = results.iter().filter(|r| r.is_ok()).count();
+            assert_eq!(winners, 1, "round {round}: {results:?}");
+            // The losers are refused as spent (or, in the instant between the take and the
+            // tombstone, as unknown): never anything that could be mistaken for success.
+            assert!(results.iter().all(|r| matches!(
+                r,
+                Ok(()) | Err(TokenRejection::AlreadySpent | TokenRejection::Unknown)
+            )));
+            assert_eq!(
+                ready(spend_token(&*store, token.as_str(), &alice, &tool, &a, now)),
+                Err(TokenRejection::AlreadySpent)
+            );
+        }
+        assert_eq!(store.len(), 1, "earlier rounds were purged");
+    }
+
+    mod model {
+        //! The token layer over the memory store against a simple map model.
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        const CAP: usize = 6;
+        const TTL: i64 = 300;
+        /// Records are remembered for one more lifetime after expiry.
+        const FORGET: i64 = 2 * TTL;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Issue {
+                principal: u8,
+                tool: u8,
+                args: u8,
+            },
+            /// Spend issued token number `which` (modulo), changing nothing (kinds 0..=2) or one
+            /// of principal (3), tool (4), arguments (5).
+            Spend {
+                which: usize,
+                mismatch: u8,
+            },
+            SpendForged,
+            SpendMalformed(String),
+            Advance(i64),
+            Purge,
+        }
+
+        fn arb_op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0..2u8, 0..2u8, 0..2u8).prop_map(|(principal, tool, args)| Op::Issue { principal, tool, args }),
+                6 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Spend { which, mismatch }),
+                1 => Just(Op::SpendForged),
+                1 => "[a-z0-9-]{0,40}".prop_map(Op::SpendMalformed),
+                3 => prop_oneof![Just(1i64), Just(299), Just(300), Just(301), Just(600), 0..700i64].prop_map(Op::Advance),
+                1 => Just(Op::Purge),
+            ]
+        }
+
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        enum State {
+            Live,
+            Used,
+            Expired,
+        }
+
+        #[derive(Debug)]
+        struct ModelToken {
+            text: String,
+            principal: u8,
+            tool: u8,
+            args: u8,
+            issued: i64,
+            state: State,
+        }
+
+        fn principal(i: u8) -> Principal {
+            Principal::new(format!("p{i}"))
+        }
+        fn tool(i: u8) -> ToolName {
+            ToolName::new(format!("t{i}"))
+        }
+        fn arguments(i: u8) -> CapturedArgs {
+            args(json!({ "n": i }))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn tokens_spend_exactly_once_while_live(ops in prop::collection::vec(arb_op(), 1..60)) {
+                let store = MemoryStore::with_caps(CAP, 1000);
+                let policy = ApprovalPolicy::default();
+                let clock = ManualClock::default();
+                let t0 = clock.now();
+                let mut now = 0i64; // seconds since t0, the model's clock
+                let mut model: BTreeMap<usize, ModelToken> = BTreeMap::new();
+
+                for op in ops {
+                    let at = t0 + Duration::seconds(now);
+                    prop_assert_eq!(clock.now(), at);
+                    // Entries the store still holds, per principal: not yet forgotten.
+                    let held = |model: &BTreeMap<usize, ModelToken>, p: u8| {
+                        model.values().filter(|t| t.principal == p && now < t.issued + FORGET).count()
+                    };
+                    let mut check_len = true;
+                    match op {
+                        Op::Issue { principal: p, tool: tl, args: a } => {
+                            let got = ready(issue_token(&store, &principal(p), &tool(tl), &arguments(a), at, &policy));
+                            if held(&model, p) >= CAP {
+                                prop_assert_eq!(got, Err(StoreError::PrincipalCapReached { cap: CAP }));
+                            } else {
+                                let token = got.unwrap();
+                                prop_assert_eq!(token.expires_at(), at + Duration::seconds(TTL));
+                                let id = model.len();
+                                model.insert(id, ModelToken { text: token.into_string(), principal: p, tool: tl, args: a, issued: now, state: State::Live });
+                            }
+                        }
+                        Op::Spend { which, mismatch } => {
+                            if model.is_empty() { continue; }
+                            let id = which % model.len();
+                            let tok = model.get_mut(&id).unwrap();
+                            let (mut p, mut tl, mut a) = (tok.principal, tok.tool, tok.args);
+                            match mismatch { 3 => p ^= 1, 4 => tl ^= 1, 5 => a ^= 1, _ => {} }
+                            let got = ready(spend_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
+                            let want = if now >= tok.issued + FORGET {
+                                Err(TokenRejection::Unknown)
+                            } else {
+                                match tok.state {
+                                    State::Used => Err(TokenRejection::AlreadySpent),
+                                    State::Expired => Err(TokenRejection::Expired),
+                                    State::Live if now >= tok.issued + TTL => {
+                                        tok.state = State::Expired;
+                                        Err(TokenRejection::Expired)
+                                    }
+                                    State::Live => {
+                                        tok.state = State::Used;
+                                        match mismatch {
+                                            3 => Err(TokenRejection::OtherPrincipal),
+                                            4 => Err(TokenRejection::OtherTool),
+                                            5 => Err(TokenRejection::OtherArguments),
+                                            _ => Ok(()),
+                                        }
+                                    }
+                                }
+                            };
+                            prop_assert_eq!(got, want, "token {} at {}s, issued {}s", id, now, model[&id].issued);
+                        }
+                        Op::SpendForged => {
+                            let forged = TokenId::random().to_string();
+                            let got = ready(spend_token(&store, &forged, &principal(0), &tool(0), &arguments(0), at));
+                            prop_assert_eq!(got, Err(TokenRejection::Unknown));
+                        }
+                        Op::SpendMalformed(text) => {
+                            let got = ready(spend_token(&store, &text, &principal(0), &tool(0), &arguments(0), at));
+                            prop_assert_eq!(got, Err(TokenRejection::Malformed));
+                            check_len = false; // refused before the store was asked
+                        }
+                        Op::Advance(secs) => {
+                            clock.advance(Duration::seconds(secs));
+                            now += secs;
+                            check_len = false;
+                        }
+                        Op::Purge => {
+                            let removed = ready(store.purge_expired(at)).unwrap();
+                            prop_assert!(removed <= model.len());
+                        }
+                    }
+                    if check_len {
+                        // The store holds exactly the records the model has not yet forgotten.
+                        let expected = model.values().filter(|t| now < t.issued + FORGET).count();
+                        prop_assert_eq!(store.len(), expected);
+                    }
+                }
+                // And nothing live in the model is missing from the store's view.
+                for tok in model.values().filter(|t| t.state == State::Live && now < t.issued + TTL) {
+                    let got = ready(spend_token(&store, &tok.text, &principal(tok.principal), &tool(tok.tool), &arguments(tok.args), t0 + Duration::seconds(now)));
+                    prop_assert_eq!(got, Ok(()));
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,62 @@
+//! Helpers for this crate's unit tests.
+
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::ids::Principal;
+use crate::store::{BoxFuture, Store, StoreError, StoreKey};
+
+/// Polls a future once and returns its output: the memory store's futures are ready at once,
+/// and a future that is not is a bug in the test.
+pub(crate) fn ready<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("future was not ready"),
+    }
+}
+
+/// A store whose every call fails, or whose takes return a record it cannot have written.
+#[derive(Debug)]
+pub(crate) enum BrokenStore {
+    Unavailable,
+    Garbage(Value),
+}
+
+impl Store for BrokenStore {
+    fn insert<'a>(
+        &'a self,
+        _key: StoreKey,
+        _principal: &'a Principal,
+        _record: Value,
+        _expires_at: OffsetDateTime,
+        _now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let result = match self {
+            Self::Unavailable => Err(StoreError::Unavailable("down".into())),
+            Self::Garbage(_) => Ok(()),
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn take<'a>(
+        &'a self,
+        _key: &'a StoreKey,
+        _now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let result = match self {
+            Self::Unavailable => Err(StoreError::Unavailable("down".into())),
+            Self::Garbage(v) => Ok(Some(v.clone())),
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn purge_expired(&self, _now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
+        Box::pin(std::future::ready(Err(StoreError::Unavailable(
+            "down".into(),
+        ))))
+    }
+}
