@@ -130,10 +130,11 @@ pub(crate) async fn take<S: Store + ?Sized>(
         retain_until_ns: live.retain_until_ns,
     };
     let expires_at = from_ns(live.expires_at_ns).map_err(|_| Refusal::Store)?;
-    let refusal = if now >= expires_at {
+    if now >= expires_at {
         remember(store, key, Record::Expired(tomb), now).await;
         return Err(Refusal::Expired);
-    } else if &live.principal != principal {
+    }
+    let refusal = if &live.principal != principal {
         Some(Refusal::OtherPrincipal)
     } else if &live.tool != tool {
         Some(Refusal::OtherTool)
@@ -142,6 +143,7 @@ pub(crate) async fn take<S: Store + ?Sized>(
     } else {
         None
     };
+    // Fail closed: a mismatched attempt uses the record up too.
     remember(store, key, Record::Used(tomb), now).await;
     match refusal {
         Some(refusal) => Err(refusal),
