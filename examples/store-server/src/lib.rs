@@ -1,1 +1,197 @@
-//! TODO
+//! A reference inventory and order MCP server on SQLite, guarded by `adapter-rmcp`.
+//!
+//! This crate is what a team's own server looks like once it uses the guard: a plain rmcp
+//! server ([`StoreServer`]) whose write tools honour the preview signal, wrapped in
+//! [`adapter_rmcp::WriteGuard`] by [`guard_builder`]. The guard decides whether a write may
+//! happen; the server only knows how to preview and apply it.
+//!
+//! - Reads: `list_products`, `get_product`, `list_orders`, `get_order`,
+//!   `list_stock_movements`, `list_reviews`.
+//! - Writes, each previewed in a rolled-back SQLite transaction and applied only after the user
+//!   approves the exact change: `adjust_stock`, `create_order`, and `cancel_order`, which also
+//!   needs a confirmation token from `prepare_admin_action`.
+//! - Writes are refused unless `MCP_WRITES_ENABLED=true`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), store_server::Error> {
+//! use std::sync::Arc;
+//! use store_server::{Db, StoreServer, guard_builder};
+//!
+//! let db = Arc::new(Db::open("store.db")?);
+//! let guard = guard_builder(StoreServer::new(db)).build();
+//! store_server::serve_stdio(guard).await?;
+//! # Ok(()) }
+//! ```
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use adapter_rmcp::{PromptInput, WriteGuard, WriteGuardBuilder, default_prompt};
+use rmcp::{
+    ServerHandler, ServiceExt,
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+use tokio::net::TcpListener;
+
+mod db;
+mod prompts;
+mod server;
+
+pub use db::{
+    CancellationRequest, Db, DbError, INJECTION_TEXT, MAX_ABS_DELTA, MAX_LINE_QUANTITY,
+    MAX_ORDER_LINES, MAX_REASON_CHARS, Mode, Order, OrderCancellation, OrderLine, OrderLineRequest,
+    OrderPlacement, OrderRequest, PlacedLine, Product, RestockedLine, Review, StockAdjustment,
+    StockAdjustmentRequest, StockMovement, format_cents,
+};
+pub use prompts::for_preview;
+pub use server::{
+    AdjustStockArgs, CancelOrderArgs, CreateOrderArgs, MovementList, OrderIdArgs, OrderLineArgs,
+    OrderList, ProductList, ReviewList, SERVER_NAME, SkuArgs, StoreServer,
+};
+
+/// The write tools; each supports previews and has its own prompt wording.
+pub const WRITE_TOOLS: [&str; 3] = ["adjust_stock", "create_order", "cancel_order"];
+
+/// Reads whose results are the store's own catalogue data and are not wrapped in the
+/// untrusted-data envelope. Every other read is wrapped: orders and stock movements carry
+/// free text a model wrote (reasons), reviews carry text strangers wrote.
+pub const TRUSTED_READS: [&str; 2] = ["list_products", "get_product"];
+
+/// The path under `/mcp` where the streamable HTTP endpoint is served.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// Everything that can stop the server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database could not be opened or initialised.
+    #[error("database: {0}")]
+    Db(#[from] DbError),
+    /// A socket or the standard streams failed.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// The MCP session could not start or ended with an error.
+    #[error("mcp: {0}")]
+    Mcp(String),
+}
+
+/// The guard around `server`, configured as this store needs it: previews and prompt wording for
+/// the three write tools, the catalogue reads trusted, the server's name in the envelope, writes
+/// enabled by `MCP_WRITES_ENABLED`.
+///
+/// The caller may change anything before `.build()`: tests, for example, set
+/// `.writes_enabled(true)` and a fake clock.
+pub fn guard_builder(server: StoreServer) -> WriteGuardBuilder<StoreServer> {
+    let mut builder = WriteGuard::builder(server).server_name(SERVER_NAME);
+    for tool in WRITE_TOOLS {
+        builder = builder.preview(tool).prompt(tool, prompt);
+    }
+    for tool in TRUSTED_READS {
+        builder = builder.trust_read(tool);
+    }
+    builder
+}
+
+/// The store's wording from the preview; the guard's generic wording if the preview is missing
+/// or has an unexpected shape.
+fn prompt(input: &PromptInput<'_>) -> String {
+    input
+        .preview
+        .and_then(|preview| for_preview(input.tool, preview))
+        .unwrap_or_else(|| default_prompt(input))
+}
+
+/// Serves `handler` on this process's stdin and stdout until the client disconnects.
+pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
+    let running = handler
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::Mcp(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::Mcp(e.to_string()))?;
+    Ok(())
+}
+
+/// An axum router serving `handler` over streamable HTTP at [`HTTP_PATH`].
+///
+/// Each MCP session gets its own clone of `handler` (for a [`WriteGuard`], its own principal);
+/// clones share the database and the approval store. Only loopback `Host` headers are accepted
+/// (rmcp's default, against DNS rebinding).
+pub fn http_router<S: ServerHandler + Clone>(handler: S) -> axum::Router {
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    axum::Router::new().nest_service(HTTP_PATH, service)
+}
+
+/// Serves `handler` over streamable HTTP on `listener` until `shutdown` completes.
+pub async fn serve_http<S: ServerHandler + Clone>(
+    listener: TcpListener,
+    handler: S,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    axum::serve(listener, http_router(handler))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+/// What the `store-server` binary was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// The SQLite file; created and seeded when missing.
+    pub db: PathBuf,
+    /// Serve streamable HTTP on this address instead of stdio.
+    pub http: Option<SocketAddr>,
+}
+
+impl Config {
+    /// Stdio on `db`.
+    pub fn new(db: impl Into<PathBuf>) -> Self {
+        Self {
+            db: db.into(),
+            http: None,
+        }
+    }
+
+    /// Streamable HTTP on `addr` instead of stdio.
+    pub fn with_http(mut self, addr: SocketAddr) -> Self {
+        self.http = Some(addr);
+        self
+    }
+}
+
+/// Opens the database and serves the guarded store as `config` says, until the client
+/// disconnects (stdio) or the process gets Ctrl-C (HTTP).
+pub async fn run(config: Config) -> Result<(), Error> {
+    let db = Arc::new(Db::open(&config.db)?);
+    let guard = guard_builder(StoreServer::new(db)).build();
+    tracing::info!(
+        db = %config.db.display(),
+        writes_enabled = guard.writes_enabled(),
+        "store-server starting"
+    );
+    match config.http {
+        None => serve_stdio(guard).await,
+        Some(addr) => {
+            let listener = TcpListener::bind(addr).await?;
+            tracing::info!(
+                "serving streamable HTTP at http://{}{HTTP_PATH}",
+                listener.local_addr()?
+            );
+            serve_http(listener, guard, async {
+                // If the signal handler cannot be installed, keep serving until killed.
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            })
+            .await
+        }
+    }
+}

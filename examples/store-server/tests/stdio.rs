@@ -1,0 +1,221 @@
+//! The `store-server` binary as an MCP client launches it: a child process speaking over
+//! stdin and stdout, its database a file the test reads directly.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Command as StdCommand, Stdio},
+};
+
+use rmcp::{ServiceExt, transport::TokioChildProcess};
+use serde_json::{Value, json};
+use tokio::process::Command;
+use workspace_tests::{
+    Answer, Client, Failure, FileView, ScriptedUser, call, enveloped_data, is_error, structured,
+    text,
+};
+
+const EXE: &str = env!("CARGO_BIN_EXE_store-server");
+
+/// Starts `store-server` in `dir` with `args`, `MCP_WRITES_ENABLED` set to `writes` (or unset),
+/// and connects `user` to it.
+async fn launch(
+    dir: &Path,
+    args: &[&str],
+    writes: Option<&str>,
+    user: &ScriptedUser,
+) -> Result<Client, Failure> {
+    let mut command = Command::new(EXE);
+    command
+        .current_dir(dir)
+        .args(args)
+        .env_remove("MCP_WRITES_ENABLED");
+    if let Some(value) = writes {
+        command.env("MCP_WRITES_ENABLED", value);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()?;
+    Ok(user.clone().serve(transport).await?)
+}
+
+fn adjust() -> Value {
+    json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"})
+}
+
+#[tokio::test]
+async fn by_default_it_creates_store_db_in_the_working_directory() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let user = ScriptedUser::answering([]);
+    let client = launch(dir.path(), &[], Some("true"), &user).await?;
+
+    let products = call(&client, "list_products", json!({})).await?;
+
+    let stocks: Vec<(String, i64)> = structured(&products)?["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["sku"].as_str().unwrap().to_owned(),
+                p["stock"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stocks,
+        [
+            ("TLS-001".to_owned(), 12),
+            ("TLS-002".to_owned(), 3),
+            ("TLS-003".to_owned(), 40)
+        ]
+    );
+    let file = FileView::new(dir.path().join("store.db"));
+    assert_eq!(file.stock("TLS-002")?, 3);
+    assert_eq!(file.count("customers")?, 1);
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_decisive_case_as_a_child_process() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("shop.db");
+    let file = FileView::new(&db);
+    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let client = launch(
+        dir.path(),
+        &["--db", db.to_str().unwrap()],
+        Some("true"),
+        &user,
+    )
+    .await?;
+
+    let declined = call(&client, "adjust_stock", adjust()).await?;
+    assert!(is_error(&declined), "{declined:?}");
+    assert_eq!(file.stock("TLS-002")?, 3);
+    assert!(file.movements()?.is_empty());
+
+    let approved = call(&client, "adjust_stock", adjust()).await?;
+    assert!(!is_error(&approved), "{}", text(&approved));
+    assert_eq!(enveloped_data(&approved)?["previousStock"], 3);
+    assert_eq!(enveloped_data(&approved)?["newStock"], 1);
+    assert_eq!(file.stock("TLS-002")?, 1);
+    assert_eq!(file.movements()?.len(), 1);
+
+    assert_eq!(
+        user.messages(),
+        [
+            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1",
+            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1"
+        ]
+    );
+    assert!(!dir.path().join("store.db").exists(), "--db is honoured");
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_the_exact_value_true_enables_writes() -> Result<(), Failure> {
+    for writes in [
+        None,
+        Some(""),
+        Some("false"),
+        Some("TRUE"),
+        Some("1"),
+        Some("true "),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let user = ScriptedUser::answering([Answer::Approve]);
+        let client = launch(dir.path(), &[], writes, &user).await?;
+        let file = FileView::new(dir.path().join("store.db"));
+        let before = file.snapshot()?;
+
+        let result = call(&client, "adjust_stock", adjust()).await?;
+
+        assert!(is_error(&result), "{writes:?}");
+        assert!(
+            text(&result).contains("turned off"),
+            "{writes:?}: {}",
+            text(&result)
+        );
+        assert!(user.asked().is_empty(), "{writes:?}");
+        assert_eq!(file.snapshot()?, before, "{writes:?}");
+        client.cancel().await?;
+    }
+    Ok(())
+}
+
+/// In stdio mode every line on stdout is a JSON-RPC message: logs go to stderr.
+#[test]
+fn stdout_carries_protocol_messages_only() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let mut child = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .env("MCP_WRITES_ENABLED", "true")
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}}),
+        // No elicitation capability: refused, and the refusal is logged (to stderr).
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "adjust_stock", "arguments": adjust()}}),
+    ];
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut responses = Vec::new();
+    for request in &requests {
+        writeln!(stdin, "{request}")?;
+        stdin.flush()?;
+        if request.get("id").is_some() {
+            let line = lines.next().ok_or("stdout closed early")??;
+            responses.push(serde_json::from_str::<Value>(&line)?);
+        }
+    }
+    drop(stdin);
+    // After the client hangs up, nothing else but protocol (here: nothing) reaches stdout.
+    let rest: Vec<String> = lines.collect::<Result<_, _>>()?;
+    let status = child.wait()?;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
+
+    for rest_line in &rest {
+        let message: Value = serde_json::from_str(rest_line)?;
+        assert_eq!(message["jsonrpc"], "2.0", "{rest_line}");
+    }
+    let ids: Vec<i64> = responses
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3, 4]);
+    assert!(responses.iter().all(|r| r["jsonrpc"] == "2.0"));
+    assert_eq!(responses[2]["result"]["structuredContent"]["stock"], 3);
+    assert_eq!(responses[3]["result"]["isError"], true);
+    assert!(status.success(), "{status:?}\n{stderr}");
+    // The logs went somewhere: stderr.
+    assert!(stderr.contains("store-server starting"), "{stderr}");
+    assert!(stderr.contains("refused-no-elicitation"), "{stderr}");
+    assert_eq!(
+        FileView::new(dir.path().join("store.db")).stock("TLS-002")?,
+        3
+    );
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! Calling tools and reading their results.
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use serde_json::Value;
+
+use crate::{Failure, fixture::Client};
+
+/// Calls `tool` with `arguments` (a JSON object) and returns the tool result. A JSON-RPC error
+/// is an `Err`.
+pub async fn call(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> Result<CallToolResult, Failure> {
+    let Value::Object(arguments) = arguments else {
+        return Err("arguments must be a JSON object".into());
+    };
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    Ok(client.call_tool(params).await?)
+}
+
+/// Whether the result is a tool error.
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// All text content of the result, joined by newlines.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The result's structured content.
+pub fn structured(result: &CallToolResult) -> Result<&Value, Failure> {
+    result
+        .structured_content
+        .as_ref()
+        .ok_or_else(|| format!("no structured content in {result:?}").into())
+}
+
+/// The `data` inside the result's untrusted-data envelope; an error if the structured content
+/// is not a well-formed envelope.
+pub fn enveloped_data(result: &CallToolResult) -> Result<&Value, Failure> {
+    let content = structured(result)?;
+    envelope::unwrap(content).ok_or_else(|| format!("not an envelope: {content}").into())
+}
+
+/// What the result says, in plain words: the text content, with any untrusted-data envelope
+/// taken off (`data` when it is a string, its compact JSON otherwise). Tool errors from the
+/// store are written results too, so they arrive wrapped.
+pub fn message(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.as_str()))
+        .map(|text| {
+            match envelope::parse_text(text)
+                .as_ref()
+                .and_then(envelope::unwrap)
+            {
+                Some(Value::String(data)) => data.clone(),
+                Some(other) => other.to_string(),
+                None => text.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,93 @@
+//! The decisive case: the model asks for a stock change, the user says no, and the database
+//! file shows that nothing happened.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use adapter_rmcp::Outcome;
+use serde_json::json;
+use workspace_tests::{Answer, Era, Failure, ScriptedUser, Store, call, connect, is_error, text};
+
+#[tokio::test]
+async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let store = Store::new()?;
+        let file = store.file();
+        let before = file.snapshot()?;
+        let user = ScriptedUser::answering([Answer::Decline]);
+        let client = connect(store.guard(true), &user, era).await?;
+
+        let result = call(
+            &client,
+            "adjust_stock",
+            json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"}),
+        )
+        .await?;
+
+        assert!(is_error(&result), "{era:?}: {result:?}");
+        assert!(
+            text(&result).contains("nothing was saved"),
+            "{era:?}: {}",
+            text(&result)
+        );
+        // The user saw exactly the change, computed by the database.
+        assert_eq!(
+            user.messages(),
+            ["Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1"],
+            "{era:?}"
+        );
+        // Read from the SQLite file through a connection of our own.
+        assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
+        assert!(file.movements()?.is_empty(), "{era:?}");
+        assert_eq!(file.snapshot()?, before, "{era:?}");
+        assert_eq!(store.audit.outcomes(), [Outcome::Declined], "{era:?}");
+        client.cancel().await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn approved_stock_change_lands_exactly_once() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let store = Store::new()?;
+        let file = store.file();
+        let user = ScriptedUser::answering([Answer::Approve]);
+        let client = connect(store.guard(true), &user, era).await?;
+
+        let result = call(
+            &client,
+            "adjust_stock",
+            json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"}),
+        )
+        .await?;
+
+        assert!(!is_error(&result), "{era:?}: {result:?}");
+        assert_eq!(user.messages().len(), 1, "{era:?}");
+        assert_eq!(file.stock("TLS-002")?, 1, "{era:?}");
+        let movements = file.movements()?;
+        assert_eq!(movements.len(), 1, "{era:?}");
+        assert_eq!(
+            (
+                movements[0].sku.as_str(),
+                movements[0].delta,
+                movements[0].reason.as_str()
+            ),
+            ("TLS-002", -2, "damaged in transit")
+        );
+        // The other products did not move.
+        assert_eq!(file.stock("TLS-001")?, 12);
+        assert_eq!(file.stock("TLS-003")?, 40);
+        assert_eq!(
+            store.audit.outcomes(),
+            [Outcome::Approved, Outcome::Applied],
+            "{era:?}"
+        );
+        client.cancel().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! The store over streamable HTTP, served by the same router the binary serves with
+//! `--http`, driven by rmcp's HTTP client playing the user.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use adapter_rmcp::Outcome;
+use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+use serde_json::json;
+use workspace_tests::{
+    Answer, Client, Failure, ScriptedUser, Store, call, enveloped_data, is_error, message,
+};
+
+/// Serves `store`'s guard (writes on) on an ephemeral loopback port; returns the endpoint and
+/// a handle that stops the server when dropped.
+async fn serve(store: &Store) -> Result<(String, tokio::sync::oneshot::Sender<()>), Failure> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!(
+        "http://{}{}",
+        listener.local_addr()?,
+        store_server::HTTP_PATH
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let guard = store.guard(true);
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let _ = store_server::serve_http(listener, guard, shutdown).await;
+    });
+    Ok((url, stop))
+}
+
+async fn connect_http(url: &str, user: &ScriptedUser) -> Result<Client, Failure> {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    Ok(user.clone().serve(transport).await?)
+}
+
+#[tokio::test]
+async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_once()
+-> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let (url, _stop) = serve(&store).await?;
+    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let client = connect_http(&url, &user).await?;
+    let arguments = json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"});
+
+    let declined = call(&client, "adjust_stock", arguments.clone()).await?;
+    assert!(is_error(&declined), "{declined:?}");
+    assert_eq!(file.stock("TLS-002")?, 3);
+    assert!(file.movements()?.is_empty());
+
+    let approved = call(&client, "adjust_stock", arguments).await?;
+    assert!(!is_error(&approved), "{}", message(&approved));
+    assert_eq!(enveloped_data(&approved)?["newStock"], 1);
+    assert_eq!(file.stock("TLS-002")?, 1);
+    assert_eq!(file.movements()?.len(), 1);
+
+    assert_eq!(
+        user.messages(),
+        [
+            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1",
+            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1"
+        ]
+    );
+    assert_eq!(
+        store.audit.outcomes(),
+        [Outcome::Declined, Outcome::Approved, Outcome::Applied]
+    );
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let (url, _stop) = serve(&store).await?;
+    let order = store
+        .db
+        .create_order(
+            &store_server::OrderRequest {
+                customer_id: 1,
+                lines: vec![store_server::OrderLineRequest {
+                    sku: "TLS-001".into(),
+                    quantity: 3,
+                }],
+            },
+            store_server::Mode::Apply,
+        )?
+        .order_id
+        .unwrap();
+    let alice = ScriptedUser::answering([Answer::Approve]);
+    let mallory = ScriptedUser::answering([Answer::Approve]);
+    let alice_client = connect_http(&url, &alice).await?;
+    let mallory_client = connect_http(&url, &mallory).await?;
+    let arguments = json!({"orderId": order, "reason": "duplicate order"});
+
+    let prepared = call(
+        &alice_client,
+        adapter_rmcp::PREPARE_ADMIN_ACTION,
+        json!({"tool": "cancel_order", "arguments": arguments}),
+    )
+    .await?;
+    assert!(!is_error(&prepared), "{}", message(&prepared));
+    let token = prepared.structured_content.as_ref().unwrap()["confirmationToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = file.snapshot()?;
+
+    let stolen = call(
+        &mallory_client,
+        "cancel_order",
+        json!({"orderId": order, "reason": "duplicate order", "confirmationToken": token}),
+    )
+    .await?;
+
+    assert!(is_error(&stolen));
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
+    assert_eq!(
+        store.audit.last().unwrap().reason.as_deref(),
+        Some("other-principal")
+    );
+    Ok(())
+}
