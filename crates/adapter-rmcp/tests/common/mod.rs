@@ -42,6 +42,8 @@ pub enum Reply {
     Cancel,
     /// `accept` with this content.
     Accept(Value),
+    /// Any action, with any content.
+    Raw(ElicitationAction, Option<Value>),
     /// The client's handler fails.
     Fail,
     /// Run a side effect (advance the clock, change the fixture), then answer.
@@ -63,6 +65,11 @@ impl Reply {
             Self::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             Self::Accept(content) => {
                 Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            }
+            Self::Raw(action, content) => {
+                let mut result = ElicitResult::new(action);
+                result.content = content;
+                Ok(result)
             }
             Self::Fail => Err(ErrorData::internal_error(
                 "the approval dialog crashed",

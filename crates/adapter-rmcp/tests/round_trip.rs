@@ -1,0 +1,268 @@
+//! The 2026-07-28 input round, driven by hand: the `requestState` is server-bound, single-use
+//! and expiring, and whatever the client sends back is checked against it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use adapter_rmcp::{INPUT_KEY, Outcome};
+use approval_core::ROUND_TRIP_REFUSAL_MESSAGE;
+use common::{Client, Era, Harness, text_of};
+use proptest::prelude::*;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
+use serde_json::{Value, json};
+
+fn params(tool: &str, args: &Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
+}
+
+fn approve_responses() -> InputResponses {
+    let mut responses = InputResponses::new();
+    responses.insert(
+        INPUT_KEY.to_owned(),
+        json!({"action": "accept", "content": {"approve": true}}),
+    );
+    responses
+}
+
+/// First round by hand: returns the `requestState` the server handed out.
+async fn first_round(client: &Client, tool: &str, args: &Value) -> String {
+    match client.call_tool_once(params(tool, args)).await.unwrap() {
+        CallToolResponse::InputRequired(input) => {
+            let requests = input.input_requests.unwrap();
+            assert!(requests.contains_key(INPUT_KEY), "{requests:?}");
+            input.request_state.unwrap()
+        }
+        other => panic!("expected an input round, got {other:?}"),
+    }
+}
+
+async fn retry(
+    client: &Client,
+    tool: &str,
+    args: &Value,
+    state: &str,
+    responses: Option<InputResponses>,
+) -> CallToolResult {
+    let mut retry = params(tool, args);
+    retry.request_state = Some(state.to_owned());
+    retry.input_responses = responses;
+    match client.call_tool_once(retry).await.unwrap() {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("expected a final result, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_hand_driven_round_applies_once_and_its_state_cannot_be_replayed() {
+    let h = Harness::start(Era::Rounds).await;
+    let args = json!({"value": 7});
+    let state = first_round(&h.client, "set_counter", &args).await;
+    assert_eq!(h.state().applies, 0);
+    let done = retry(
+        &h.client,
+        "set_counter",
+        &args,
+        &state,
+        Some(approve_responses()),
+    )
+    .await;
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    assert_eq!(h.state().counter, 7);
+
+    // Replaying the same retry is refused and changes nothing.
+    h.fixture.state.lock().counter = 1;
+    let before = h.state();
+    let replay = retry(
+        &h.client,
+        "set_counter",
+        &args,
+        &state,
+        Some(approve_responses()),
+    )
+    .await;
+    h.assert_refused(&replay, &before, Outcome::StateRejected, Some("replayed"));
+    assert_eq!(text_of(&replay), ROUND_TRIP_REFUSAL_MESSAGE);
+}
+
+#[tokio::test]
+async fn a_forged_state_is_refused() {
+    let h = Harness::start(Era::Rounds).await;
+    let args = json!({"value": 7});
+    let before = h.state();
+    for forged in [
+        "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "not-a-state",
+        "",
+        "{\"approved\": true}",
+    ] {
+        h.audit.clear();
+        let result = retry(
+            &h.client,
+            "set_counter",
+            &args,
+            forged,
+            Some(approve_responses()),
+        )
+        .await;
+        h.assert_refused(&result, &before, Outcome::StateRejected, None);
+        assert_eq!(text_of(&result), ROUND_TRIP_REFUSAL_MESSAGE);
+    }
+    assert_eq!(
+        h.state().previews,
+        0,
+        "a forged retry does not even preview"
+    );
+}
+
+#[tokio::test]
+async fn an_altered_state_is_refused() {
+    let h = Harness::start(Era::Rounds).await;
+    let args = json!({"value": 7});
+    let state = first_round(&h.client, "set_counter", &args).await;
+    let before = h.state();
+    let mut altered = state.clone().into_bytes();
+    let last = altered.len() - 1;
+    altered[last] = if altered[last] == b'0' { b'1' } else { b'0' };
+    let altered = String::from_utf8(altered).unwrap();
+    let result = retry(
+        &h.client,
+        "set_counter",
+        &args,
+        &altered,
+        Some(approve_responses()),
+    )
+    .await;
+    h.assert_refused(&result, &before, Outcome::StateRejected, None);
+}
+
+#[tokio::test]
+async fn a_state_is_bound_to_its_principal_and_tool() {
+    let h = Harness::start(Era::Rounds).await;
+    h.fixture.state.lock().rows.insert("a".into(), 1);
+    let args = json!({"value": 7});
+    let state = first_round(&h.client, "set_counter", &args).await;
+    let before = h.state();
+
+    // Another connection presents it.
+    let (other, _) = h.second_connection().await;
+    let result = retry(
+        &other,
+        "set_counter",
+        &args,
+        &state,
+        Some(approve_responses()),
+    )
+    .await;
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::StateRejected,
+        Some("other-principal"),
+    );
+
+    // Another tool presents it.
+    let state = first_round(&h.client, "set_counter", &args).await;
+    h.audit.clear();
+    let add = json!({"name": "b", "value": 2});
+    let result = retry(
+        &h.client,
+        "add_row",
+        &add,
+        &state,
+        Some(approve_responses()),
+    )
+    .await;
+    h.assert_refused(&result, &before, Outcome::StateRejected, Some("other-tool"));
+}
+
+#[tokio::test]
+async fn a_retry_without_an_answer_is_refused() {
+    let h = Harness::start(Era::Rounds).await;
+    let args = json!({"value": 7});
+    let before = h.state();
+
+    let state = first_round(&h.client, "set_counter", &args).await;
+    let result = retry(&h.client, "set_counter", &args, &state, None).await;
+    h.assert_refused(&result, &before, Outcome::AskFailed, None);
+
+    // An error in place of the elicitation result (a client whose dialog failed).
+    let state = first_round(&h.client, "set_counter", &args).await;
+    h.audit.clear();
+    let mut responses = InputResponses::new();
+    responses.insert(
+        INPUT_KEY.to_owned(),
+        json!({"code": -32603, "message": "the approval dialog crashed"}),
+    );
+    let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
+    h.assert_refused(&result, &before, Outcome::AskFailed, None);
+
+    // An answer under some other key.
+    let state = first_round(&h.client, "set_counter", &args).await;
+    h.audit.clear();
+    let mut responses = InputResponses::new();
+    responses.insert(
+        "something-else".to_owned(),
+        json!({"action": "accept", "content": {"approve": true}}),
+    );
+    let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
+    h.assert_refused(&result, &before, Outcome::AskFailed, None);
+}
+
+#[tokio::test]
+async fn an_expired_state_is_refused_like_a_late_answer() {
+    let h = Harness::start(Era::Rounds).await;
+    let args = json!({"value": 7});
+    let state = first_round(&h.client, "set_counter", &args).await;
+    let before = h.state();
+    h.clock.advance(time::Duration::seconds(121));
+    let result = retry(
+        &h.client,
+        "set_counter",
+        &args,
+        &state,
+        Some(approve_responses()),
+    )
+    .await;
+    h.assert_refused(&result, &before, Outcome::Expired, Some("expired"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Whatever the client changes in the arguments between the question and the retry, the
+    /// change it is applied is the one the user saw, or nothing.
+    #[test]
+    fn arguments_changed_on_the_retry_are_never_applied(
+        original in -1_000i64..1_000,
+        changed in prop_oneof![
+            (-1_000i64..1_000).prop_map(|v| json!({"value": v})),
+            any::<bool>().prop_map(|b| json!({"value": 5, "dryRun": b})),
+            "[a-z]{1,8}".prop_map(|k| json!({"value": 5, k: 1})),
+            Just(json!({})),
+        ],
+    ) {
+        let original = original.abs();
+        let args = json!({"value": original});
+        prop_assume!(changed != args);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let h = Harness::start(Era::Rounds).await;
+            let state = first_round(&h.client, "set_counter", &args).await;
+            let before = h.state();
+            let result = retry(&h.client, "set_counter", &changed, &state, Some(approve_responses())).await;
+            h.assert_refused(&result, &before, Outcome::StateRejected, Some("other-arguments"));
+
+            // The untouched retry of a fresh round applies exactly the original value.
+            let state = first_round(&h.client, "set_counter", &args).await;
+            let done = retry(&h.client, "set_counter", &args, &state, Some(approve_responses())).await;
+            assert_ne!(done.is_error, Some(true), "{done:?}");
+            assert_eq!(h.state().counter, original);
+        });
+    }
+}

@@ -1,0 +1,378 @@
+//! What the guard shows and passes through: server info, prompts, resources and completions
+//! unchanged; `tools/list` rewritten; results wrapped unless the read is trusted; a server built
+//! with `#[tool_router]`; malformed requests refused without panicking.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::sync::Arc;
+
+use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
+use approval_core::ManualClock;
+use common::{
+    ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, connect, fixture::INJECTION,
+    notes::Notes, start_time, text_of, unwrapped,
+};
+use rmcp::{
+    ServerHandler, ServiceExt,
+    model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, Tool},
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+both_eras!(
+    server_info_prompts_resources_and_completions_pass_through,
+    tools_list_is_rewritten,
+    reads_are_wrapped_and_trusted_reads_are_not,
+    the_text_prefix_can_be_turned_off,
+    a_tool_router_server_is_guarded,
+    unknown_tools_are_protocol_errors,
+);
+
+async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
+    let h = Harness::start(era).await;
+    let bare = connect(Fixture::default(), era, ScriptedClient::new(true)).await;
+
+    let guarded_info = h.client.peer_info().unwrap();
+    let bare_info = bare.peer_info().unwrap();
+    let server = guarded_info.server_info.clone().unwrap();
+    assert_eq!(server.name, "fixture");
+    assert_eq!(server.version, "1.2.3");
+    assert_eq!(
+        guarded_info.instructions.as_deref(),
+        Some("fixture instructions")
+    );
+    assert_eq!(guarded_info.server_info, bare_info.server_info);
+    assert_eq!(guarded_info.capabilities, bare_info.capabilities);
+    assert!(guarded_info.capabilities.prompts.is_some());
+    assert!(guarded_info.capabilities.completions.is_some());
+    assert_eq!(guarded_info.protocol_version, bare_info.protocol_version);
+    match era {
+        Era::Legacy => assert!(guarded_info.protocol_version.as_str() < "2026-07-28"),
+        Era::Rounds => assert_eq!(guarded_info.protocol_version.as_str(), "2026-07-28"),
+    }
+
+    let prompts = h.client.list_prompts(None).await.unwrap();
+    assert_eq!(prompts.prompts.len(), 1);
+    assert_eq!(prompts.prompts[0].name, "greeting");
+    assert_eq!(
+        prompts.prompts,
+        bare.list_prompts(None).await.unwrap().prompts
+    );
+
+    let prompt = h
+        .client
+        .get_prompt(GetPromptRequestParams::new("greeting"))
+        .await
+        .unwrap();
+    assert_eq!(prompt.description.as_deref(), Some("a greeting"));
+    assert_eq!(
+        serde_json::to_value(&prompt.messages).unwrap(),
+        serde_json::to_value(
+            &bare
+                .get_prompt(GetPromptRequestParams::new("greeting"))
+                .await
+                .unwrap()
+                .messages
+        )
+        .unwrap()
+    );
+
+    let resources = h.client.list_resources(None).await.unwrap();
+    assert_eq!(resources.resources.len(), 1);
+    assert_eq!(resources.resources[0].uri, "fixture://readme");
+
+    let templates = h.client.list_resource_templates(None).await.unwrap();
+    assert_eq!(templates.resource_templates.len(), 1);
+    assert_eq!(
+        templates.resource_templates[0].uri_template,
+        "fixture://rows/{name}"
+    );
+
+    let read = h
+        .client
+        .read_resource(ReadResourceRequestParams::new("fixture://readme"))
+        .await
+        .unwrap();
+    match &read.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => {
+            assert_eq!(text, "the fixture's readme");
+        }
+        other => panic!("unexpected contents {other:?}"),
+    }
+    // Errors pass through too.
+    assert!(
+        h.client
+            .read_resource(ReadResourceRequestParams::new("fixture://nothing"))
+            .await
+            .is_err()
+    );
+
+    let completions = h
+        .client
+        .complete_prompt_simple("greeting", "name", "a")
+        .await
+        .unwrap();
+    assert_eq!(completions, vec!["alpha".to_owned(), "beta".to_owned()]);
+}
+
+fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
+    tools.iter().find(|t| t.name == name).unwrap()
+}
+
+async fn tools_list_is_rewritten(era: Era) {
+    let h = Harness::start(era).await;
+    let bare = connect(Fixture::default(), era, ScriptedClient::new(true)).await;
+    let guarded = h.client.list_all_tools().await.unwrap();
+    let original = bare.list_all_tools().await.unwrap();
+    assert_eq!(guarded.len(), original.len() + 1);
+
+    // The token-gated tool claims to be read-only; the guard advertises it as destructive.
+    let lying = tool(&original, "delete_row").annotations.clone().unwrap();
+    assert_eq!(lying.read_only_hint, Some(true));
+    let delete = tool(&guarded, "delete_row").annotations.clone().unwrap();
+    assert_eq!(delete.read_only_hint, Some(false));
+    assert_eq!(delete.destructive_hint, Some(true));
+
+    // prepare_admin_action: a write that only adds, in a closed world.
+    let prepare = tool(&guarded, PREPARE_ADMIN_ACTION);
+    let a = prepare.annotations.clone().unwrap();
+    assert_eq!(
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint
+        ),
+        (Some(false), Some(false), Some(false), Some(false))
+    );
+    let input = Value::Object((*prepare.input_schema).clone());
+    assert_eq!(input["required"], json!(["tool", "arguments"]));
+
+    // A wrapped read advertises the schema of the wrapped result.
+    let schema = tool(&guarded, "get_counter").output_schema.clone().unwrap();
+    let original_schema = tool(&original, "get_counter")
+        .output_schema
+        .clone()
+        .unwrap();
+    assert_eq!(*schema, envelope::wrap_output_schema(&original_schema));
+
+    // Tools that need no rewrite are advertised as they are.
+    for name in ["add_row", "set_counter", "list_rows"] {
+        assert_eq!(tool(&guarded, name), tool(&original, name), "{name}");
+    }
+
+    // get_tool agrees with tools/list.
+    assert_eq!(
+        h.guard.get_tool("delete_row").as_ref(),
+        Some(tool(&guarded, "delete_row"))
+    );
+    assert_eq!(
+        h.guard.get_tool("get_counter").as_ref(),
+        Some(tool(&guarded, "get_counter"))
+    );
+    assert!(h.guard.get_tool(PREPARE_ADMIN_ACTION).is_some());
+}
+
+async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
+    let h = Harness::start(era).await;
+    h.fixture.state.lock().counter = 4;
+    let read = h.call("get_counter", json!({})).await;
+    assert_eq!(unwrapped(&read), json!({"counter": 4}));
+    let source = envelope::source(read.structured_content.as_ref().unwrap());
+    assert_eq!(source, Some("fixture/get_counter"));
+
+    let rows = h.call("list_rows", json!({})).await;
+    let text = text_of(&rows);
+    assert!(text.starts_with(envelope::NOTICE_PREFIX), "{text}");
+    let parsed = envelope::parse_text(&text).unwrap();
+    assert!(
+        envelope::unwrap(&parsed)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains(INJECTION)
+    );
+    assert!(h.audit.records().is_empty(), "reads are not decisions");
+
+    let trusting = Harness::with(
+        era,
+        Options {
+            trust_list_rows: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let rows = trusting.call("list_rows", json!({})).await;
+    assert!(text_of(&rows).starts_with("rows: "), "{}", text_of(&rows));
+    // Trust covers exactly the named read.
+    let counter = trusting.call("get_counter", json!({})).await;
+    assert_eq!(unwrapped(&counter), json!({"counter": 0}));
+}
+
+async fn the_text_prefix_can_be_turned_off(era: Era) {
+    let h = Harness::with(
+        era,
+        Options {
+            text_prefix: false,
+            ..Options::default()
+        },
+    )
+    .await;
+    let rows = h.call("list_rows", json!({})).await;
+    let text = text_of(&rows);
+    assert!(!text.starts_with(envelope::NOTICE_PREFIX), "{text}");
+    let parsed: Value = serde_json::from_str(&text).unwrap();
+    assert!(envelope::unwrap(&parsed).is_some());
+}
+
+async fn a_tool_router_server_is_guarded(era: Era) {
+    let notes = Notes::default();
+    let audit = MemorySink::new();
+    let guard = WriteGuard::builder(notes.clone())
+        .writes_enabled(true)
+        .preview("add_note")
+        .trust_read("list_notes")
+        .audit(Arc::new(audit.clone()))
+        .clock(Arc::new(ManualClock::new(start_time())))
+        .prompt("add_note", |input| {
+            format!(
+                "Add the note {} to your notes?",
+                input.arguments["text"].as_str().unwrap_or("?")
+            )
+        })
+        .build();
+    let scripted = ScriptedClient::new(true);
+    let client = connect(guard, era, scripted.clone()).await;
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "notes");
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(
+        tools.len(),
+        2,
+        "no token-gated tool, no prepare_admin_action"
+    );
+
+    scripted.script([Reply::Decline, Reply::Approve]);
+    let call = |text: &str| {
+        rmcp::model::CallToolRequestParams::new("add_note")
+            .with_arguments(json!({"text": text}).as_object().cloned().unwrap())
+    };
+    let declined = client.call_tool(call("milk")).await.unwrap();
+    assert_eq!(declined.is_error, Some(true));
+    assert!(notes.notes.lock().is_empty(), "the preview wrote nothing");
+    let added = client.call_tool(call("eggs")).await.unwrap();
+    assert_ne!(added.is_error, Some(true), "{added:?}");
+    assert_eq!(*notes.notes.lock(), vec!["eggs".to_owned()]);
+    assert_eq!(
+        scripted.asked(),
+        vec![
+            "Add the note milk to your notes?".to_owned(),
+            "Add the note eggs to your notes?".to_owned()
+        ]
+    );
+    assert_eq!(
+        audit.outcomes(),
+        vec![Outcome::Declined, Outcome::Approved, Outcome::Applied]
+    );
+
+    let list = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("list_notes"))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&list), "eggs", "a trusted read is not wrapped");
+}
+
+async fn unknown_tools_are_protocol_errors(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    assert!(h.try_call("no_such_tool", json!({})).await.is_err());
+    assert_eq!(h.state(), before);
+    assert!(h.asked().is_empty());
+}
+
+/// A raw JSON-RPC client on the legacy handshake, for requests rmcp's typed client cannot send.
+async fn raw_exchange<S: ServerHandler>(server: S, calls: &[Value]) -> Vec<Value> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (read, mut write) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(read).lines();
+    let mut send = async |value: Value| {
+        let mut line = value.to_string();
+        line.push('\n');
+        write.write_all(line.as_bytes()).await.unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "0"}
+        }}),
+    )
+    .await;
+    let _init = lines.next_line().await.unwrap().unwrap();
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let mut replies = Vec::new();
+    for (i, params) in calls.iter().enumerate() {
+        send(json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": params}))
+            .await;
+        let line = lines.next_line().await.unwrap().unwrap();
+        replies.push(serde_json::from_str(&line).unwrap());
+    }
+    replies
+}
+
+#[tokio::test]
+async fn non_object_arguments_are_refused_without_a_panic() {
+    let fixture = Fixture::default();
+    let audit = MemorySink::new();
+    let clock = ManualClock::new(start_time());
+    let guard = common::guard(fixture.clone(), &audit, &clock, &Options::default());
+    let calls = [
+        json!({"name": "add_row", "arguments": 5}),
+        json!({"name": "add_row", "arguments": "name=a"}),
+        json!({"name": "add_row", "arguments": [1, 2]}),
+        json!({"name": "add_row", "arguments": true}),
+    ];
+    let replies = raw_exchange(guard, &calls).await;
+    for (call, reply) in calls.iter().zip(&replies) {
+        let refused = reply.get("error").is_some() || reply["result"]["isError"] == json!(true);
+        assert!(refused, "{call} -> {reply}");
+    }
+    assert_eq!(fixture.snapshot(), common::State::default());
+    // Whatever reached the guard was refused and recorded; nothing was approved or applied.
+    assert!(
+        audit
+            .outcomes()
+            .iter()
+            .all(|o| *o == Outcome::RefusedNoElicitation || *o == Outcome::BadArguments),
+        "{:?}",
+        audit.outcomes()
+    );
+}
+
+#[tokio::test]
+async fn every_era_reaches_the_same_fixture_state() {
+    // The same approved change in both eras leaves the fixture in the same state.
+    let mut states = Vec::new();
+    for era in ERAS {
+        let h = Harness::start(era).await;
+        h.script([Reply::Approve, Reply::Approve]);
+        h.call("set_counter", json!({"value": 9})).await;
+        h.call("add_row", json!({"name": "x", "value": 1})).await;
+        states.push(h.state());
+    }
+    assert_eq!(states[0], states[1]);
+}

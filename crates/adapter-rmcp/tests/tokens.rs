@@ -1,0 +1,316 @@
+//! Token-gated tools and `prepare_admin_action`, in both protocol eras: every way a token can
+//! be wrong is refused with nothing written and one audit record naming the reason.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use approval_core::TOKEN_REFUSAL_MESSAGE;
+use common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
+use serde_json::json;
+
+both_eras!(
+    the_full_admin_flow_asks_twice_and_deletes_once,
+    a_missing_token_is_refused_without_asking,
+    a_malformed_token_is_refused_without_asking,
+    a_forged_token_is_refused,
+    a_token_for_other_arguments_is_refused,
+    a_token_for_another_principal_is_refused,
+    a_token_at_300_seconds_is_refused,
+    a_reused_token_is_refused,
+    a_token_spent_twice_at_once_applies_once,
+    a_token_is_not_spent_when_the_user_declines,
+    prepare_admin_action_refuses_tools_without_tokens,
+    prepare_admin_action_declined_issues_nothing,
+);
+
+async fn with_rows(era: Era) -> Harness {
+    let h = Harness::start(era).await;
+    {
+        let mut state = h.fixture.state.lock();
+        state.rows.insert("a".into(), 1);
+        state.rows.insert("b".into(), 2);
+    }
+    h
+}
+
+fn refusal_text_is_the_token_message(result: &rmcp::model::CallToolResult) {
+    assert_eq!(text_of(result), TOKEN_REFUSAL_MESSAGE);
+}
+
+async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::TokenIssued]);
+    let intent = &h.asked()[0];
+    assert!(intent.contains("delete_row"), "{intent}");
+    assert!(intent.contains("name: \"a\""), "{intent}");
+    assert_eq!(h.state().applies, 0, "preparing is not deleting");
+
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
+    assert!(!h.state().rows.contains_key("a"));
+    assert_eq!(h.state().applies, 1);
+    assert_eq!(
+        h.asked().len(),
+        2,
+        "two human approvals: the intent, then the act"
+    );
+    let act = &h.asked()[1];
+    assert!(
+        !act.contains(&token),
+        "the prompt does not show the token: {act}"
+    );
+    assert_eq!(
+        h.outcomes(),
+        vec![
+            Outcome::Approved,
+            Outcome::TokenIssued,
+            Outcome::Approved,
+            Outcome::Applied
+        ]
+    );
+}
+
+async fn a_missing_token_is_refused_without_asking(era: Era) {
+    let h = with_rows(era).await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h.call("delete_row", json!({"name": "a"})).await;
+    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("missing"));
+    refusal_text_is_the_token_message(&result);
+    assert!(h.asked().is_empty());
+}
+
+async fn a_malformed_token_is_refused_without_asking(era: Era) {
+    let h = with_rows(era).await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": "please"}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("malformed"));
+    refusal_text_is_the_token_message(&result);
+    assert!(h.asked().is_empty());
+}
+
+async fn a_forged_token_is_refused(era: Era) {
+    let h = with_rows(era).await;
+    let before = h.state();
+    // Well-formed, but never issued.
+    let forged = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": forged}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("unknown"));
+    refusal_text_is_the_token_message(&result);
+}
+
+async fn a_token_for_other_arguments_is_refused(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let before = h.state();
+    h.audit.clear();
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "b", "confirmationToken": token}),
+        )
+        .await;
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::TokenRejected,
+        Some("other-arguments"),
+    );
+    refusal_text_is_the_token_message(&result);
+    assert!(h.state().rows.contains_key("b"));
+}
+
+async fn a_token_for_another_principal_is_refused(era: Era) {
+    let h = with_rows(era).await;
+    let (other, other_scripted) = h.second_connection().await;
+    let token = prepare_token_on(&other, &other_scripted, "delete_row", json!({"name": "a"})).await;
+    let before = h.state();
+    h.audit.clear();
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::TokenRejected,
+        Some("other-principal"),
+    );
+    refusal_text_is_the_token_message(&result);
+    let records = h.audit.records();
+    let issued_to = &records[0].principal;
+    assert!(issued_to.is_some());
+}
+
+async fn a_token_at_300_seconds_is_refused(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let before = h.state();
+    h.audit.clear();
+    h.clock.advance(time::Duration::seconds(300));
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("expired"));
+    refusal_text_is_the_token_message(&result);
+
+    // At 299 s a fresh token still works.
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    h.clock.advance(time::Duration::seconds(299));
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!h.state().rows.contains_key("a"));
+}
+
+async fn a_reused_token_is_refused(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let args = json!({"name": "a", "confirmationToken": token});
+    h.script([Reply::Approve]);
+    let first = h.call("delete_row", args.clone()).await;
+    assert_ne!(first.is_error, Some(true), "{first:?}");
+    // The row comes back; the spent token must not delete it again.
+    h.fixture.state.lock().rows.insert("a".into(), 1);
+    let before = h.state();
+    h.audit.clear();
+    h.script([Reply::Approve]);
+    let second = h.call("delete_row", args).await;
+    h.assert_refused(
+        &second,
+        &before,
+        Outcome::TokenRejected,
+        Some("already-spent"),
+    );
+    refusal_text_is_the_token_message(&second);
+    assert!(h.state().rows.contains_key("a"));
+}
+
+async fn a_token_spent_twice_at_once_applies_once(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    h.audit.clear();
+    let args = json!({"name": "a", "confirmationToken": token});
+    h.script([Reply::Approve, Reply::Approve]);
+    let (one, two) = tokio::join!(
+        h.call("delete_row", args.clone()),
+        h.call("delete_row", args.clone())
+    );
+    let errors = [&one, &two]
+        .iter()
+        .filter(|r| r.is_error == Some(true))
+        .count();
+    assert_eq!(errors, 1, "{one:?} {two:?}");
+    assert_eq!(h.state().applies, 1, "the inner tool applied exactly once");
+    let outcomes = h.outcomes();
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Applied).count(),
+        1
+    );
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|o| **o == Outcome::TokenRejected)
+            .count(),
+        1,
+        "{outcomes:?}"
+    );
+    let rejected = h
+        .audit
+        .records()
+        .into_iter()
+        .find(|r| r.outcome == Outcome::TokenRejected)
+        .unwrap();
+    assert_eq!(rejected.reason.as_deref(), Some("already-spent"));
+}
+
+async fn a_token_is_not_spent_when_the_user_declines(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let args = json!({"name": "a", "confirmationToken": token});
+    let before = h.state();
+    h.audit.clear();
+    h.script([Reply::Decline]);
+    let declined = h.call("delete_row", args.clone()).await;
+    h.assert_refused(&declined, &before, Outcome::Declined, None);
+    // The user changes their mind within five minutes: the same token still works once.
+    h.script([Reply::Approve]);
+    let approved = h.call("delete_row", args).await;
+    assert_ne!(approved.is_error, Some(true), "{approved:?}");
+    assert!(!h.state().rows.contains_key("a"));
+}
+
+async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {
+    let h = with_rows(era).await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    for args in [
+        json!({"tool": "set_counter", "arguments": {"value": 1}}),
+        json!({"tool": "no_such_tool", "arguments": {}}),
+        json!({"tool": "delete_row", "arguments": "a"}),
+        json!({"tool": "delete_row"}),
+        json!({"tool": "delete_row", "arguments": {"name": "a"}, "extra": true}),
+    ] {
+        h.audit.clear();
+        let result = h.call(PREPARE_ADMIN_ACTION, args.clone()).await;
+        h.assert_refused(&result, &before, Outcome::BadArguments, None);
+        assert!(result.structured_content.is_none(), "{args}");
+    }
+    assert!(h.asked().is_empty());
+}
+
+async fn prepare_admin_action_declined_issues_nothing(era: Era) {
+    let h = with_rows(era).await;
+    let before = h.state();
+    h.script([Reply::Decline]);
+    let result = call_on(
+        &h.client,
+        PREPARE_ADMIN_ACTION,
+        json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+    )
+    .await
+    .unwrap();
+    h.assert_refused(&result, &before, Outcome::Declined, None);
+    assert!(result.structured_content.is_none());
+    assert!(!h.outcomes().contains(&Outcome::TokenIssued));
+}
