@@ -56,6 +56,15 @@ fn guarded() -> WriteGuard<fixture::Fixture> {
         .build()
 }
 
+/// The same guard with the read marked trusted: classification only, no envelope.
+fn guarded_trusted() -> WriteGuard<fixture::Fixture> {
+    WriteGuard::builder(fixture::Fixture::default())
+        .writes_enabled(true)
+        .trust_read("get_counter")
+        .audit(Arc::new(MemorySink::new()))
+        .build()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -70,9 +79,13 @@ fn read_overhead(c: &mut Criterion) {
     let rt = runtime();
     let bare = rt.block_on(connect(fixture::Fixture::default()));
     let guard = rt.block_on(connect(guarded()));
+    let trusted = rt.block_on(connect(guarded_trusted()));
     let mut group = c.benchmark_group("read_overhead");
     group.bench_function("bare", |b| b.to_async(&rt).iter(|| read(&bare)));
     group.bench_function("guard", |b| b.to_async(&rt).iter(|| read(&guard)));
+    group.bench_function("guard_trusted_read", |b| {
+        b.to_async(&rt).iter(|| read(&trusted))
+    });
     group.finish();
 }
 
@@ -94,19 +107,25 @@ fn report_ratio() {
     let rt = runtime();
     let bare = rt.block_on(connect(fixture::Fixture::default()));
     let guard = rt.block_on(connect(guarded()));
+    let trusted = rt.block_on(connect(guarded_trusted()));
     let n = 3000;
-    // Interleave to spread any drift over both.
+    // Interleave to spread any drift over all three.
     let mut bare_total = Duration::ZERO;
     let mut guard_total = Duration::ZERO;
+    let mut trusted_total = Duration::ZERO;
     for _ in 0..3 {
         bare_total += mean(&rt, &bare, n);
         guard_total += mean(&rt, &guard, n);
+        trusted_total += mean(&rt, &trusted, n);
     }
     let ratio = guard_total.as_secs_f64() / bare_total.as_secs_f64();
+    let trusted_ratio = trusted_total.as_secs_f64() / bare_total.as_secs_f64();
     eprintln!(
-        "read_overhead: bare {:?}/call, guard {:?}/call, ratio guard/bare = {ratio:.3}",
+        "read_overhead: bare {:?}/call, guard {:?}/call, guard (trusted read) {:?}/call; \
+         ratio guard/bare = {ratio:.3}, trusted/bare = {trusted_ratio:.3}",
         bare_total / 3,
-        guard_total / 3
+        guard_total / 3,
+        trusted_total / 3
     );
 }
 

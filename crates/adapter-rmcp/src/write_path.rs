@@ -81,13 +81,17 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 
     fn refuse_store(&self, call: &Call, error: &StoreError) -> Result<CallToolResponse, ErrorData> {
-        self.refuse(
-            call,
-            Outcome::StoreFailed,
-            error.to_string(),
-            "Approvals are unavailable on this server right now, so nothing was saved. \
-             Try again later.",
-        )
+        let message = match error {
+            StoreError::PrincipalCapReached { .. } => {
+                "Too many approvals are waiting for this user, so nothing was saved. Answer or \
+                 let the open ones expire (two minutes; confirmation tokens five), then try again."
+            }
+            _ => {
+                "Approvals are unavailable on this server right now, so nothing was saved. \
+                 Try again later."
+            }
+        };
+        self.refuse(call, Outcome::StoreFailed, error.to_string(), message)
     }
 
     /// The entry point for every `tools/call`.

@@ -10,7 +10,10 @@
 //!
 //! Plus a prompt, a resource, a resource template and completions, to prove pass-through.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, LazyLock},
+};
 
 use adapter_rmcp::is_preview;
 use parking_lot::Mutex;
@@ -55,7 +58,14 @@ fn object(value: Value) -> JsonObject {
     }
 }
 
+/// Built once, as a `#[tool_router]` server's router is.
+static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(build_tools);
+
 pub fn fixture_tools() -> Vec<Tool> {
+    TOOLS.clone()
+}
+
+fn build_tools() -> Vec<Tool> {
     let mut get_counter = Tool::new(
         "get_counter",
         "Read the counter.",
@@ -247,7 +257,7 @@ impl ServerHandler for Fixture {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        fixture_tools().into_iter().find(|t| t.name == name)
+        TOOLS.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
