@@ -43,6 +43,15 @@ struct Call {
     digest: Option<ArgsDigest>,
 }
 
+/// What a 2026-07-28 retry brings back.
+struct Retry {
+    principal: Principal,
+    state: String,
+    responses: Option<InputResponses>,
+    /// The retry's arguments, captured: they must be the ones the user was asked about.
+    args: CapturedArgs,
+}
+
 /// The parts of a write call that survive between asking and applying.
 struct Approved {
     pending: PendingApproval,
@@ -194,8 +203,14 @@ impl<S: ServerHandler> WriteGuard<S> {
         call.digest = Some(args.digest());
 
         if let Some(state) = state {
+            let retry = Retry {
+                principal,
+                state,
+                responses,
+                args,
+            };
             return self
-                .finish_round_trip(call, class, state, responses, args, request, context)
+                .finish_round_trip(call, class, retry, request, context)
                 .await;
         }
 
@@ -334,25 +349,20 @@ impl<S: ServerHandler> WriteGuard<S> {
 
     /// A 2026-07-28 retry: the `requestState` names the pending approval, the input responses
     /// carry the answer.
-    #[allow(clippy::too_many_arguments)]
     async fn finish_round_trip(
         &self,
         call: Call,
         class: Classification,
-        state: String,
-        responses: Option<InputResponses>,
-        args: CapturedArgs,
+        retry: Retry,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(principal) = call.principal.clone() else {
-            return self.refuse(
-                &call,
-                Outcome::RefusedNoPrincipal,
-                "no principal",
-                "Nothing was saved.",
-            );
-        };
+        let Retry {
+            principal,
+            state,
+            responses,
+            args,
+        } = retry;
         let now = self.shared.clock.now();
         let pending = match take_round_trip(
             &*self.shared.store,
