@@ -37,6 +37,13 @@ pub enum Answer {
     Cancel,
     /// The client fails to ask (a JSON-RPC error instead of an answer).
     Fail,
+    /// Any answer: this action, with this content (if any).
+    Raw {
+        /// `accept`, `decline` or `cancel`.
+        action: ElicitationAction,
+        /// The form content sent with it.
+        content: Option<Value>,
+    },
     /// Let the fake clock run on by `by` while the user thinks, then answer.
     Late {
         /// The guard's clock.
@@ -154,6 +161,13 @@ fn respond(answer: Answer) -> Result<ElicitResult, ErrorData> {
             "the client could not show the form",
             None,
         )),
+        Answer::Raw { action, content } => {
+            let result = ElicitResult::new(action);
+            Ok(match content {
+                Some(content) => result.with_content(content),
+                None => result,
+            })
+        }
         Answer::Late { clock, by, then } => {
             clock.advance(by);
             respond(*then)

@@ -1179,9 +1179,106 @@ mod tests {
         assert_eq!(format_cents(i64::MIN), "-$92233720368547758.08");
     }
 
+    /// Every row of every table, as text: equal snapshots mean nothing was written.
+    fn snapshot(path: &Path) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let mut out = Vec::new();
+        for table in [
+            "products",
+            "stock_movements",
+            "customers",
+            "orders",
+            "order_lines",
+            "reviews",
+        ] {
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {table} ORDER BY rowid"))
+                .unwrap();
+            let columns = stmt.column_count();
+            let rows = stmt
+                .query_map([], |row| {
+                    let cells = (0..columns)
+                        .map(|i| {
+                            row.get::<_, rusqlite::types::Value>(i)
+                                .map(|v| format!("{v:?}"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(format!("{table}: {}", cells.join(" | ")))
+                })
+                .unwrap();
+            out.extend(rows.map(Result::unwrap));
+        }
+        out
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
+
+        const SKUS: [&str; 4] = ["TLS-001", "TLS-002", "TLS-003", "TLS-999"];
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// The preview decides exactly like the apply: same error or same outcome (the
+            /// preview has no order id), and the preview writes nothing.
+            #[test]
+            fn order_preview_decides_like_the_apply(
+                customer in 0i64..3,
+                lines in proptest::collection::vec((0usize..4, -2i64..6), 0..5),
+            ) {
+                let (_dir, path, db) = temp_db();
+                let lines: Vec<(&str, i64)> = lines.iter().map(|&(i, q)| (SKUS[i], q)).collect();
+                let request = order(customer, &lines);
+                let before = snapshot(&path);
+                let preview = db.create_order(&request, Mode::Preview);
+                prop_assert_eq!(snapshot(&path), before.clone());
+                let applied = db.create_order(&request, Mode::Apply);
+                match (preview, applied) {
+                    (Ok(preview), Ok(mut applied)) => {
+                        prop_assert!(applied.order_id.is_some());
+                        applied.order_id = None;
+                        prop_assert_eq!(preview, applied);
+                        prop_assert_ne!(snapshot(&path), before);
+                    }
+                    (Err(preview), Err(applied)) => {
+                        prop_assert_eq!(preview.to_string(), applied.to_string());
+                        prop_assert_eq!(snapshot(&path), before);
+                    }
+                    (preview, applied) => {
+                        prop_assert!(false, "preview {:?} but apply {:?}", preview, applied);
+                    }
+                }
+            }
+
+            /// The same for stock adjustments, with any sku, delta and reason.
+            #[test]
+            fn adjustment_preview_decides_like_the_apply(
+                sku in 0usize..4,
+                delta in prop_oneof![-50i64..50, any::<i64>()],
+                reason in "[ a-z]{0,3}|.{0,210}",
+            ) {
+                let (_dir, path, db) = temp_db();
+                let request = adjust(SKUS[sku], delta, &reason);
+                let before = snapshot(&path);
+                let preview = db.adjust_stock(&request, Mode::Preview);
+                prop_assert_eq!(snapshot(&path), before.clone());
+                let applied = db.adjust_stock(&request, Mode::Apply);
+                match (preview, applied) {
+                    (Ok(preview), Ok(applied)) => {
+                        prop_assert_eq!(preview, applied);
+                        prop_assert_ne!(snapshot(&path), before);
+                    }
+                    (Err(preview), Err(applied)) => {
+                        prop_assert_eq!(preview.to_string(), applied.to_string());
+                        prop_assert_eq!(snapshot(&path), before);
+                    }
+                    (preview, applied) => {
+                        prop_assert!(false, "preview {:?} but apply {:?}", preview, applied);
+                    }
+                }
+            }
+        }
 
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(48))]

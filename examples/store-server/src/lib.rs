@@ -121,22 +121,36 @@ pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
 /// clones share the database and the approval store. Only loopback `Host` headers are accepted
 /// (rmcp's default, against DNS rebinding).
 pub fn http_router<S: ServerHandler + Clone>(handler: S) -> axum::Router {
+    router_with(handler, StreamableHttpServerConfig::default())
+}
+
+fn router_with<S: ServerHandler + Clone>(
+    handler: S,
+    config: StreamableHttpServerConfig,
+) -> axum::Router {
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        config,
     );
     axum::Router::new().nest_service(HTTP_PATH, service)
 }
 
-/// Serves `handler` over streamable HTTP on `listener` until `shutdown` completes.
+/// Serves `handler` over streamable HTTP on `listener` until `shutdown` completes; then ends
+/// every open MCP session (their event streams would otherwise keep the server alive) and
+/// returns once the connections are closed.
 pub async fn serve_http<S: ServerHandler + Clone>(
     listener: TcpListener,
     handler: S,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    axum::serve(listener, http_router(handler))
-        .with_graceful_shutdown(shutdown)
+    let config = StreamableHttpServerConfig::default();
+    let sessions = config.cancellation_token.clone();
+    axum::serve(listener, router_with(handler, config))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            sessions.cancel();
+        })
         .await?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The `store-server` binary as an MCP client launches it: a child process speaking over
-//! stdin and stdout, its database a file the test reads directly.
+//! stdin and stdout (or streamable HTTP with `--http`), its database a file the test reads
+//! directly.
 
 #![allow(
     clippy::unwrap_used,
@@ -217,5 +218,75 @@ fn stdout_carries_protocol_messages_only() -> Result<(), Failure> {
         FileView::new(dir.path().join("store.db")).stock("TLS-002")?,
         3
     );
+    Ok(())
+}
+
+/// `--http ADDR` serves the same guarded store at `/mcp`; Ctrl-C ends open sessions and exits.
+#[cfg(unix)]
+#[tokio::test]
+async fn with_http_it_serves_the_guarded_store_and_stops_on_ctrl_c() -> Result<(), Failure> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use tokio::io::{AsyncBufReadExt, BufReader as AsyncBufReader};
+
+    let dir = tempfile::tempdir()?;
+    let mut child = Command::new(EXE)
+        .current_dir(dir.path())
+        .args(["--http", "127.0.0.1:0"])
+        .env("MCP_WRITES_ENABLED", "true")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    // The server logs the address it bound (port 0 picks a free one).
+    let mut stderr = AsyncBufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = stderr
+            .next_line()
+            .await?
+            .ok_or("server exited before serving")?;
+        if let Some(at) = line.find("serving streamable HTTP at ") {
+            break line[at + "serving streamable HTTP at ".len()..]
+                .trim()
+                .to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    assert!(url.ends_with("/mcp"), "{url}");
+
+    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let client = user
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(url))
+        .await?;
+    let file = FileView::new(dir.path().join("store.db"));
+
+    let declined = call(&client, "adjust_stock", adjust()).await?;
+    assert!(is_error(&declined));
+    assert_eq!(file.stock("TLS-002")?, 3);
+    assert!(file.movements()?.is_empty());
+    let approved = call(&client, "adjust_stock", adjust()).await?;
+    assert!(!is_error(&approved), "{}", text(&approved));
+    assert_eq!(file.stock("TLS-002")?, 1);
+    assert_eq!(file.movements()?.len(), 1);
+
+    // Ctrl-C with the session still open: the server ends it and exits cleanly.
+    let pid = child.id().ok_or("no pid")?.to_string();
+    let signal = StdCommand::new("kill").args(["-INT", &pid]).status()?;
+    assert!(signal.success());
+    let status = child.wait().await?;
+    assert!(status.success(), "{status:?}");
+    let stdout = {
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut child.stdout.take().unwrap(), &mut out)
+            .await?;
+        out
+    };
+    assert!(
+        stdout.is_empty(),
+        "HTTP mode writes nothing to stdout: {stdout}"
+    );
+    drop(client);
     Ok(())
 }
