@@ -15,8 +15,10 @@
 //! 2. Writes disabled: refuse.
 //! 3. The client cannot be asked (no form elicitation): refuse, unless
 //!    [`danger::AllowWritesWithoutElicitation`] is on.
-//! 4. A token-gated tool (one whose input schema has `confirmationToken`) needs a token;
-//!    [`PREPARE_ADMIN_ACTION`] issues one after the user approves the intent.
+//! 4. A token-gated tool (one whose input schema has `confirmationToken`) needs a token that
+//!    would spend now for this principal, tool and these exact arguments; any other token is
+//!    refused before anyone is asked. [`PREPARE_ADMIN_ACTION`] issues one after the user
+//!    approves the intent.
 //! 5. Capture the arguments once and run the tool's preview (dry run) with them, with a
 //!    [`Preview`] marker in the request extensions that the model cannot set. A failing preview
 //!    is returned as it is and nobody is asked.

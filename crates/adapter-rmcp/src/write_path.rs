@@ -7,8 +7,8 @@
 
 use approval_core::{
     ArgsDigest, CapturedArgs, Decision, DenyReason, PendingApproval, Principal, RoundTripRejection,
-    StoreError, TokenId, TokenRejection, ToolName, issue_token, open_round_trip, spend_token,
-    take_round_trip,
+    StoreError, TokenRejection, ToolName, check_token_from_args, issue_token, open_round_trip,
+    spend_token, take_round_trip,
 };
 use rmcp::{
     ErrorData, ServerHandler,
@@ -227,16 +227,20 @@ impl<S: ServerHandler> WriteGuard<S> {
             );
         }
 
-        // Step 4: a token-gated tool needs a well-formed token; it is spent after approval.
+        // Step 4: a token-gated tool needs a token that would spend now, for this principal,
+        // tool and these arguments. Checking spends nothing: the token is spent, atomically,
+        // only after the user approved (step 8).
         if class.token_gated
-            && let Err(rejection) = token_well_formed(&args)
+            && let Err(rejection) = check_token_from_args(
+                &*self.shared.store,
+                &principal,
+                &call.tool,
+                &args,
+                self.shared.clock.now(),
+            )
+            .await
         {
-            return self.refuse(
-                &call,
-                Outcome::TokenRejected,
-                rejection.as_str(),
-                rejection.user_message(),
-            );
+            return self.refuse_token(&call, rejection);
         }
 
         let admin_target = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
@@ -426,6 +430,19 @@ impl<S: ServerHandler> WriteGuard<S> {
             .await
     }
 
+    fn refuse_token(
+        &self,
+        call: &Call,
+        rejection: TokenRejection,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let outcome = if rejection == TokenRejection::Store {
+            Outcome::StoreFailed
+        } else {
+            Outcome::TokenRejected
+        };
+        self.refuse(call, outcome, rejection.as_str(), rejection.user_message())
+    }
+
     fn ask_failed(&self, call: &Call, error: &Error) -> Result<CallToolResponse, ErrorData> {
         self.refuse(
             call,
@@ -510,12 +527,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 None => Err(TokenRejection::Missing),
             };
             if let Err(rejection) = spent {
-                let outcome = if rejection == TokenRejection::Store {
-                    Outcome::StoreFailed
-                } else {
-                    Outcome::TokenRejected
-                };
-                return self.refuse(&call, outcome, rejection.as_str(), rejection.user_message());
+                return self.refuse_token(&call, rejection);
             }
         }
 
@@ -714,18 +726,6 @@ enum PreviewFailure {
     Result(Box<CallToolResult>),
     /// Anything else (a protocol error, an incomplete response).
     Other(String),
-}
-
-/// Step 4, the part that needs no store: a token is present and has the right shape.
-fn token_well_formed(args: &CapturedArgs) -> Result<(), TokenRejection> {
-    if !args.has_confirmation_token() {
-        return Err(TokenRejection::Missing);
-    }
-    let token = args.confirmation_token().ok_or(TokenRejection::Malformed)?;
-    token
-        .parse::<TokenId>()
-        .map(|_| ())
-        .map_err(|_| TokenRejection::Malformed)
 }
 
 /// The preview value: the result's `structuredContent`, else its text blocks joined.

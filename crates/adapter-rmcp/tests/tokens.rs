@@ -19,11 +19,11 @@ both_eras!(
     the_full_admin_flow_asks_twice_and_deletes_once,
     a_missing_token_is_refused_without_asking,
     a_malformed_token_is_refused_without_asking,
-    a_forged_token_is_refused,
-    a_token_for_other_arguments_is_refused,
-    a_token_for_another_principal_is_refused,
-    a_token_at_300_seconds_is_refused,
-    a_reused_token_is_refused,
+    a_forged_token_is_refused_without_asking,
+    a_token_for_other_arguments_is_refused_without_asking,
+    a_token_for_another_principal_is_refused_without_asking,
+    a_token_at_300_seconds_is_refused_without_asking,
+    a_reused_token_is_refused_without_asking,
     a_token_spent_twice_at_once_applies_once,
     a_token_is_not_spent_when_the_user_declines,
     prepare_admin_action_refuses_tools_without_tokens,
@@ -110,7 +110,7 @@ async fn a_malformed_token_is_refused_without_asking(era: Era) {
     assert!(h.asked().is_empty());
 }
 
-async fn a_forged_token_is_refused(era: Era) {
+async fn a_forged_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
     // Well-formed, but never issued.
@@ -124,12 +124,17 @@ async fn a_forged_token_is_refused(era: Era) {
         .await;
     h.assert_refused(&result, &before, Outcome::TokenRejected, Some("unknown"));
     refusal_text_is_the_token_message(&result);
+    assert!(
+        h.asked().is_empty(),
+        "a bad token is refused before the user is asked"
+    );
 }
 
-async fn a_token_for_other_arguments_is_refused(era: Era) {
+async fn a_token_for_other_arguments_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     let before = h.state();
+    let asked_before = h.asked().len();
     h.audit.clear();
     h.script([Reply::Approve]);
     let result = h
@@ -145,14 +150,20 @@ async fn a_token_for_other_arguments_is_refused(era: Era) {
         Some("other-arguments"),
     );
     refusal_text_is_the_token_message(&result);
+    assert_eq!(
+        h.asked().len(),
+        asked_before,
+        "refused before the user was asked"
+    );
     assert!(h.state().rows.contains_key("b"));
 }
 
-async fn a_token_for_another_principal_is_refused(era: Era) {
+async fn a_token_for_another_principal_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let (other, other_scripted) = h.second_connection().await;
     let token = prepare_token_on(&other, &other_scripted, "delete_row", json!({"name": "a"})).await;
     let before = h.state();
+    let asked_before = h.asked().len();
     h.audit.clear();
     h.script([Reply::Approve]);
     let result = h
@@ -168,15 +179,21 @@ async fn a_token_for_another_principal_is_refused(era: Era) {
         Some("other-principal"),
     );
     refusal_text_is_the_token_message(&result);
+    assert_eq!(
+        h.asked().len(),
+        asked_before,
+        "refused before the user was asked"
+    );
     let records = h.audit.records();
     let issued_to = &records[0].principal;
     assert!(issued_to.is_some());
 }
 
-async fn a_token_at_300_seconds_is_refused(era: Era) {
+async fn a_token_at_300_seconds_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     let before = h.state();
+    let asked_before = h.asked().len();
     h.audit.clear();
     h.clock.advance(time::Duration::seconds(300));
     h.script([Reply::Approve]);
@@ -188,6 +205,11 @@ async fn a_token_at_300_seconds_is_refused(era: Era) {
         .await;
     h.assert_refused(&result, &before, Outcome::TokenRejected, Some("expired"));
     refusal_text_is_the_token_message(&result);
+    assert_eq!(
+        h.asked().len(),
+        asked_before,
+        "refused before the user was asked"
+    );
 
     // At 299 s a fresh token still works.
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -203,7 +225,7 @@ async fn a_token_at_300_seconds_is_refused(era: Era) {
     assert!(!h.state().rows.contains_key("a"));
 }
 
-async fn a_reused_token_is_refused(era: Era) {
+async fn a_reused_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     let args = json!({"name": "a", "confirmationToken": token});
@@ -213,6 +235,7 @@ async fn a_reused_token_is_refused(era: Era) {
     // The row comes back; the spent token must not delete it again.
     h.fixture.state.lock().rows.insert("a".into(), 1);
     let before = h.state();
+    let asked_before = h.asked().len();
     h.audit.clear();
     h.script([Reply::Approve]);
     let second = h.call("delete_row", args).await;
@@ -223,6 +246,11 @@ async fn a_reused_token_is_refused(era: Era) {
         Some("already-spent"),
     );
     refusal_text_is_the_token_message(&second);
+    assert_eq!(
+        h.asked().len(),
+        asked_before,
+        "refused before the user was asked"
+    );
     assert!(h.state().rows.contains_key("a"));
 }
 

@@ -134,7 +134,50 @@ pub(crate) async fn take<S: Store + ?Sized>(
         remember(store, key, Record::Expired(tomb), now).await;
         return Err(Refusal::Expired);
     }
-    let refusal = if &live.principal != principal {
+    let refusal = mismatch(&live, principal, tool, digest);
+    // Fail closed: a mismatched attempt uses the record up too.
+    remember(store, key, Record::Used(tomb), now).await;
+    match refusal {
+        Some(refusal) => Err(refusal),
+        None => Ok(live),
+    }
+}
+
+/// Reads the record under `key` without taking it and checks it against the caller exactly as
+/// [`take`] would. Nothing changes in the store, so this may only be used to refuse early: the
+/// grant itself is always a [`take`].
+pub(crate) async fn check<S: Store + ?Sized>(
+    store: &S,
+    key: &StoreKey,
+    principal: &Principal,
+    tool: &ToolName,
+    digest: ArgsDigest,
+    now: OffsetDateTime,
+) -> Result<(), Refusal> {
+    let value = match store.get(key, now).await {
+        Ok(Some(value)) => value,
+        Ok(None) => return Err(Refusal::Unknown),
+        Err(_) => return Err(Refusal::Store),
+    };
+    let live = match serde_json::from_value(value).map_err(|_| Refusal::Store)? {
+        Record::Used(_) => return Err(Refusal::Used),
+        Record::Expired(_) => return Err(Refusal::Expired),
+        Record::Live(live) => live,
+    };
+    if now >= from_ns(live.expires_at_ns).map_err(|_| Refusal::Store)? {
+        return Err(Refusal::Expired);
+    }
+    mismatch(&live, principal, tool, digest).map_or(Ok(()), Err)
+}
+
+/// Whether a live record was issued for someone or something else than the caller.
+fn mismatch(
+    live: &LiveRecord,
+    principal: &Principal,
+    tool: &ToolName,
+    digest: ArgsDigest,
+) -> Option<Refusal> {
+    if &live.principal != principal {
         Some(Refusal::OtherPrincipal)
     } else if &live.tool != tool {
         Some(Refusal::OtherTool)
@@ -142,12 +185,6 @@ pub(crate) async fn take<S: Store + ?Sized>(
         Some(Refusal::OtherArguments)
     } else {
         None
-    };
-    // Fail closed: a mismatched attempt uses the record up too.
-    remember(store, key, Record::Used(tomb), now).await;
-    match refusal {
-        Some(refusal) => Err(refusal),
-        None => Ok(live),
     }
 }
 

@@ -38,11 +38,13 @@
 //!    token to the principal, the tool and [`CapturedArgs::token_digest`] (the arguments without
 //!    `confirmationToken`). It is live while `now < issued_at + 300 s`
 //!    ([`ApprovalPolicy::token_ttl`]): at 299 s it spends, at exactly 300 s it does not.
-//! 2. **Spend** on the destructive call: [`spend_token`] (or [`spend_token_from_args`]) succeeds
-//!    once, atomically. Any attempt that finds the live token uses it up, including one with
+//! 2. **Check** when the destructive call arrives, before anyone is asked: [`check_token`] (or
+//!    [`check_token_from_args`]) refuses a token that could not spend, and spends nothing.
+//! 3. **Spend** after the user approved the act: [`spend_token`] (or
+//!    [`spend_token_from_args`]) succeeds once, atomically. Any attempt that finds the live token uses it up, including one with
 //!    another principal, tool or arguments (fail closed). Every failure has its own
 //!    [`TokenRejection`] for the audit trail, and all render the same text.
-//! 3. **Forget**: the store keeps a tombstone for one more lifetime, so a second attempt is
+//! 4. **Forget**: the store keeps a tombstone for one more lifetime, so a second attempt is
 //!    recorded as already spent or expired, then forgets it.
 //!
 //! # Example
@@ -133,5 +135,6 @@ pub use store::{
     BoxFuture, DEFAULT_MAX_ENTRIES, MemoryStore, RecordKind, Store, StoreError, StoreKey,
 };
 pub use token::{
-    TOKEN_REFUSAL_MESSAGE, TokenRejection, issue_token, spend_token, spend_token_from_args,
+    TOKEN_REFUSAL_MESSAGE, TokenRejection, check_token, check_token_from_args, issue_token,
+    spend_token, spend_token_from_args,
 };

@@ -110,6 +110,8 @@ pub enum StoreError {
 /// Contract for implementations:
 /// - [`take`](Store::take) is atomic: of any number of concurrent takes of one key, at most one
 ///   gets `Some`. A taken entry is gone.
+/// - [`get`](Store::get) reads a live entry without taking it. It is only ever used to refuse
+///   early; every grant goes through [`take`](Store::take).
 /// - An entry is live while `now < expires_at`; [`take`](Store::take) at or after `expires_at`
 ///   returns `None`.
 /// - [`insert`](Store::insert) refuses a key that is live ([`StoreError::KeyExists`]) and may
@@ -128,6 +130,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes and returns the live record under `key`, if any. Atomic and single use.
     fn take<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
+
+    /// Returns a copy of the live record under `key`, if any, leaving it in place.
+    fn get<'a>(
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
@@ -263,6 +272,12 @@ impl MemoryStore {
         inner.remove(key).map(|entry| entry.record)
     }
 
+    fn get_now(&self, key: &StoreKey, now: OffsetDateTime) -> Option<Value> {
+        let mut inner = self.inner.lock();
+        inner.purge(now);
+        inner.entries.get(key).map(|entry| entry.record.clone())
+    }
+
     fn purge_now(&self, now: OffsetDateTime) -> usize {
         self.inner.lock().purge(now)
     }
@@ -321,6 +336,15 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(result))
     }
 
+    fn get<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let result = Ok(self.get_now(key, now));
+        Box::pin(std::future::ready(result))
+    }
+
     fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
         let result = Ok(self.purge_now(now));
         Box::pin(std::future::ready(result))
@@ -348,6 +372,28 @@ mod tests {
         let p = Principal::new("p");
         ready(store.insert(key(0), &p, json!(1), t(10), t(0))).unwrap();
         assert_eq!(ready(store.take(&key(0), t(1))).unwrap(), Some(json!(1)));
+    }
+
+    #[test]
+    fn get_reads_a_live_entry_without_taking_it() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        ready(store.insert(key(0), &p, json!({"a": 1}), t(10), t(0))).unwrap();
+        assert_eq!(
+            ready(store.get(&key(0), t(1))).unwrap(),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(
+            ready(store.get(&key(0), t(1))).unwrap(),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(ready(store.get(&key(0), t(10))).unwrap(), None, "expired");
+        assert_eq!(
+            ready(store.get(&key(1), t(1))).unwrap(),
+            None,
+            "never stored"
+        );
+        assert!(store.is_empty(), "the expired entry was purged by the get");
     }
 
     #[test]

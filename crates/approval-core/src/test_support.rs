@@ -54,6 +54,14 @@ impl Store for BrokenStore {
         Box::pin(std::future::ready(result))
     }
 
+    fn get<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.take(key, now)
+    }
+
     fn purge_expired(&self, _now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
         Box::pin(std::future::ready(Err(StoreError::Unavailable(
             "down".into(),

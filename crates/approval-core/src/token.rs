@@ -156,11 +156,57 @@ pub async fn spend_token_from_args<S: Store + ?Sized>(
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
+    let token = token_in(args)?;
+    spend_token(store, token, principal, tool, args, now).await
+}
+
+/// Checks `token` exactly as [`spend_token`] would, **without spending it**: `Ok(())` means a
+/// spend at the same `now` would succeed if nothing else spends the token first.
+///
+/// Use it to refuse early, before asking the user about an action whose token cannot work. It
+/// grants nothing: the write itself must still [`spend_token`], which is the only atomic step.
+/// A mismatched check does not burn the token (nothing is taken).
+pub async fn check_token<S: Store + ?Sized>(
+    store: &S,
+    token: &str,
+    principal: &Principal,
+    tool: &ToolName,
+    args: &CapturedArgs,
+    now: OffsetDateTime,
+) -> Result<(), TokenRejection> {
+    let id: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
+    bound::check(
+        store,
+        &token_key(id),
+        principal,
+        tool,
+        args.token_digest(),
+        now,
+    )
+    .await
+    .map_err(TokenRejection::from)
+}
+
+/// Like [`check_token`], reading the token from the `confirmationToken` member of `args`, as
+/// [`spend_token_from_args`] does.
+pub async fn check_token_from_args<S: Store + ?Sized>(
+    store: &S,
+    principal: &Principal,
+    tool: &ToolName,
+    args: &CapturedArgs,
+    now: OffsetDateTime,
+) -> Result<(), TokenRejection> {
+    let token = token_in(args)?;
+    check_token(store, token, principal, tool, args, now).await
+}
+
+/// The `confirmationToken` member of `args`: absent is [`TokenRejection::Missing`], not a string
+/// is [`TokenRejection::Malformed`].
+fn token_in(args: &CapturedArgs) -> Result<&str, TokenRejection> {
     if !args.has_confirmation_token() {
         return Err(TokenRejection::Missing);
     }
-    let token = args.confirmation_token().ok_or(TokenRejection::Malformed)?;
-    spend_token(store, token, principal, tool, args, now).await
+    args.confirmation_token().ok_or(TokenRejection::Malformed)
 }
 
 fn token_key(id: TokenId) -> StoreKey {
@@ -314,6 +360,89 @@ mod tests {
             );
         }
         assert_eq!(f.store.len(), 3, "three tombstones, no live token");
+    }
+
+    #[test]
+    fn a_check_refuses_like_a_spend_but_spends_nothing() {
+        let f = fixture();
+        let t0 = f.clock.now();
+        let token = f.issue();
+        let check = |p: &Principal, tool: &ToolName, a: &CapturedArgs| {
+            ready(check_token(
+                &f.store,
+                token.as_str(),
+                p,
+                tool,
+                a,
+                f.clock.now(),
+            ))
+        };
+        let bob = Principal::new("bob");
+        let other_tool = ToolName::new("delete_customer");
+        let other_args = args(json!({"orderId": 43}));
+        assert_eq!(check(&f.alice, &f.tool, &f.args), Ok(()));
+        assert_eq!(check(&f.alice, &f.tool, &f.args), Ok(()), "still there");
+        assert_eq!(
+            check(&bob, &f.tool, &f.args),
+            Err(TokenRejection::OtherPrincipal)
+        );
+        assert_eq!(
+            check(&f.alice, &other_tool, &f.args),
+            Err(TokenRejection::OtherTool)
+        );
+        assert_eq!(
+            check(&f.alice, &f.tool, &other_args),
+            Err(TokenRejection::OtherArguments)
+        );
+        let forged = TokenId::random().to_string();
+        assert_eq!(
+            ready(check_token(
+                &f.store, &forged, &f.alice, &f.tool, &f.args, t0
+            )),
+            Err(TokenRejection::Unknown)
+        );
+        // Unlike a mismatched spend, a mismatched check burns nothing.
+        f.clock.set(t0 + Duration::seconds(299));
+        assert_eq!(check(&f.alice, &f.tool, &f.args), Ok(()));
+        f.clock.set(t0 + Duration::seconds(300));
+        assert_eq!(
+            check(&f.alice, &f.tool, &f.args),
+            Err(TokenRejection::Expired)
+        );
+        f.clock.set(t0 + Duration::seconds(299));
+        assert_eq!(f.spend(token.as_str()), Ok(()));
+        assert_eq!(
+            check(&f.alice, &f.tool, &f.args),
+            Err(TokenRejection::AlreadySpent)
+        );
+    }
+
+    #[test]
+    fn a_check_reads_the_token_from_the_arguments() {
+        let f = fixture();
+        let token = f.issue();
+        let now = f.clock.now();
+        let with = |v: Value| args(v);
+        let check =
+            |a: &CapturedArgs| ready(check_token_from_args(&f.store, &f.alice, &f.tool, a, now));
+        assert_eq!(
+            check(&with(json!({"orderId": 42}))),
+            Err(TokenRejection::Missing)
+        );
+        assert_eq!(
+            check(&with(json!({"orderId": 42, "confirmationToken": 7}))),
+            Err(TokenRejection::Malformed)
+        );
+        assert_eq!(
+            check(&with(json!({"orderId": 42, "confirmationToken": "x"}))),
+            Err(TokenRejection::Malformed)
+        );
+        assert_eq!(
+            check(&with(
+                json!({"orderId": 42, "confirmationToken": token.as_str()})
+            )),
+            Ok(())
+        );
     }
 
     #[test]
@@ -538,6 +667,11 @@ mod tests {
                 which: usize,
                 mismatch: u8,
             },
+            /// Check (without spending) issued token number `which`, like `Spend`.
+            Check {
+                which: usize,
+                mismatch: u8,
+            },
             SpendForged,
             SpendMalformed(String),
             Advance(i64),
@@ -548,6 +682,7 @@ mod tests {
             prop_oneof![
                 4 => (0..2u8, 0..2u8, 0..2u8).prop_map(|(principal, tool, args)| Op::Issue { principal, tool, args }),
                 6 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Spend { which, mismatch }),
+                3 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Check { which, mismatch }),
                 1 => Just(Op::SpendForged),
                 1 => "[a-z0-9-]{0,40}".prop_map(Op::SpendMalformed),
                 3 => prop_oneof![Just(1i64), Just(299), Just(300), Just(301), Just(600), 0..700i64].prop_map(Op::Advance),
@@ -642,6 +777,31 @@ mod tests {
                                 }
                             };
                             prop_assert_eq!(got, want, "token {} at {}s, issued {}s", id, now, model[&id].issued);
+                        }
+                        Op::Check { which, mismatch } => {
+                            if model.is_empty() { continue; }
+                            let id = which % model.len();
+                            let tok = &model[&id];
+                            let (mut p, mut tl, mut a) = (tok.principal, tok.tool, tok.args);
+                            match mismatch { 3 => p ^= 1, 4 => tl ^= 1, 5 => a ^= 1, _ => {} }
+                            let got = ready(check_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
+                            // What a spend would say, with no change to the model's state.
+                            let want = if now >= tok.issued + FORGET {
+                                Err(TokenRejection::Unknown)
+                            } else {
+                                match tok.state {
+                                    State::Used => Err(TokenRejection::AlreadySpent),
+                                    State::Expired => Err(TokenRejection::Expired),
+                                    State::Live if now >= tok.issued + TTL => Err(TokenRejection::Expired),
+                                    State::Live => match mismatch {
+                                        3 => Err(TokenRejection::OtherPrincipal),
+                                        4 => Err(TokenRejection::OtherTool),
+                                        5 => Err(TokenRejection::OtherArguments),
+                                        _ => Ok(()),
+                                    },
+                                }
+                            };
+                            prop_assert_eq!(got, want, "check of token {} at {}s, issued {}s", id, now, tok.issued);
                         }
                         Op::SpendForged => {
                             let forged = TokenId::random().to_string();
