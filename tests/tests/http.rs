@@ -123,6 +123,7 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
     .await?;
 
     assert!(is_error(&stolen));
+    assert!(mallory.asked().is_empty());
     assert_eq!(file.snapshot()?, before);
     assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
     assert_eq!(

@@ -242,11 +242,6 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
             json!({"customerId": "one", "lines": [{"sku": "TLS-002", "quantity": 1}]}),
             "invalid type: string \"one\"",
         ),
-        (
-            "cancel_order",
-            json!({"orderId": 99, "reason": "duplicate", "confirmationToken": FORGED_TOKEN}),
-            "unknown order 99",
-        ),
     ];
     for era in Era::ALL {
         let store = Store::new()?;

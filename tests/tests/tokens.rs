@@ -139,6 +139,9 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         let before = file.snapshot()?;
         let again = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
         assert!(is_error(&again));
+        assert_eq!(text(&again), TOKEN_REFUSAL_MESSAGE);
+        assert_eq!(user.asked().len(), 2, "{era:?}: the replay asked nobody");
+        assert_eq!(last_decision(&store), token_rejected("already-spent"));
         assert_eq!(file.snapshot()?, before);
     }
     Ok(())
@@ -184,7 +187,7 @@ async fn a_missing_or_malformed_token_is_refused_before_anyone_is_asked() -> Res
 }
 
 #[tokio::test]
-async fn a_token_is_bound_to_its_exact_arguments() -> Result<(), Failure> {
+async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Result<(), Failure> {
     let store = Store::new()?;
     let file = store.file();
     let first = place_order(&store)?;
@@ -206,7 +209,7 @@ async fn a_token_is_bound_to_its_exact_arguments() -> Result<(), Failure> {
         (
             "extra argument",
             |first, _, token| json!({"orderId": first, "reason": REASON, "confirmationToken": token, "force": true}),
-            (Outcome::PreviewFailed, Some("preview failed".to_owned())),
+            token_rejected("other-arguments"),
         ),
         (
             "forged token",
@@ -215,6 +218,8 @@ async fn a_token_is_bound_to_its_exact_arguments() -> Result<(), Failure> {
         ),
     ];
     for (what, misuse, expected) in misuses {
+        // One answer for the intent; a second one would only be used if the misuse got as far
+        // as asking, which it must not.
         let user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
         let client = store.connect(&user).await?;
         let token = prepare(&client, first, REASON).await?;
@@ -223,6 +228,8 @@ async fn a_token_is_bound_to_its_exact_arguments() -> Result<(), Failure> {
         let result = call(&client, "cancel_order", misuse(first, second, &token)).await?;
 
         assert!(is_error(&result), "{what}: {result:?}");
+        assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE, "{what}");
+        assert_eq!(user.asked().len(), 1, "{what}: only the intent was asked");
         assert_eq!(file.snapshot()?, before, "{what}");
         assert_eq!(last_decision(&store), expected, "{what}");
         assert!(
@@ -271,6 +278,8 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
 
     assert!(is_error(&replay), "{replay:?}");
     assert_eq!(text(&replay), TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(user.asked().len(), 2, "the replay asked nobody");
+    assert_eq!(user.unused_answers(), 1);
     assert_eq!(file.snapshot()?, before);
     assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
     assert_eq!(file.stock("TLS-002")?, 7);
@@ -293,6 +302,7 @@ async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
 
     assert!(is_error(&result));
     assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(user.asked().len(), 1, "only the intent was asked");
     assert_eq!(file.snapshot()?, before);
     assert_eq!(last_decision(&store), token_rejected("expired"));
     Ok(())
@@ -321,6 +331,8 @@ async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Fa
 
     assert!(is_error(&result));
     assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE);
+    assert!(mallory.asked().is_empty());
+    assert_eq!(alice.asked().len(), 1);
     assert_eq!(file.snapshot()?, before);
     assert_eq!(last_decision(&store), token_rejected("other-principal"));
     Ok(())

@@ -2,8 +2,16 @@
 //!
 //! This crate is what a team's own server looks like once it uses the guard: a plain rmcp
 //! server ([`StoreServer`]) whose write tools honour the preview signal, wrapped in
-//! [`adapter_rmcp::WriteGuard`] by [`guard_builder`]. The guard decides whether a write may
-//! happen; the server only knows how to preview and apply it.
+//! [`adapter_rmcp::WriteGuard`] by [`guard_builder`].
+//!
+//! # What it decides, and what it does not
+//!
+//! It decides the store's business rules (stock never negative, enough stock for every order
+//! line, only a pending order can be cancelled) and checks them in one SQLite transaction per
+//! write, which a preview rolls back and an apply commits ([`Db`], [`Mode`]). It decides the
+//! words of each approval question ([`for_preview`]). It does **not** decide whether a write
+//! may happen: the guard does (writes enabled, the user's approval, confirmation tokens, the
+//! untrusted-data envelope).
 //!
 //! - Reads: `list_products`, `get_product`, `list_orders`, `get_order`,
 //!   `list_stock_movements`, `list_reviews`.
@@ -12,14 +20,29 @@
 //!   needs a confirmation token from `prepare_admin_action`.
 //! - Writes are refused unless `MCP_WRITES_ENABLED=true`.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), store_server::Error> {
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use store_server::{Db, StoreServer, guard_builder};
+//! use rmcp::ServerHandler;
+//! use store_server::{Db, Mode, StockAdjustmentRequest, StoreServer, guard_builder};
 //!
-//! let db = Arc::new(Db::open("store.db")?);
-//! let guard = guard_builder(StoreServer::new(db)).build();
-//! store_server::serve_stdio(guard).await?;
+//! let dir = tempfile::tempdir()?;
+//! let db = Arc::new(Db::open(dir.path().join("store.db"))?); // created and seeded
+//!
+//! // A preview checks every rule and writes nothing.
+//! let request = StockAdjustmentRequest {
+//!     sku: "TLS-002".into(),
+//!     delta: -2,
+//!     reason: "damaged in transit".into(),
+//! };
+//! let preview = db.adjust_stock(&request, Mode::Preview)?;
+//! assert_eq!((preview.previous_stock, preview.new_stock), (3, 1));
+//! assert_eq!(db.get_product("TLS-002")?.stock, 3);
+//!
+//! // What the binary serves: the server inside the guard (here with writes off).
+//! let guard = guard_builder(StoreServer::new(db)).writes_enabled(false).build();
+//! assert!(guard.get_tool("prepare_admin_action").is_some());
+//! // Serve it: store_server::serve_stdio(guard).await
 //! # Ok(()) }
 //! ```
 
