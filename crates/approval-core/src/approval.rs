@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 
 use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::args::CapturedArgs;
+use crate::canonical::{ArgLimits, canonical_json};
 use crate::ids::{ApprovalId, ArgsDigest, Principal, ToolName};
 use crate::policy::ApprovalPolicy;
 
@@ -110,7 +111,29 @@ impl PendingApproval {
     pub fn args_digest(&self) -> ArgsDigest {
         self.args.digest()
     }
+
+    /// Whether `fresh`, the preview run again just before applying, differs from the preview
+    /// the user approved: if so, the data changed since the user looked and nothing may be
+    /// applied.
+    ///
+    /// The two are compared in the canonical form ([`canonical_json`]), so key order and the
+    /// spelling of a number (`1` or `1.0`) do not matter and any other difference does. A
+    /// preview that has no canonical form (deeper than [`PREVIEW_LIMITS`] or holding a number
+    /// the form cannot represent) is always stale: fail closed.
+    pub fn is_stale(&self, fresh: &Value) -> bool {
+        match (
+            canonical_json(&self.preview, &PREVIEW_LIMITS),
+            canonical_json(fresh, &PREVIEW_LIMITS),
+        ) {
+            (Ok(approved), Ok(fresh)) => approved != fresh,
+            _ => true,
+        }
+    }
 }
+
+/// The limits [`PendingApproval::is_stale`] reads previews with. Previews come from the tool, not
+/// the model, so they are more generous than [`ArgLimits::default`]: 16 MiB, depth 256.
+pub const PREVIEW_LIMITS: ArgLimits = ArgLimits::new(16 * 1024 * 1024, 256);
 
 /// `now + ttl`, or `now` (already expired) if that overflows: fail closed.
 pub(crate) fn expiry(now: OffsetDateTime, ttl: time::Duration) -> OffsetDateTime {
@@ -229,5 +252,69 @@ mod tests {
             p.decide(&AnswerAction::Cancel, None, t0),
             Decision::Deny(DenyReason::Cancelled)
         );
+    }
+
+    #[test]
+    fn a_preview_is_stale_only_when_its_canonical_form_changed() {
+        let p = pending(OffsetDateTime::UNIX_EPOCH, &ApprovalPolicy::default());
+        assert!(!p.is_stale(&json!({"before": 5, "after": 25})));
+        assert!(!p.is_stale(&json!({"after": 25, "before": 5})), "key order");
+        assert!(
+            !p.is_stale(&json!({"before": 5.0, "after": 25})),
+            "1 and 1.0"
+        );
+        assert!(p.is_stale(&json!({"before": 6, "after": 26})));
+        assert!(p.is_stale(&json!({"before": 5})));
+        assert!(p.is_stale(&json!({"before": 5, "after": 25, "note": null})));
+        assert!(p.is_stale(&Value::Null));
+    }
+
+    #[test]
+    fn a_preview_without_a_canonical_form_is_stale() {
+        let mut p = pending(OffsetDateTime::UNIX_EPOCH, &ApprovalPolicy::default());
+        let mut deep = json!(0);
+        for _ in 0..300 {
+            deep = json!([deep]);
+        }
+        p.preview = deep.clone();
+        assert!(p.is_stale(&deep), "too deep to compare: fail closed");
+        // 2^53 + 1 has no exact double.
+        let unrepresentable: Value = serde_json::from_str("9007199254740993").unwrap();
+        p.preview = unrepresentable.clone();
+        assert!(p.is_stale(&unrepresentable));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i32>().prop_map(|n| json!(n)),
+                "[a-z]{0,6}".prop_map(Value::String),
+            ]
+        }
+
+        fn preview() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map("[a-c]{1,2}", inner, 0..4)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn stale_exactly_when_the_previews_differ(a in preview(), b in preview()) {
+                let mut p = pending(OffsetDateTime::UNIX_EPOCH, &ApprovalPolicy::default());
+                p.preview = a.clone();
+                prop_assert!(!p.is_stale(&a));
+                prop_assert_eq!(p.is_stale(&b), a != b);
+            }
+        }
     }
 }

@@ -204,5 +204,5 @@ async fn remember<S: Store + ?Sized>(
     let Ok(value) = serde_json::to_value(record) else {
         return;
     };
-    let _ignored = store.insert(key, &owner, value, until, now).await;
+    let _ignored = store.insert_tombstone(key, &owner, value, until, now).await;
 }

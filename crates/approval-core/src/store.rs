@@ -135,6 +135,20 @@ pub trait Store: Send + Sync + 'static {
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
 
+    /// Stores a record that is kept only to explain a later refusal (a spent token's tombstone,
+    /// say). It grants nothing, so a backend may leave it out of its per-principal cap; the
+    /// default stores it like any other record with [`insert`](Store::insert).
+    fn insert_tombstone<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.insert(key, principal, record, expires_at, now)
+    }
+
     /// Returns a copy of the live record under `key`, if any, leaving it in place.
     fn get<'a>(
         &'a self,
@@ -155,8 +169,9 @@ pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
 ///   returned futures are already complete, so no lock is ever held across an await point.
 /// - Every insert and take first removes all expired entries (in expiry order, using an index, so
 ///   the cost is proportional to what is removed), so memory stays bounded by the live entries.
-/// - Live entries are capped per principal (default 64, [`StoreError::PrincipalCapReached`]) and
-///   in total (default 100,000, [`StoreError::Full`]).
+/// - Live entries are capped per principal (default 64, [`StoreError::PrincipalCapReached`];
+///   tombstones from [`Store::insert_tombstone`] do not count) and in total, tombstones included
+///   (default 100,000, [`StoreError::Full`]).
 ///
 /// Replicas of a server do not share it: behind a load balancer use a shared backend.
 #[derive(Debug)]
@@ -178,6 +193,8 @@ struct Entry {
     principal: Principal,
     record: Value,
     expires_at: OffsetDateTime,
+    /// Whether the entry counts against its principal's cap (tombstones do not).
+    counted: bool,
 }
 
 impl Default for MemoryStore {
@@ -216,13 +233,14 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    /// The number of live entries held for `principal` at `now`.
+    /// The number of unexpired entries held for `principal` at `now` that count against its cap
+    /// (tombstones do not).
     pub fn live_count(&self, principal: &Principal, now: OffsetDateTime) -> usize {
         self.inner
             .lock()
             .entries
             .values()
-            .filter(|e| &e.principal == principal && now < e.expires_at)
+            .filter(|e| e.counted && &e.principal == principal && now < e.expires_at)
             .count()
     }
 
@@ -233,6 +251,7 @@ impl MemoryStore {
         record: Value,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
+        counted: bool,
     ) -> Result<(), StoreError> {
         let mut inner = self.inner.lock();
         inner.purge(now);
@@ -243,7 +262,7 @@ impl MemoryStore {
             return Err(StoreError::KeyExists);
         }
         let held = inner.per_principal.get(principal).copied().unwrap_or(0);
-        if held >= self.per_principal_cap {
+        if counted && held >= self.per_principal_cap {
             return Err(StoreError::PrincipalCapReached {
                 cap: self.per_principal_cap,
             });
@@ -253,7 +272,9 @@ impl MemoryStore {
                 cap: self.max_entries,
             });
         }
-        *inner.per_principal.entry(principal.clone()).or_insert(0) += 1;
+        if counted {
+            *inner.per_principal.entry(principal.clone()).or_insert(0) += 1;
+        }
         inner.by_expiry.insert((expires_at, key.clone()));
         inner.entries.insert(
             key,
@@ -261,6 +282,7 @@ impl MemoryStore {
                 principal: principal.clone(),
                 record,
                 expires_at,
+                counted,
             },
         );
         Ok(())
@@ -287,6 +309,9 @@ impl Inner {
     fn remove(&mut self, key: &StoreKey) -> Option<Entry> {
         let entry = self.entries.remove(key)?;
         self.by_expiry.remove(&(entry.expires_at, key.clone()));
+        if !entry.counted {
+            return Some(entry);
+        }
         if let Some(count) = self.per_principal.get_mut(&entry.principal) {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -323,7 +348,19 @@ impl Store for MemoryStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let result = self.insert_now(key, principal, record, expires_at, now);
+        let result = self.insert_now(key, principal, record, expires_at, now, true);
+        Box::pin(std::future::ready(result))
+    }
+
+    fn insert_tombstone<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let result = self.insert_now(key, principal, record, expires_at, now, false);
         Box::pin(std::future::ready(result))
     }
 
@@ -479,6 +516,30 @@ mod tests {
         let err = ready(store.insert(key(2), &p, json!(0), t(10), t(0))).unwrap_err();
         assert_eq!(err, StoreError::PrincipalCapReached { cap: 2 });
         assert!(err.to_string().contains("limit 2"), "{err}");
+    }
+
+    #[test]
+    fn tombstones_do_not_use_up_a_principals_cap_but_count_towards_the_whole() {
+        let store = MemoryStore::with_caps(1, 3);
+        let p = Principal::new("p");
+        ready(store.insert_tombstone(key(0), &p, json!("spent"), t(10), t(0))).unwrap();
+        ready(store.insert_tombstone(key(1), &p, json!("spent"), t(10), t(0))).unwrap();
+        assert_eq!(store.live_count(&p, t(0)), 0);
+        ready(store.insert(key(2), &p, json!(0), t(10), t(0))).unwrap();
+        assert_eq!(store.live_count(&p, t(0)), 1);
+        assert_eq!(
+            ready(store.insert(key(3), &p, json!(0), t(10), t(0))),
+            Err(StoreError::PrincipalCapReached { cap: 1 })
+        );
+        let q = Principal::new("q");
+        assert_eq!(
+            ready(store.insert_tombstone(key(4), &q, json!("spent"), t(10), t(0))),
+            Err(StoreError::Full { cap: 3 })
+        );
+        // Taking the counted entry frees the principal's place; taking a tombstone changes nothing.
+        ready(store.take(&key(0), t(1))).unwrap();
+        ready(store.take(&key(2), t(1))).unwrap();
+        ready(store.insert(key(5), &p, json!(0), t(10), t(1))).unwrap();
     }
 
     #[test]
