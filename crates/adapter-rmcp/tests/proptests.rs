@@ -11,6 +11,7 @@
 mod common;
 
 use adapter_rmcp::{INPUT_KEY, Outcome};
+use approval_core::{AnswerAction, Decision, DenyReason, decide_answer};
 use common::{Era, Harness, Reply};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, InputResponses};
@@ -48,6 +49,19 @@ fn approves(action: &str, content: &Option<Value>) -> bool {
             .is_some_and(|a| *a == json!(true))
 }
 
+/// The refusal approval-core's decision calls for: the outcome and the audit reason.
+fn expected_refusal(action: &str, content: Option<&Value>) -> (Outcome, &'static str) {
+    let Decision::Deny(reason) = decide_answer(&AnswerAction::from_wire(action), content) else {
+        panic!("{action} {content:?} approves");
+    };
+    let outcome = match reason {
+        DenyReason::Cancelled => Outcome::Cancelled,
+        DenyReason::Expired => Outcome::Expired,
+        _ => Outcome::Declined,
+    };
+    (outcome, reason.as_str())
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -78,12 +92,10 @@ proptest! {
                 assert_ne!(result.is_error, Some(true), "{result:?}");
                 assert_eq!(h.state().counter, 7);
             } else {
-                let outcome = h.audit.last().unwrap().outcome;
-                assert!(
-                    matches!(outcome, Outcome::Declined | Outcome::Cancelled),
-                    "{outcome:?}"
-                );
-                h.assert_refused(&result, &before, outcome, None);
+                // On the wire `"content": null` and no content are the same `None`.
+                let sent = content.as_ref().filter(|c| !c.is_null());
+                let (outcome, reason) = expected_refusal(action, sent);
+                h.assert_refused(&result, &before, outcome, Some(reason));
             }
         });
     }
@@ -128,12 +140,8 @@ proptest! {
                 assert_ne!(result.is_error, Some(true), "{result:?}");
                 assert_eq!(h.state().counter, 7);
             } else {
-                let outcome = h.audit.last().unwrap().outcome;
-                assert!(
-                    matches!(outcome, Outcome::Declined | Outcome::Cancelled),
-                    "{outcome:?}"
-                );
-                h.assert_refused(&result, &before, outcome, None);
+                let (outcome, reason) = expected_refusal(&action, content.as_ref());
+                h.assert_refused(&result, &before, outcome, Some(reason));
             }
         });
     }

@@ -95,11 +95,14 @@ async fn a_forged_state_is_refused() {
     let h = Harness::start(Era::Rounds).await;
     let args = json!({"value": 7});
     let before = h.state();
-    for forged in [
-        "7c9e6679-7425-40de-944b-e07fc1f90ae7",
-        "not-a-state",
-        "",
-        "{\"approved\": true}",
+    for (forged, reason) in [
+        // Well-formed, never handed out.
+        ("7c9e6679-7425-40de-944b-e07fc1f90ae7", "unknown"),
+        ("not-a-state", "malformed"),
+        ("", "malformed"),
+        ("{\"approved\": true}", "malformed"),
+        // A UUID, but not a version 4 one.
+        ("7c9e6679-7425-10de-944b-e07fc1f90ae7", "malformed"),
     ] {
         h.audit.clear();
         let result = retry(
@@ -110,7 +113,7 @@ async fn a_forged_state_is_refused() {
             Some(approve_responses()),
         )
         .await;
-        h.assert_refused(&result, &before, Outcome::StateRejected, None);
+        h.assert_refused(&result, &before, Outcome::StateRejected, Some(reason));
         assert_eq!(text_of(&result), ROUND_TRIP_REFUSAL_MESSAGE);
     }
     assert_eq!(
@@ -138,7 +141,9 @@ async fn an_altered_state_is_refused() {
         Some(approve_responses()),
     )
     .await;
-    h.assert_refused(&result, &before, Outcome::StateRejected, None);
+    assert_ne!(altered, state);
+    h.assert_refused(&result, &before, Outcome::StateRejected, Some("unknown"));
+    assert_eq!(text_of(&result), ROUND_TRIP_REFUSAL_MESSAGE);
 }
 
 #[tokio::test]
@@ -189,7 +194,12 @@ async fn a_retry_without_an_answer_is_refused() {
 
     let state = first_round(&h.client, "set_counter", &args).await;
     let result = retry(&h.client, "set_counter", &args, &state, None).await;
-    h.assert_refused(&result, &before, Outcome::AskFailed, None);
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::AskFailed,
+        Some("the answer could not be read: no input responses"),
+    );
 
     // An error in place of the elicitation result (a client whose dialog failed).
     let state = first_round(&h.client, "set_counter", &args).await;
@@ -200,7 +210,12 @@ async fn a_retry_without_an_answer_is_refused() {
         json!({"code": -32603, "message": "the approval dialog crashed"}),
     );
     let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
-    h.assert_refused(&result, &before, Outcome::AskFailed, None);
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::AskFailed,
+        Some("the answer could not be read: no action"),
+    );
 
     // An answer under some other key.
     let state = first_round(&h.client, "set_counter", &args).await;
@@ -211,7 +226,12 @@ async fn a_retry_without_an_answer_is_refused() {
         json!({"action": "accept", "content": {"approve": true}}),
     );
     let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
-    h.assert_refused(&result, &before, Outcome::AskFailed, None);
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::AskFailed,
+        Some("the answer could not be read: no answer to the approval question"),
+    );
 }
 
 #[tokio::test]

@@ -346,21 +346,31 @@ async fn non_object_arguments_are_refused_without_a_panic() {
         json!({"name": "add_row", "arguments": [1, 2]}),
         json!({"name": "add_row", "arguments": true}),
     ];
-    let replies = raw_exchange(guard, &calls).await;
-    for (call, reply) in calls.iter().zip(&replies) {
-        let refused = reply.get("error").is_some() || reply["result"]["isError"] == json!(true);
-        assert!(refused, "{call} -> {reply}");
+    let mut deep = json!(1);
+    for _ in 0..(approval_core::DEFAULT_MAX_DEPTH + 5) {
+        deep = json!([deep]);
     }
-    assert_eq!(fixture.snapshot(), common::State::default());
-    // Whatever reached the guard was refused and recorded; nothing was approved or applied.
-    assert!(
-        audit
-            .outcomes()
-            .iter()
-            .all(|o| *o == Outcome::RefusedNoElicitation || *o == Outcome::BadArguments),
-        "{:?}",
-        audit.outcomes()
+    // A control over the same connection: object arguments do reach the guard, which refuses
+    // these (too deep) and records it.
+    let control = json!({"name": "add_row", "arguments": {"name": "a", "value": deep}});
+    let mut all = calls.to_vec();
+    all.push(control);
+    let replies = raw_exchange(guard, &all).await;
+    for (call, reply) in calls.iter().zip(&replies) {
+        // rmcp refuses these while reading the request, before the guard: a JSON-RPC error
+        // (rmcp 3.11 answers -32601 for a `tools/call` whose params do not parse).
+        assert!(reply["error"]["code"].is_i64(), "{call} -> {reply}");
+        assert!(reply.get("result").is_none(), "{call} -> {reply}");
+    }
+    let control_reply = &replies[calls.len()];
+    assert_eq!(
+        control_reply["result"]["isError"],
+        json!(true),
+        "{control_reply}"
     );
+    assert_eq!(fixture.snapshot(), common::State::default());
+    // Nothing but the control reached the guard's write path.
+    assert_eq!(audit.outcomes(), vec![Outcome::BadArguments]);
 }
 
 #[tokio::test]

@@ -300,7 +300,7 @@ async fn a_token_is_not_spent_when_the_user_declines(era: Era) {
     h.audit.clear();
     h.script([Reply::Decline]);
     let declined = h.call("delete_row", args.clone()).await;
-    h.assert_refused(&declined, &before, Outcome::Declined, None);
+    h.assert_refused(&declined, &before, Outcome::Declined, Some("declined"));
     // The user changes their mind within five minutes: the same token still works once.
     h.script([Reply::Approve]);
     let approved = h.call("delete_row", args).await;
@@ -312,16 +312,39 @@ async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
     h.script([Reply::Approve]);
-    for args in [
-        json!({"tool": "set_counter", "arguments": {"value": 1}}),
-        json!({"tool": "no_such_tool", "arguments": {}}),
-        json!({"tool": "delete_row", "arguments": "a"}),
-        json!({"tool": "delete_row"}),
-        json!({"tool": "delete_row", "arguments": {"name": "a"}, "extra": true}),
+    for (args, reason) in [
+        (
+            json!({"tool": "set_counter", "arguments": {"value": 1}}),
+            "the tool \"set_counter\" does not take a confirmation token",
+        ),
+        (
+            json!({"tool": "no_such_tool", "arguments": {}}),
+            "the tool \"no_such_tool\" does not take a confirmation token",
+        ),
+        (
+            json!({"tool": "delete_row", "arguments": "a"}),
+            "the argument `arguments` must be an object",
+        ),
+        (
+            json!({"tool": "delete_row"}),
+            "the argument `arguments` must be an object",
+        ),
+        (
+            json!({"tool": 7, "arguments": {"name": "a"}}),
+            "the argument `tool` must name a tool",
+        ),
+        (
+            json!({"arguments": {"name": "a"}}),
+            "the argument `tool` must name a tool",
+        ),
+        (
+            json!({"tool": "delete_row", "arguments": {"name": "a"}, "extra": true}),
+            "only `tool` and `arguments` are accepted",
+        ),
     ] {
         h.audit.clear();
         let result = h.call(PREPARE_ADMIN_ACTION, args.clone()).await;
-        h.assert_refused(&result, &before, Outcome::BadArguments, None);
+        h.assert_refused(&result, &before, Outcome::BadArguments, Some(reason));
         assert!(result.structured_content.is_none(), "{args}");
     }
     assert!(h.asked().is_empty());
@@ -338,7 +361,7 @@ async fn prepare_admin_action_declined_issues_nothing(era: Era) {
     )
     .await
     .unwrap();
-    h.assert_refused(&result, &before, Outcome::Declined, None);
+    h.assert_refused(&result, &before, Outcome::Declined, Some("declined"));
     assert!(result.structured_content.is_none());
     assert!(!h.outcomes().contains(&Outcome::TokenIssued));
 }

@@ -35,7 +35,19 @@ pub struct State {
     pub previews: usize,
     /// Make the next applies fail (as a database error would).
     pub fail_apply: bool,
+    /// The counter is locked (a business rule): `set_counter` fails, in the preview as in the
+    /// apply, while it is set.
+    pub locked: bool,
+    /// Make the next applies of `add_row` and `set_counter` fail with a protocol error
+    /// (`Err(ErrorData)`), as a lost database connection would.
+    pub apply_error: bool,
 }
+
+/// The message of the protocol error an apply returns while [`State::apply_error`] is set.
+pub const APPLY_ERROR: &str = "the database connection was lost";
+
+/// The message `set_counter` returns while [`State::locked`] is set.
+pub const LOCKED: &str = "the counter is locked";
 
 impl State {
     /// The data alone, for "nothing changed" assertions.
@@ -181,6 +193,9 @@ impl Fixture {
                     ));
                 }
                 state.applies += 1;
+                if state.apply_error {
+                    return Err(ErrorData::internal_error(APPLY_ERROR, None));
+                }
                 if state.fail_apply {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(
                         "database is locked",
@@ -203,9 +218,15 @@ impl Fixture {
                         "the counter cannot be negative",
                     )]));
                 }
+                if state.locked {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(LOCKED)]));
+                }
                 let change = json!({"before": state.counter, "after": value});
                 if preview {
                     return Ok(CallToolResult::structured(change));
+                }
+                if state.apply_error {
+                    return Err(ErrorData::internal_error(APPLY_ERROR, None));
                 }
                 if state.fail_apply {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(

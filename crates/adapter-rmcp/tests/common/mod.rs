@@ -4,8 +4,10 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod custom;
 pub mod fixture;
 pub mod notes;
+pub mod paged;
 
 use std::{collections::VecDeque, sync::Arc};
 

@@ -1,0 +1,143 @@
+//! Guards configured beyond [`Options`](super::Options): any builder setting (a principal
+//! resolver, a store), an audit sink that says when a record arrives, and a client whose
+//! approval dialog never answers.
+
+use std::sync::Arc;
+
+use adapter_rmcp::{
+    AuditRecord, AuditSink, MemorySink, WriteGuard, WriteGuardBuilder,
+    danger::AllowWritesWithoutElicitation,
+};
+use approval_core::ManualClock;
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    model::*,
+    service::{RequestContext, RunningService},
+};
+use tokio::sync::Notify;
+
+use super::{Fixture, Harness, Options, ScriptedClient, connect, start_time};
+
+/// The builder [`super::guard`] uses, before `build`, so a test can change any setting.
+pub fn guard_builder(
+    fixture: Fixture,
+    audit: &MemorySink,
+    clock: &ManualClock,
+    options: &Options,
+) -> WriteGuardBuilder<Fixture> {
+    let mut builder = WriteGuard::builder(fixture)
+        .writes_enabled(options.writes)
+        .preview("set_counter")
+        .text_prefix(options.text_prefix)
+        .audit(Arc::new(audit.clone()))
+        .clock(Arc::new(clock.clone()));
+    if options.trust_list_rows {
+        builder = builder.trust_read("list_rows");
+    }
+    if options.danger {
+        builder = builder.danger(AllowWritesWithoutElicitation);
+    }
+    builder
+}
+
+impl Harness {
+    /// A harness whose guard is built from [`guard_builder`] changed by `customize`.
+    pub async fn custom(
+        era: super::Era,
+        options: Options,
+        customize: impl FnOnce(WriteGuardBuilder<Fixture>) -> WriteGuardBuilder<Fixture>,
+    ) -> Self {
+        let fixture = Fixture::default();
+        let audit = MemorySink::new();
+        let clock = ManualClock::new(start_time());
+        let guard = customize(guard_builder(fixture.clone(), &audit, &clock, &options)).build();
+        let scripted = ScriptedClient::new(options.elicitation);
+        let client = connect(guard.clone(), era, scripted.clone()).await;
+        Self {
+            era,
+            client,
+            scripted,
+            fixture,
+            audit,
+            clock,
+            guard,
+        }
+    }
+}
+
+/// Records into a [`MemorySink`] and wakes whoever waits for a record.
+#[derive(Clone)]
+pub struct NotifyingSink {
+    pub memory: MemorySink,
+    notify: Arc<Notify>,
+}
+
+impl NotifyingSink {
+    pub fn new(memory: MemorySink) -> Self {
+        Self {
+            memory,
+            notify: Arc::default(),
+        }
+    }
+
+    /// Waits until the sink holds at least `n` records.
+    pub async fn wait_for(&self, n: usize) {
+        loop {
+            let notified = self.notify.notified();
+            if self.memory.records().len() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl AuditSink for NotifyingSink {
+    fn record(&self, record: &AuditRecord) {
+        self.memory.record(record);
+        self.notify.notify_waiters();
+    }
+}
+
+/// A client with form elicitation whose dialog never answers: it says that the question
+/// arrived, then waits forever.
+#[derive(Clone, Default)]
+pub struct SilentClient {
+    pub asked: Arc<Notify>,
+}
+
+impl ClientHandler for SilentClient {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.asked.notify_one();
+        std::future::pending().await
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder()
+                .enable_elicitation_with(
+                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
+                )
+                .build(),
+            Implementation::new("silent-client", "0.1.0"),
+        )
+    }
+}
+
+/// Connects `client` to `server` over an in-memory duplex, below 2026-07-28.
+pub async fn connect_legacy<S: rmcp::ServerHandler, C: ClientHandler>(
+    server: S,
+    client: C,
+) -> RunningService<RoleClient, C> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    client.serve(client_io).await.unwrap()
+}
