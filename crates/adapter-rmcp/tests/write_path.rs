@@ -11,8 +11,18 @@
 
 mod common;
 
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
-use common::{Era, Harness, Options, Reply, text_of, unwrapped};
+use std::sync::Arc;
+
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
+use approval_core::{MemoryStore, Principal, StoreError};
+use common::{
+    Era, Harness, Options, Reply,
+    custom::{NotifyingSink, SilentClient, connect_legacy, guard_builder},
+    fixture::{APPLY_ERROR, Fixture},
+    start_time, text_of, unwrapped,
+};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 
 both_eras!(
@@ -31,6 +41,10 @@ both_eras!(
     an_apply_that_fails_after_approval_is_reported,
     a_write_without_preview_is_asked_with_its_arguments,
     oversized_and_overdeep_arguments_are_refused,
+    a_request_nobody_can_be_named_for_is_refused,
+    a_second_token_over_the_principal_cap_is_refused,
+    a_preview_that_fails_on_the_re_run_is_stale,
+    an_apply_error_after_approval_is_recorded,
 );
 
 async fn approve_applies_exactly_the_previewed_change(era: Era) {
@@ -122,10 +136,13 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
             // applied, and the round-trip record expires unused.
             let error = h.try_call("set_counter", json!({"value": 7})).await;
             assert!(error.is_err(), "{error:?}");
-            assert_eq!(h.state().data(), before.data());
-            assert_eq!(h.state().applies, 0);
-            assert!(!h.outcomes().contains(&Outcome::Applied));
-            assert!(!h.outcomes().contains(&Outcome::Approved));
+            assert_eq!(h.asked().len(), 1, "the question reached the client once");
+            let after = h.state();
+            assert_eq!(after.data(), before.data());
+            assert_eq!(after.applies, 0);
+            assert_eq!(after.previews, 1, "previewed once, before asking");
+            // No decision was taken: the guard handed out the question and heard nothing back.
+            assert_eq!(h.audit.records(), vec![], "no record without a decision");
         }
     }
 }
@@ -163,7 +180,12 @@ async fn a_client_without_elicitation_is_refused(era: Era) {
     .await;
     let before = h.state();
     let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::RefusedNoElicitation, None);
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::RefusedNoElicitation,
+        Some("client has no form elicitation"),
+    );
     assert!(h.asked().is_empty());
     assert_eq!(h.state().previews, 0);
     // Reads keep working.
@@ -208,7 +230,12 @@ async fn writes_disabled_refuses_without_asking(era: Era) {
     ] {
         h.audit.clear();
         let result = h.call(tool, args).await;
-        h.assert_refused(&result, &before, Outcome::RefusedDisabled, None);
+        h.assert_refused(
+            &result,
+            &before,
+            Outcome::RefusedDisabled,
+            Some("writes are disabled"),
+        );
     }
     assert!(h.asked().is_empty());
     assert_eq!(h.state().previews, 0);
@@ -289,7 +316,11 @@ async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
     h.script([Reply::Approve, Reply::Approve]);
     let huge = "x".repeat(approval_core::DEFAULT_MAX_BYTES + 1);
     let result = h.call("add_row", json!({"name": huge, "value": 1})).await;
-    h.assert_refused(&result, &before, Outcome::BadArguments, None);
+    let too_large = format!(
+        "tool arguments are larger than the limit of {} bytes",
+        approval_core::DEFAULT_MAX_BYTES
+    );
+    h.assert_refused(&result, &before, Outcome::BadArguments, Some(&too_large));
 
     h.audit.clear();
     let mut deep = json!(1);
@@ -297,6 +328,178 @@ async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
         deep = json!([deep]);
     }
     let result = h.call("add_row", json!({"name": "a", "value": deep})).await;
-    h.assert_refused(&result, &before, Outcome::BadArguments, None);
+    let too_deep = format!(
+        "tool arguments nest deeper than the limit of {} levels",
+        approval_core::DEFAULT_MAX_DEPTH
+    );
+    h.assert_refused(&result, &before, Outcome::BadArguments, Some(&too_deep));
     assert!(h.asked().is_empty());
+    assert_eq!(h.state().previews, 0);
+}
+
+async fn a_request_nobody_can_be_named_for_is_refused(era: Era) {
+    let h = Harness::custom(era, Options::default(), |b| {
+        b.principal(Arc::new(|_: &PrincipalRequest<'_>| -> Option<Principal> {
+            None
+        }))
+    })
+    .await;
+    h.fixture.state.lock().rows.insert("a".into(), 1);
+    let before = h.state();
+    h.script([Reply::Approve, Reply::Approve, Reply::Approve]);
+    for (tool, args) in [
+        ("set_counter", json!({"value": 7})),
+        ("add_row", json!({"name": "b", "value": 2})),
+        (
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+        ),
+    ] {
+        h.audit.clear();
+        let result = h.call(tool, args).await;
+        h.assert_refused(
+            &result,
+            &before,
+            Outcome::RefusedNoPrincipal,
+            Some("no principal"),
+        );
+        let record = h.audit.last().unwrap();
+        assert_eq!(record.tool, tool);
+        assert_eq!(record.principal, None);
+        assert!(result.structured_content.is_none(), "{result:?}");
+    }
+    assert!(h.asked().is_empty(), "nobody was asked");
+    assert_eq!(h.state().previews, 0, "nothing was previewed");
+    // Reads keep working.
+    let read = h.call("get_counter", json!({})).await;
+    assert_eq!(unwrapped(&read), json!({"counter": 0}));
+}
+
+/// A store that holds one live entry per principal.
+fn capped_at_one(era: Era) -> impl std::future::Future<Output = Harness> {
+    Harness::custom(era, Options::default(), |b| {
+        b.store(Arc::new(MemoryStore::with_caps(1, 1_000)))
+    })
+}
+
+fn cap_reason() -> String {
+    StoreError::PrincipalCapReached { cap: 1 }.to_string()
+}
+
+fn says_too_many(result: &rmcp::model::CallToolResult) {
+    let text = text_of(result);
+    assert!(
+        text.starts_with("Too many approvals are waiting for this user, so nothing was saved."),
+        "{text}"
+    );
+}
+
+async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
+    let h = capped_at_one(era).await;
+    h.fixture.state.lock().rows.insert("a".into(), 1);
+    // The one live entry: a token.
+    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let before = h.state();
+    h.audit.clear();
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
+    says_too_many(&result);
+    assert!(result.structured_content.is_none(), "no token: {result:?}");
+    assert!(!h.outcomes().contains(&Outcome::TokenIssued));
+
+    // The cap is per principal: another connection still gets its token.
+    let (other, other_scripted) = h.second_connection().await;
+    let token =
+        common::prepare_token_on(&other, &other_scripted, "delete_row", json!({"name": "a"})).await;
+    assert!(!token.is_empty());
+}
+
+async fn a_preview_that_fails_on_the_re_run_is_stale(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    let fixture = h.fixture.clone();
+    // While the user looks at "before 0, after 7", the counter gets locked: the preview that
+    // worked when the user was asked now fails.
+    h.script([Reply::after(
+        move || fixture.state.lock().locked = true,
+        Reply::Approve,
+    )]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    let mut expected = before.clone();
+    expected.locked = true;
+    h.assert_refused(
+        &result,
+        &expected,
+        Outcome::Stale,
+        Some("preview failed on re-run"),
+    );
+    assert_eq!(text_of(&result), STALE_MESSAGE);
+    assert_eq!(h.state().previews, 2, "previewed before asking and again");
+    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
+}
+
+async fn an_apply_error_after_approval_is_recorded(era: Era) {
+    let h = Harness::start(era).await;
+    h.fixture.state.lock().apply_error = true;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().data(), before.data(), "nothing changed");
+    assert_eq!(h.state().applies, 1, "one attempt, which failed");
+    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::ApplyFailed]);
+    let reason = h.audit.last().unwrap().reason.unwrap();
+    assert!(reason.contains(APPLY_ERROR), "{reason}");
+}
+
+/// Below 2026-07-28 the guard waits for the answer inside the call: a client that cancels the
+/// call meanwhile gets nothing written, and the audit says the asking failed. (At 2026-07-28
+/// the call has already returned its question; a client that gives up simply never retries.)
+#[tokio::test]
+async fn a_call_cancelled_while_asking_writes_nothing() {
+    let fixture = Fixture::default();
+    let memory = adapter_rmcp::MemorySink::new();
+    let sink = NotifyingSink::new(memory.clone());
+    let clock = approval_core::ManualClock::new(start_time());
+    let guard = guard_builder(fixture.clone(), &memory, &clock, &Options::default())
+        .audit(Arc::new(sink.clone()))
+        .build();
+    let silent = SilentClient::default();
+    let client = connect_legacy(guard, silent.clone()).await;
+    let before = fixture.snapshot();
+
+    let params = CallToolRequestParams::new("set_counter")
+        .with_arguments(json!({"value": 7}).as_object().cloned().unwrap());
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    // The question reached the client; the user has not answered.
+    silent.asked.notified().await;
+    handle
+        .cancel(Some("the user closed the chat".into()))
+        .await
+        .unwrap();
+    sink.wait_for(1).await;
+
+    let records = memory.records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].outcome, Outcome::AskFailed);
+    assert_eq!(
+        records[0].reason.as_deref(),
+        Some("the request was cancelled while asking the user")
+    );
+    let after = fixture.snapshot();
+    assert_eq!(after.data(), before.data());
+    assert_eq!(after.applies, 0);
+    assert_eq!(after.previews, 1, "previewed once, before asking");
 }
