@@ -1,0 +1,188 @@
+//! An inner server that does not answer `get_tool` and pages its tool list: the guard finds
+//! each tool through `list_tools`, following the cursor to the last page, and classifies it
+//! exactly as it would through `get_tool`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::sync::Arc;
+
+use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
+use approval_core::{ManualClock, TOKEN_REFUSAL_MESSAGE};
+use common::{
+    Client, Era, Reply, ScriptedClient, call_on, connect, fixture::Fixture, paged::Paged,
+    prepare_token_on, start_time, text_of, unwrapped,
+};
+use serde_json::json;
+
+/// Two tools a page: `get_counter, list_rows | add_row, set_counter | delete_row`.
+const PAGE_SIZE: usize = 2;
+
+struct Setup {
+    paged: Paged,
+    audit: MemorySink,
+    client: Client,
+    scripted: ScriptedClient,
+}
+
+impl Setup {
+    async fn start(era: Era) -> Self {
+        let fixture = Fixture::default();
+        fixture.state.lock().rows.insert("a".into(), 1);
+        let paged = Paged::new(fixture, PAGE_SIZE);
+        assert_eq!(paged.pages(), 3);
+        let audit = MemorySink::new();
+        let guard = WriteGuard::builder(paged.clone())
+            .writes_enabled(true)
+            .preview("set_counter")
+            .audit(Arc::new(audit.clone()))
+            .clock(Arc::new(ManualClock::new(start_time())))
+            .build();
+        assert!(
+            rmcp::ServerHandler::get_tool(&guard, "delete_row").is_none(),
+            "the inner server does not answer get_tool"
+        );
+        let scripted = ScriptedClient::new(true);
+        let client = connect(guard, era, scripted.clone()).await;
+        Self {
+            paged,
+            audit,
+            client,
+            scripted,
+        }
+    }
+
+    fn rows(&self) -> Vec<(String, i64)> {
+        let state = self.paged.fixture.snapshot();
+        state.rows.into_iter().collect()
+    }
+}
+
+both_eras!(
+    a_token_gated_tool_on_the_last_page_is_classified_as_a_write,
+    prepare_admin_action_and_the_write_find_a_tool_on_the_last_page,
+    a_previewed_write_on_a_later_page_is_asked_and_applied,
+    a_read_on_the_first_page_is_wrapped,
+    an_unknown_tool_is_looked_for_on_every_page,
+);
+
+async fn a_token_gated_tool_on_the_last_page_is_classified_as_a_write(era: Era) {
+    let s = Setup::start(era).await;
+    s.scripted.script([Reply::Approve]);
+    let calls_before = s.paged.list_calls();
+    // `delete_row` claims to be read-only; found on page 3, it is classified by its schema as
+    // token-gated, so without a token it is refused and nothing is deleted.
+    let result = call_on(&s.client, "delete_row", json!({"name": "a"}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(text_of(&result), TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(s.rows(), vec![("a".to_owned(), 1)]);
+    assert_eq!(s.paged.fixture.snapshot().applies, 0);
+    assert!(s.scripted.asked().is_empty());
+    let last = s.audit.last().unwrap();
+    assert_eq!(last.outcome, Outcome::TokenRejected);
+    assert_eq!(last.reason.as_deref(), Some("missing"));
+    assert!(
+        s.paged.list_calls() - calls_before >= s.paged.pages(),
+        "the guard read every page up to the tool"
+    );
+}
+
+async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Era) {
+    let s = Setup::start(era).await;
+    let token = prepare_token_on(&s.client, &s.scripted, "delete_row", json!({"name": "a"})).await;
+    assert_eq!(
+        s.audit.outcomes(),
+        vec![Outcome::Approved, Outcome::TokenIssued]
+    );
+    assert_eq!(
+        s.rows(),
+        vec![("a".to_owned(), 1)],
+        "preparing deletes nothing"
+    );
+
+    s.scripted.script([Reply::Approve]);
+    let result = call_on(
+        &s.client,
+        "delete_row",
+        json!({"name": "a", "confirmationToken": token}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
+    assert!(s.rows().is_empty());
+    assert_eq!(s.paged.fixture.snapshot().applies, 1);
+    assert_eq!(s.scripted.asked().len(), 2);
+    assert_eq!(
+        s.audit.outcomes(),
+        vec![
+            Outcome::Approved,
+            Outcome::TokenIssued,
+            Outcome::Approved,
+            Outcome::Applied
+        ]
+    );
+
+    // A tool on the last page that takes no token is still refused by prepare_admin_action.
+    s.audit.clear();
+    let result = call_on(
+        &s.client,
+        PREPARE_ADMIN_ACTION,
+        json!({"tool": "set_counter", "arguments": {"value": 1}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let last = s.audit.last().unwrap();
+    assert_eq!(last.outcome, Outcome::BadArguments);
+    assert_eq!(
+        last.reason.as_deref(),
+        Some("the tool \"set_counter\" does not take a confirmation token")
+    );
+}
+
+async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
+    let s = Setup::start(era).await;
+    s.scripted.script([Reply::Approve]);
+    let result = call_on(&s.client, "set_counter", json!({"value": 7}))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let state = s.paged.fixture.snapshot();
+    assert_eq!(state.counter, 7);
+    assert_eq!(state.previews, 2);
+    assert_eq!(state.applies, 1);
+    let asked = s.scripted.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains("Before: 0"), "{}", asked[0]);
+    assert_eq!(
+        s.audit.outcomes(),
+        vec![Outcome::Approved, Outcome::Applied]
+    );
+}
+
+async fn a_read_on_the_first_page_is_wrapped(era: Era) {
+    let s = Setup::start(era).await;
+    s.paged.fixture.state.lock().counter = 4;
+    let read = call_on(&s.client, "get_counter", json!({})).await.unwrap();
+    assert_eq!(unwrapped(&read), json!({"counter": 4}));
+    assert!(s.audit.records().is_empty(), "reads are not decisions");
+}
+
+async fn an_unknown_tool_is_looked_for_on_every_page(era: Era) {
+    let s = Setup::start(era).await;
+    let calls_before = s.paged.list_calls();
+    s.scripted.script([Reply::Approve]);
+    assert!(call_on(&s.client, "no_such_tool", json!({})).await.is_err());
+    assert_eq!(s.paged.list_calls() - calls_before, s.paged.pages());
+    assert!(s.scripted.asked().is_empty());
+    assert_eq!(s.paged.fixture.snapshot().applies, 0);
+}
