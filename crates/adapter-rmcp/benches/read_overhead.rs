@@ -1,8 +1,12 @@
 //! What a read costs through the guard: the same `get_counter` call on the bare fixture server
 //! and on the fixture wrapped in a `WriteGuard`, each over an in-memory duplex transport.
 //!
-//! Criterion reports both; at the end the bench also prints the ratio of the two means from a
-//! plain timing loop (`guard / bare`).
+//! One more case measures an inner server that does not answer `get_tool` (the same tools,
+//! served by `list_tools` only, in one page): the guard then reads the inner tool list on
+//! every `tools/call`, reads included.
+//!
+//! Criterion reports every case; at the end the bench also prints the ratio of the means from
+//! a plain timing loop (`guard / bare`).
 // A bench is a harness like a test: a failed setup should stop it loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +25,9 @@ use std::sync::Arc;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/common/fixture.rs"]
 mod fixture;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../tests/common/paged.rs"]
+mod paged;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -65,6 +72,17 @@ fn guarded_trusted() -> WriteGuard<fixture::Fixture> {
         .build()
 }
 
+/// A guard around an inner server without `get_tool` that lists all its tools in one page.
+fn guarded_without_get_tool() -> WriteGuard<paged::Paged> {
+    WriteGuard::builder(paged::Paged::new(fixture::Fixture::default(), ONE_PAGE))
+        .writes_enabled(true)
+        .audit(Arc::new(MemorySink::new()))
+        .build()
+}
+
+/// Every tool in one page.
+const ONE_PAGE: usize = 1024;
+
 fn runtime() -> tokio::runtime::Runtime {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -80,11 +98,15 @@ fn read_overhead(c: &mut Criterion) {
     let bare = rt.block_on(connect(fixture::Fixture::default()));
     let guard = rt.block_on(connect(guarded()));
     let trusted = rt.block_on(connect(guarded_trusted()));
+    let listed = rt.block_on(connect(guarded_without_get_tool()));
     let mut group = c.benchmark_group("read_overhead");
     group.bench_function("bare", |b| b.to_async(&rt).iter(|| read(&bare)));
     group.bench_function("guard", |b| b.to_async(&rt).iter(|| read(&guard)));
     group.bench_function("guard_trusted_read", |b| {
         b.to_async(&rt).iter(|| read(&trusted))
+    });
+    group.bench_function("guard_without_get_tool", |b| {
+        b.to_async(&rt).iter(|| read(&listed))
     });
     group.finish();
 }
@@ -108,24 +130,30 @@ fn report_ratio() {
     let bare = rt.block_on(connect(fixture::Fixture::default()));
     let guard = rt.block_on(connect(guarded()));
     let trusted = rt.block_on(connect(guarded_trusted()));
+    let listed = rt.block_on(connect(guarded_without_get_tool()));
     let n = 3000;
     // Interleave to spread any drift over all three.
     let mut bare_total = Duration::ZERO;
     let mut guard_total = Duration::ZERO;
     let mut trusted_total = Duration::ZERO;
+    let mut listed_total = Duration::ZERO;
     for _ in 0..3 {
         bare_total += mean(&rt, &bare, n);
         guard_total += mean(&rt, &guard, n);
         trusted_total += mean(&rt, &trusted, n);
+        listed_total += mean(&rt, &listed, n);
     }
     let ratio = guard_total.as_secs_f64() / bare_total.as_secs_f64();
     let trusted_ratio = trusted_total.as_secs_f64() / bare_total.as_secs_f64();
+    let listed_ratio = listed_total.as_secs_f64() / bare_total.as_secs_f64();
     eprintln!(
-        "read_overhead: bare {:?}/call, guard {:?}/call, guard (trusted read) {:?}/call; \
-         ratio guard/bare = {ratio:.3}, trusted/bare = {trusted_ratio:.3}",
+        "read_overhead: bare {:?}/call, guard {:?}/call, guard (trusted read) {:?}/call, \
+         guard (inner server without get_tool) {:?}/call; ratio guard/bare = {ratio:.3}, \
+         trusted/bare = {trusted_ratio:.3}, without-get_tool/bare = {listed_ratio:.3}",
         bare_total / 3,
         guard_total / 3,
-        trusted_total / 3
+        trusted_total / 3,
+        listed_total / 3
     );
 }
 
