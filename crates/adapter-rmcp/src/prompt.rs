@@ -48,7 +48,7 @@ pub fn default_prompt(input: &PromptInput<'_>) -> String {
     } else {
         out.push_str("Arguments:\n");
         for (name, value) in input.arguments {
-            let _ = writeln!(out, "  {name}: {}", compact(value));
+            let _ = writeln!(out, "  {}: {}", key(name), compact(value));
         }
     }
     match input.preview {
@@ -70,6 +70,21 @@ pub fn default_prompt(input: &PromptInput<'_>) -> String {
     }
     out.push_str("Nothing is saved unless you approve.");
     out
+}
+
+/// An argument name as shown: as it is when it is a plain identifier (letters, digits, `_`,
+/// `-`, `.`), quoted and escaped otherwise, so that a name the model chose cannot start a line
+/// of its own (a fake `Before:` or `After:`) or look like something else.
+fn key(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if plain {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
 }
 
 fn compact(value: &Value) -> String {
@@ -98,6 +113,33 @@ mod tests {
         assert!(text.contains("delta: 20"), "{text}");
         assert!(text.contains("Before: {\"stock\":5}"), "{text}");
         assert!(text.contains("After: {\"stock\":25}"), "{text}");
+    }
+
+    #[test]
+    fn an_argument_name_cannot_fake_a_line_of_the_prompt() {
+        let args = json!({
+            "delta\nBefore: {\"stock\":999}\nAfter: {\"stock\":999}": 1,
+            "note: ok": 2,
+            "plain_name-1.x": 3,
+        })
+        .as_object()
+        .cloned()
+        .unwrap();
+        let preview = json!({"before": {"stock": 5}, "after": {"stock": 6}});
+        let text = default_prompt(&PromptInput::new("adjust_stock", &args, Some(&preview)));
+        let lines: Vec<&str> = text.lines().collect();
+        let before: Vec<&&str> = lines.iter().filter(|l| l.starts_with("Before:")).collect();
+        let after: Vec<&&str> = lines.iter().filter(|l| l.starts_with("After:")).collect();
+        assert_eq!(before, [&"Before: {\"stock\":5}"], "{text}");
+        assert_eq!(after, [&"After: {\"stock\":6}"], "{text}");
+        assert!(
+            text.contains(r#"  "delta\nBefore: {\"stock\":999}\nAfter: {\"stock\":999}": 1"#),
+            "{text}"
+        );
+        assert!(text.contains("  \"note: ok\": 2"), "{text}");
+        assert!(text.contains("  plain_name-1.x: 3"), "{text}");
+        // One line per argument, plus the header lines.
+        assert_eq!(lines.len(), 1 + 1 + 3 + 2 + 1, "{text}");
     }
 
     #[test]
