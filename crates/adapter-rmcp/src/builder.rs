@@ -3,7 +3,7 @@
 use std::{
     collections::{HashMap, HashSet},
     fmt,
-    sync::Arc,
+    sync::{Arc, atomic::AtomicU8},
 };
 
 use approval_core::{ApprovalPolicy, ArgLimits, Clock, MemoryStore, Store, SystemClock};
@@ -15,7 +15,7 @@ use crate::{
     WriteGuard,
     audit::{AuditSink, TracingSink},
     danger::AllowWritesWithoutElicitation,
-    guard::Shared,
+    guard::{GATED_UNKNOWN, Shared},
     principal::{ConnectionId, PerConnection, PrincipalResolver},
     prompt::{PromptFn, PromptInput},
 };
@@ -234,6 +234,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 audit: self.audit,
                 principal: self.principal,
                 allow_without_elicitation: self.allow_without_elicitation,
+                any_gated: AtomicU8::new(GATED_UNKNOWN),
             }),
             connection: ConnectionId::random(),
         }

@@ -14,7 +14,10 @@ use std::{
     borrow::Cow,
     collections::{HashMap, HashSet},
     fmt,
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
 };
 
 use approval_core::{ApprovalPolicy, Clock, Store};
@@ -63,7 +66,18 @@ pub(crate) struct Shared<S> {
     pub(crate) audit: Arc<dyn AuditSink>,
     pub(crate) principal: Arc<dyn PrincipalResolver>,
     pub(crate) allow_without_elicitation: bool,
+    /// What the last complete `tools/list` said about token-gated tools, so that `get_tool`
+    /// (which cannot read the list itself) agrees with it: [`GATED_UNKNOWN`], [`GATED_YES`] or
+    /// [`GATED_NO`].
+    pub(crate) any_gated: AtomicU8,
 }
+
+/// No complete tool list has been read yet.
+pub(crate) const GATED_UNKNOWN: u8 = 0;
+/// The last complete tool list had a token-gated tool.
+const GATED_YES: u8 = 1;
+/// The last complete tool list had no token-gated tool.
+const GATED_NO: u8 = 2;
 
 /// Wraps any rmcp [`ServerHandler`] so that every write needs a person's approval of that exact
 /// change. Build one with [`WriteGuard::builder`].
@@ -328,17 +342,24 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
             .filter(|t| t.name != PREPARE_ADMIN_ACTION)
             .map(|t| tools::advertise(t, &self.shared.envelope))
             .collect();
-        if result.next_cursor.is_none()
-            && (gated_here || (had_cursor && self.any_token_gated(&context).await?))
-        {
-            result.tools.push(tools::prepare_admin_action_tool());
+        if result.next_cursor.is_none() {
+            let gated = gated_here || (had_cursor && self.any_token_gated(&context).await?);
+            let seen = if gated { GATED_YES } else { GATED_NO };
+            self.shared.any_gated.store(seen, Ordering::Relaxed);
+            if gated {
+                result.tools.push(tools::prepare_admin_action_tool());
+            }
         }
         Ok(result)
     }
 
+    /// The inner server's tool as `tools/list` advertises it. [`PREPARE_ADMIN_ACTION`] is
+    /// described unless the last complete `tools/list` had no token-gated tool (before any
+    /// list has been read, the guard cannot know, and describes it).
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if name == PREPARE_ADMIN_ACTION {
-            return Some(tools::prepare_admin_action_tool());
+            let seen = self.shared.any_gated.load(Ordering::Relaxed);
+            return (seen != GATED_NO).then(tools::prepare_admin_action_tool);
         }
         self.shared
             .inner

@@ -1,0 +1,49 @@
+//! `get_tool` and `tools/list` agree on `prepare_admin_action`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use adapter_rmcp::{PREPARE_ADMIN_ACTION, WriteGuard};
+use common::{ERAS, Fixture, ScriptedClient, connect, notes::Notes};
+use rmcp::ServerHandler;
+
+#[tokio::test]
+async fn without_token_gated_tools_neither_advertises_prepare_admin_action() {
+    for era in ERAS {
+        let guard = WriteGuard::builder(Notes::default())
+            .writes_enabled(true)
+            .build();
+        let client = connect(guard.clone(), era, ScriptedClient::new(true)).await;
+        let listed = client.list_all_tools().await.unwrap();
+        assert!(listed.iter().all(|t| t.name != PREPARE_ADMIN_ACTION));
+        assert!(listed.iter().any(|t| t.name == "add_note"));
+        assert!(guard.get_tool(PREPARE_ADMIN_ACTION).is_none(), "{era:?}");
+        assert!(guard.get_tool("add_note").is_some());
+    }
+}
+
+#[tokio::test]
+async fn with_a_token_gated_tool_both_advertise_it() {
+    for era in ERAS {
+        let guard = WriteGuard::builder(Fixture::default())
+            .writes_enabled(true)
+            .build();
+        let client = connect(guard.clone(), era, ScriptedClient::new(true)).await;
+        let listed = client.list_all_tools().await.unwrap();
+        let prepare = listed
+            .into_iter()
+            .find(|t| t.name == PREPARE_ADMIN_ACTION)
+            .expect("listed");
+        assert_eq!(
+            guard.get_tool(PREPARE_ADMIN_ACTION),
+            Some(prepare),
+            "{era:?}"
+        );
+    }
+}
