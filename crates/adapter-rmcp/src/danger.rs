@@ -8,10 +8,15 @@
 /// # Risk
 ///
 /// With this option a prompt-injected model can write anything the inner tools allow, as often
-/// as it likes: nobody sees the change before it happens. The other checks stay on (writes
-/// must be enabled, arguments are captured once, confirmation tokens are still required and
-/// spent, previews are still re-run and compared, results are still wrapped, every decision is
-/// recorded with the outcome `approved-without-elicitation`), but the human step is gone.
+/// as it likes: nobody sees the change before it happens. That includes destructive,
+/// token-gated tools: [`PREPARE_ADMIN_ACTION`](crate::PREPARE_ADMIN_ACTION) is itself a write,
+/// so for such a client it too issues confirmation tokens **without asking anyone**, and the
+/// model can prepare a token and spend it on its own. Tokens are still required, bound and
+/// spent once, but they no longer stand for a person's approval.
+///
+/// The other checks stay on (writes must be enabled, arguments are captured once, previews are
+/// still re-run and compared, results are still wrapped, every decision is recorded with the
+/// outcome `approved-without-elicitation`), but the human step is gone.
 ///
 /// Use it only for a client that cannot elicit and that a person drives directly (a test rig, a
 /// local script whose arguments a person typed), never for a model-driven client.
