@@ -49,8 +49,18 @@ pub enum Outcome {
     StateRejected,
     /// The data changed between the preview the user approved and the apply.
     Stale,
-    /// The approval store failed; nothing written.
+    /// The approval store failed, or the user has too many open approvals; nothing written.
     StoreFailed,
+    /// The request lets the inner server answer with a task (the tasks extension is declared by
+    /// the request and supported by the server), which a guarded write cannot be; nothing was
+    /// asked, nothing written.
+    RefusedTask,
+    /// The client cancelled the request after the user approved; nothing spent, issued or
+    /// written.
+    RequestCancelled,
+    /// The inner server's tool list could not be read, so the tool named for
+    /// `prepare_admin_action` could not be checked; no token issued, nothing written.
+    LookupFailed,
     /// The user approved this exact change.
     Approved,
     /// No user was asked because the client cannot be asked and
@@ -81,6 +91,9 @@ impl Outcome {
             Self::StateRejected => "state-rejected",
             Self::Stale => "stale",
             Self::StoreFailed => "store-failed",
+            Self::RefusedTask => "refused-task",
+            Self::RequestCancelled => "request-cancelled",
+            Self::LookupFailed => "lookup-failed",
             Self::Approved => "approved",
             Self::ApprovedWithoutElicitation => "approved-without-elicitation",
             Self::Applied => "applied",
@@ -205,6 +218,12 @@ impl AuditSink for TracingSink {
 }
 
 /// Appends one JSON object per decision to a file (JSON lines), flushing after each record.
+///
+/// The write and the flush happen synchronously, on the request's task, under a lock: every
+/// write call waits for the file system (and for other calls recording at the same moment).
+/// That is fine for a local disk and a modest rate of writes. For a slow or network file
+/// system, or many writes per second, implement [`AuditSink`] with a channel to a background
+/// writer instead.
 #[derive(Debug)]
 pub struct JsonLinesSink {
     file: Mutex<BufWriter<File>>,
@@ -335,6 +354,9 @@ mod tests {
     #[test]
     fn refusals_are_told_apart_from_approvals() {
         assert!(Outcome::Stale.is_refusal());
+        assert!(Outcome::RefusedTask.is_refusal());
+        assert!(Outcome::RequestCancelled.is_refusal());
+        assert!(Outcome::LookupFailed.is_refusal());
         assert!(Outcome::TokenRejected.is_refusal());
         assert!(!Outcome::Applied.is_refusal());
         assert!(!Outcome::TokenIssued.is_refusal());

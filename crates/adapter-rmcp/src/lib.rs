@@ -12,26 +12,35 @@
 //!
 //! 1. Classify the tool. A read goes to the inner server, then into the envelope (unless the
 //!    read is [trusted](WriteGuardBuilder::trust_read)).
-//! 2. Writes disabled: refuse.
+//! 2. Writes disabled: refuse. Then capture the arguments once (not an object, too large or
+//!    too deep: refuse); every later step uses exactly these. A request that lets the inner
+//!    server answer with a task (it declares the tasks extension and the inner server supports
+//!    it) is refused too: a task would apply after the guard has finished with the call.
 //! 3. The client cannot be asked (no form elicitation): refuse, unless
 //!    [`danger::AllowWritesWithoutElicitation`] is on.
 //! 4. A token-gated tool (one whose input schema has `confirmationToken`) needs a token that
 //!    would spend now for this principal, tool and these exact arguments; any other token is
 //!    refused before anyone is asked. [`PREPARE_ADMIN_ACTION`] issues one after the user
 //!    approves the intent.
-//! 5. Capture the arguments once and run the tool's preview (dry run) with them, with a
-//!    [`Preview`] marker in the request extensions that the model cannot set. A failing preview
-//!    is returned as it is and nobody is asked.
-//! 6. Ask the user with the preview, on a 2-minute clock: an `elicitation/create` form below
-//!    protocol 2026-07-28, an `InputRequiredResult` with a server-bound single-use
-//!    `requestState` from 2026-07-28 on.
+//! 5. Run the tool's preview (dry run) with the captured arguments, with a [`Preview`] marker
+//!    in the request extensions that the model cannot set. A preview that says no
+//!    (`isError: true`) is returned in the envelope and nobody is asked.
+//! 6. Put the pending approval in the approval store and ask the user with the preview, on a
+//!    2-minute clock: an `elicitation/create` form below protocol 2026-07-28 (the approval is
+//!    taken back from the store, once, when the answer arrives), an `InputRequiredResult` with
+//!    a server-bound single-use `requestState` from 2026-07-28 on. In both eras a store that
+//!    is down, or a user with too many open approvals, is a refusal.
 //! 7. Only `accept` with `approve: true` continues.
-//! 8. Spend the token, re-run the preview and compare ("the data changed since you approved;
-//!    nothing was saved"), apply with the same captured arguments.
+//! 8. If the client cancelled the request meanwhile, refuse. Spend the token, re-run the
+//!    preview and compare ("the data changed since you approved; nothing was saved"), check for
+//!    cancellation once more, apply with the same captured arguments.
 //! 9. Wrap the result, record the decision.
 //!
-//! Every refusal is a tool result with `isError: true` that says nothing was saved, the inner
-//! tool's apply is never called, and one [`AuditRecord`] names the reason.
+//! Every refusal is a tool result with `isError: true` that says what happened, that nothing
+//! was saved and what the user can do; the inner tool's apply is never called, and one
+//! [`AuditRecord`] names the reason. Text from the inner server reaches the model only inside
+//! the envelope: an inner error while previewing or applying is kept in the audit reason, and
+//! the model reads the guard's own words.
 //!
 //! # What it does not do
 //!

@@ -1,0 +1,121 @@
+//! A request the client cancels after the user approved: nothing is spent, issued or applied,
+//! and one record says so.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+mod wrapped;
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use adapter_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
+use common::{Era, Reply, prepare_token_on, text_of};
+use serde_json::json;
+use wrapped::{Harness, Knobs, Wrapped};
+
+/// Records like a [`MemorySink`] and, once armed, cancels the request whose preview ran last
+/// when the user's approval is recorded: the cancellation arrives between the approval and the
+/// apply.
+struct CancelOnApproval {
+    records: MemorySink,
+    knobs: Arc<Knobs>,
+    armed: AtomicBool,
+}
+
+impl AuditSink for CancelOnApproval {
+    fn record(&self, record: &AuditRecord) {
+        self.records.record(record);
+        if record.outcome == Outcome::Approved && self.armed.load(Ordering::SeqCst) {
+            self.knobs.cancel_last_previewed_request();
+        }
+    }
+}
+
+both_eras!(cancelled_while_the_preview_is_re_run_applies_nothing);
+
+/// The preview of `set_counter` runs once before asking and once after the approval; the
+/// request is cancelled during the second.
+async fn cancelled_while_the_preview_is_re_run_applies_nothing(era: Era) {
+    let server = Wrapped::default();
+    server.knobs.cancel_on_preview.store(2, Ordering::SeqCst);
+    let h = Harness::start(era, server, |b| b).await;
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    let result = h.call("set_counter", json!({"value": 7})).await;
+    h.assert_refused(&result, &before, Outcome::RequestCancelled);
+    assert_eq!(
+        h.audit.outcomes(),
+        vec![Outcome::Approved, Outcome::RequestCancelled]
+    );
+    assert_eq!(
+        h.audit.last().unwrap().reason.as_deref(),
+        Some("the request was cancelled before the apply")
+    );
+    assert_eq!(h.state().previews, 2);
+    assert_eq!(h.state().counter, 0);
+}
+
+/// Below 2026-07-28 the question and the apply belong to one request, whose preview ran before
+/// asking: the sink cancels it the moment the approval is recorded, before the token is spent.
+#[tokio::test]
+async fn cancelled_after_approval_spends_no_token_and_deletes_nothing() {
+    let server = Wrapped::default();
+    let records = MemorySink::new();
+    let sink = Arc::new(CancelOnApproval {
+        records: records.clone(),
+        knobs: Arc::clone(&server.knobs),
+        armed: AtomicBool::new(false),
+    });
+    let audit: Arc<dyn AuditSink> = sink.clone();
+    let h = Harness::start(Era::Legacy, server, |b| {
+        b.preview("delete_row").audit(audit)
+    })
+    .await;
+    h.server.fixture.state.lock().rows.insert("a".into(), 1);
+    let token = prepare_token_on(&h.client, &h.scripted, "delete_row", json!({"name": "a"})).await;
+    records.clear();
+    sink.armed.store(true, Ordering::SeqCst);
+
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    let args = json!({"name": "a", "confirmationToken": token});
+    let result = h.call("delete_row", args.clone()).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = text_of(&result);
+    assert!(text.contains("cancelled"), "{text}");
+    assert!(text.contains("nothing was saved"), "{text}");
+    assert_eq!(h.state().data(), before.data());
+    assert_eq!(h.state().applies, 0);
+    assert_eq!(h.state().previews, before.previews + 1, "no re-run either");
+    let outcomes: Vec<_> = records
+        .records()
+        .into_iter()
+        .map(|r| (r.outcome, r.reason))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (Outcome::Approved, None),
+            (
+                Outcome::RequestCancelled,
+                Some("the request was cancelled after approval".to_owned())
+            ),
+        ]
+    );
+
+    // The token was not spent: the same call, approved and not cancelled, deletes the row.
+    sink.armed.store(false, Ordering::SeqCst);
+    h.scripted.script([Reply::Approve]);
+    let result = h.call("delete_row", args).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!h.state().rows.contains_key("a"));
+    assert_eq!(h.state().applies, 1);
+}

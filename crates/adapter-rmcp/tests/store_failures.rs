@@ -1,0 +1,189 @@
+//! The approval store fails: every write is refused with nothing written and one record, in both
+//! protocol eras, whether the store is down from the start or goes down while the user is being
+//! asked; reads keep working.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+mod wrapped;
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use approval_core::{BoxFuture, MemoryStore, Principal, Store, StoreError, StoreKey};
+use common::{Era, Reply, prepare_token_on, unwrapped};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use wrapped::{Harness, Wrapped};
+
+/// A memory store that can be switched off: while down, every call fails as an unreachable
+/// backend would.
+#[derive(Default)]
+struct SwitchableStore {
+    inner: MemoryStore,
+    down: AtomicBool,
+}
+
+impl SwitchableStore {
+    fn fail<T: Send + 'static>(&self) -> Option<BoxFuture<'static, Result<T, StoreError>>> {
+        self.down.load(Ordering::SeqCst).then(|| {
+            Box::pin(std::future::ready(Err(StoreError::Unavailable(
+                "connection refused".into(),
+            )))) as BoxFuture<'static, Result<T, StoreError>>
+        })
+    }
+}
+
+impl Store for SwitchableStore {
+    fn insert<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.insert(key, principal, record, expires_at, now),
+        }
+    }
+
+    fn take<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.take(key, now),
+        }
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.get(key, now),
+        }
+    }
+
+    fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.purge_expired(now),
+        }
+    }
+}
+
+async fn start(era: Era) -> (Harness, Arc<SwitchableStore>) {
+    let store = Arc::new(SwitchableStore::default());
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let h = Harness::start(era, Wrapped::default(), |b| b.store(dyn_store)).await;
+    h.server.fixture.state.lock().rows.insert("a".into(), 1);
+    (h, store)
+}
+
+fn assert_store_failed(h: &Harness, reason: &str) {
+    let last = h.audit.last().unwrap();
+    assert_eq!(last.outcome, Outcome::StoreFailed);
+    let recorded = last.reason.unwrap();
+    assert!(recorded.contains(reason), "{recorded}");
+}
+
+both_eras!(
+    an_additive_write_is_refused_while_the_store_is_down,
+    a_token_gated_delete_is_refused_while_the_store_is_down,
+    prepare_admin_action_is_refused_while_the_store_is_down,
+    a_store_that_fails_while_the_user_is_asked_writes_nothing,
+);
+
+async fn an_additive_write_is_refused_while_the_store_is_down(era: Era) {
+    let (h, store) = start(era).await;
+    store.down.store(true, Ordering::SeqCst);
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
+    h.assert_refused(&result, &before, Outcome::StoreFailed);
+    assert_store_failed(&h, "approval store unavailable: connection refused");
+    assert_eq!(h.audit.outcomes(), vec![Outcome::StoreFailed]);
+    assert!(h.scripted.asked().is_empty(), "nobody is asked");
+    assert_eq!(h.state().applies, 0);
+    // Reads keep working.
+    let read = h.call("get_counter", json!({})).await;
+    assert_eq!(unwrapped(&read), json!({"counter": 0}));
+}
+
+async fn a_token_gated_delete_is_refused_while_the_store_is_down(era: Era) {
+    let (h, store) = start(era).await;
+    let token = prepare_token_on(&h.client, &h.scripted, "delete_row", json!({"name": "a"})).await;
+    store.down.store(true, Ordering::SeqCst);
+    h.audit.clear();
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::StoreFailed);
+    assert_store_failed(&h, "store");
+    assert_eq!(h.audit.outcomes(), vec![Outcome::StoreFailed]);
+    assert_eq!(h.scripted.asked().len(), 1, "only the intent was asked");
+    assert_eq!(h.state().rows.get("a"), Some(&1));
+    assert_eq!(h.state().applies, 0);
+}
+
+async fn prepare_admin_action_is_refused_while_the_store_is_down(era: Era) {
+    let (h, store) = start(era).await;
+    store.down.store(true, Ordering::SeqCst);
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    let result = h
+        .call(
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::StoreFailed);
+    assert_store_failed(&h, "approval store unavailable");
+    assert!(result.structured_content.is_none(), "no token: {result:?}");
+    assert_eq!(h.audit.outcomes(), vec![Outcome::StoreFailed]);
+    assert!(h.scripted.asked().is_empty(), "nobody is asked");
+}
+
+async fn a_store_that_fails_while_the_user_is_asked_writes_nothing(era: Era) {
+    let (h, store) = start(era).await;
+    let before = h.state();
+    let down = Arc::clone(&store);
+    h.scripted.script([Reply::after(
+        move || down.down.store(true, Ordering::SeqCst),
+        Reply::Approve,
+    )]);
+    let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
+    h.assert_refused(&result, &before, Outcome::StoreFailed);
+    assert_store_failed(&h, "store");
+    assert_eq!(h.audit.outcomes(), vec![Outcome::StoreFailed]);
+    assert_eq!(h.scripted.asked().len(), 1);
+    assert_eq!(h.state().applies, 0);
+
+    // Back up: the same write, asked anew, goes through once.
+    store.down.store(false, Ordering::SeqCst);
+    h.scripted.script([Reply::Approve]);
+    let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().rows.get("b"), Some(&2));
+    assert_eq!(h.state().applies, 1);
+}

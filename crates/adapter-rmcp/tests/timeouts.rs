@@ -1,0 +1,87 @@
+//! A question the client never answers (protocol < 2026-07-28): the guard's own timeout ends it
+//! as an expired approval, with nothing written. Time is tokio's paused clock, advanced by the
+//! runtime when everything waits; nothing sleeps.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
+
+use adapter_rmcp::{MemorySink, Outcome};
+use approval_core::ManualClock;
+use common::{Fixture, Options, ScriptedClient, guard, start_time, text_of};
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    model::{CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult},
+    service::RequestContext,
+};
+use serde_json::json;
+
+/// Declares form elicitation, then never answers.
+#[derive(Clone, Default)]
+struct SilentClient {
+    asked: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for SilentClient {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ScriptedClient::new(true).get_info()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
+    let fixture = Fixture::default();
+    let audit = MemorySink::new();
+    let clock = ManualClock::new(start_time());
+    let guard = guard(fixture.clone(), &audit, &clock, &Options::default());
+    let silent = SilentClient::default();
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = guard.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = silent.clone().serve(client_io).await.unwrap();
+    let before = fixture.snapshot();
+
+    let params = CallToolRequestParams::new("set_counter")
+        .with_arguments(json!({"value": 7}).as_object().cloned().unwrap());
+    let result = client.call_tool(params).await.unwrap();
+
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = text_of(&result);
+    assert!(text.contains("not given in time"), "{text}");
+    assert!(text.contains("nothing was saved"), "{text}");
+    assert_eq!(silent.asked.load(Ordering::SeqCst), 1);
+    let after = fixture.snapshot();
+    assert_eq!(after.data(), before.data());
+    assert_eq!(after.applies, 0);
+    let records: Vec<_> = audit
+        .records()
+        .into_iter()
+        .map(|r| (r.outcome, r.reason))
+        .collect();
+    assert_eq!(
+        records,
+        vec![(Outcome::Expired, Some("expired".to_owned()))]
+    );
+}
