@@ -118,6 +118,10 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
     /// Declares that `tool` supports previews: it checks [`crate::is_preview`] and, when set,
     /// returns the change without making it. The guard then shows the preview to the user and
     /// re-runs it before applying.
+    ///
+    /// For a token-gated tool the preview also runs before `prepare_admin_action` asks the
+    /// user, with the target arguments and **no** `confirmationToken`, so the tool's argument
+    /// parsing must accept a missing token (for example an `Option` field).
     #[must_use]
     pub fn preview(mut self, tool: impl Into<String>) -> Self {
         self.previews.insert(tool.into());
@@ -125,7 +129,9 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
     }
 
     /// The question asked for `tool`, built from the tool name, the arguments (without the
-    /// confirmation token) and the preview value.
+    /// confirmation token) and the preview value. For a token-gated tool the same wording is the
+    /// body of `prepare_admin_action`'s question, after a sentence saying that a one-time token
+    /// is being prepared and that the action will ask again.
     #[must_use]
     pub fn prompt<F>(mut self, tool: impl Into<String>, prompt: F) -> Self
     where

@@ -24,7 +24,10 @@
 //!    approves the intent.
 //! 5. Run the tool's preview (dry run) with the captured arguments, with a [`Preview`] marker
 //!    in the request extensions that the model cannot set. A preview that says no
-//!    (`isError: true`) is returned in the envelope and nobody is asked.
+//!    (`isError: true`) is returned in the envelope and nobody is asked. For
+//!    [`PREPARE_ADMIN_ACTION`] it is the target tool's preview, with the target's arguments
+//!    (without any `confirmationToken`), so the intent question shows what the action would
+//!    change; a target preview that says no refuses it the same way, and no token is issued.
 //! 6. Put the pending approval in the approval store and ask the user with the preview, on a
 //!    2-minute clock: an `elicitation/create` form below protocol 2026-07-28 (the approval is
 //!    taken back from the store, once, when the answer arrives), an `InputRequiredResult` with

@@ -10,6 +10,9 @@
 //! the preview value: it is shown to the user, stored with the approval, and compared with a
 //! fresh preview before applying. A preview with `isError: true` (a business rule said no) is
 //! returned to the model as it is and the user is not asked.
+//!
+//! For a token-gated tool, `prepare_admin_action` also runs its preview before asking, with the
+//! target arguments and without a `confirmationToken`.
 
 use rmcp::{
     model::Extensions,

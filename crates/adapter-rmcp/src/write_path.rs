@@ -5,6 +5,8 @@
 //! records) or envelope (which results are wrapped, and how). This module only sequences them
 //! and talks to rmcp.
 
+use std::ops::ControlFlow;
+
 use approval_core::{
     ArgsDigest, CapturedArgs, Decision, DenyReason, PendingApproval, Principal, RoundTripRejection,
     StoreError, TokenRejection, ToolName, check_token_from_args, issue_token, open_round_trip,
@@ -14,7 +16,7 @@ use rmcp::{
     ErrorData, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputResponses,
-        ResourceContents,
+        JsonObject, ResourceContents,
     },
     service::{RequestContext, RoleServer},
 };
@@ -344,29 +346,26 @@ impl<S: ServerHandler> WriteGuard<S> {
             None
         };
 
-        // Step 5: the preview, with the captured arguments.
-        let preview = if self.shared.previews.contains(call.tool.as_str()) {
-            match self.run_preview(&request, &args, &context).await {
-                Ok(value) => value,
-                Err(PreviewFailure::Result(result)) => {
-                    self.record(&call, Outcome::PreviewFailed, Some("preview failed".into()));
-                    return Ok(self.wrap(call.tool.as_str(), class, *result).into());
-                }
-                // The inner text goes to the audit record only: outside the envelope it
-                // would reach the model as if the guard had said it.
-                Err(PreviewFailure::Other(reason)) => {
-                    return self.refuse(
-                        &call,
-                        Outcome::PreviewFailed,
-                        reason,
-                        "The change could not be previewed (the tool reported an error), so \
-                         nothing was saved and nobody was asked. Check the arguments and try \
-                         again; if it keeps failing, ask the server's operator.",
-                    );
-                }
+        // Step 5: the preview, with the captured arguments. For `prepare_admin_action` it is
+        // the target tool's preview, with the target's arguments (without any token), so the
+        // intent question can say what the action would change.
+        let preview = match &admin_target {
+            Some((target, target_args)) if self.shared.previews.contains(target.as_str()) => {
+                let mut target_request = request.clone();
+                target_request.name = target.as_str().to_owned().into();
+                let arguments = target_args.without_token();
+                self.preview_before_asking(&call, class, &target_request, &arguments, &context)
+                    .await
             }
-        } else {
-            Value::Null
+            None if self.shared.previews.contains(call.tool.as_str()) => {
+                self.preview_before_asking(&call, class, &request, args.arguments(), &context)
+                    .await
+            }
+            _ => ControlFlow::Continue(Value::Null),
+        };
+        let preview = match preview {
+            ControlFlow::Continue(value) => value,
+            ControlFlow::Break(refusal) => return refusal,
         };
 
         // Step 6: ask.
@@ -628,7 +627,10 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
 
         if self.shared.previews.contains(tool) {
-            match self.run_preview(&request, &pending.args, &context).await {
+            match self
+                .run_preview(&request, pending.args.arguments(), &context)
+                .await
+            {
                 Ok(fresh) if !pending.is_stale(&fresh) => {}
                 Ok(_) => {
                     return self.refuse(&call, Outcome::Stale, "preview changed", STALE_MESSAGE);
@@ -687,28 +689,63 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
     }
 
-    /// The prompt for an approval: the tool's own wording, or the default.
+    /// The prompt for an approval: the tool's own wording, or the default. For
+    /// `prepare_admin_action`: the target tool's question (its own wording, or the default, with
+    /// the target's preview when it has one), after a sentence saying what approving it does.
     fn prompt_for(&self, approved: &Approved) -> String {
         let pending = &approved.pending;
-        if let Some((target, target_args)) = &approved.admin_target {
-            let arguments = target_args.without_token();
-            return format!(
-                "Allow preparing an admin action? It issues a one-time confirmation token for \
-                 tool {target} with exactly these arguments; the action itself will ask you \
-                 again before it runs.\n{}",
-                default_prompt(&PromptInput::new(target.as_str(), &arguments, None))
-            );
-        }
-        let arguments = pending.args.without_token();
-        let preview = if self.shared.previews.contains(pending.tool.as_str()) {
+        // For `prepare_admin_action`, the stored preview is the target's (step 5).
+        let (tool, arguments) = match &approved.admin_target {
+            Some((target, target_args)) => (target, target_args.without_token()),
+            None => (&pending.tool, pending.args.without_token()),
+        };
+        let preview = if self.shared.previews.contains(tool.as_str()) {
             Some(&pending.preview)
         } else {
             None
         };
-        let input = PromptInput::new(pending.tool.as_str(), &arguments, preview);
-        match self.shared.prompts.get(pending.tool.as_str()) {
+        let input = PromptInput::new(tool.as_str(), &arguments, preview);
+        let question = match self.shared.prompts.get(tool.as_str()) {
             Some(custom) => custom(&input),
             None => default_prompt(&input),
+        };
+        if approved.admin_target.is_none() {
+            return question;
+        }
+        format!(
+            "Allow preparing an admin action? It issues a one-time confirmation token for tool \
+             {tool} with exactly these arguments; the action itself will ask you again before it \
+             runs.\n{question}"
+        )
+    }
+
+    /// Step 5: the preview before asking. `Break` carries the answer to a failed preview: the
+    /// tool's own error result (wrapped, as `tool`'s) or a refusal; nobody is asked, nothing is
+    /// saved or issued, and one `PreviewFailed` record says so.
+    async fn preview_before_asking(
+        &self,
+        call: &Call,
+        class: Classification,
+        request: &CallToolRequestParams,
+        arguments: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> ControlFlow<Result<CallToolResponse, ErrorData>, Value> {
+        match self.run_preview(request, arguments, context).await {
+            Ok(value) => ControlFlow::Continue(value),
+            Err(PreviewFailure::Result(result)) => {
+                self.record(call, Outcome::PreviewFailed, Some("preview failed".into()));
+                ControlFlow::Break(Ok(self.wrap(&request.name, class, *result).into()))
+            }
+            // The inner text goes to the audit record only: outside the envelope it would
+            // reach the model as if the guard had said it.
+            Err(PreviewFailure::Other(reason)) => ControlFlow::Break(self.refuse(
+                call,
+                Outcome::PreviewFailed,
+                reason,
+                "The change could not be previewed (the tool reported an error), so nothing \
+                 was saved and nobody was asked. Check the arguments and try again; if it keeps \
+                 failing, ask the server's operator.",
+            )),
         }
     }
 
@@ -716,11 +753,11 @@ impl<S: ServerHandler> WriteGuard<S> {
     async fn run_preview(
         &self,
         request: &CallToolRequestParams,
-        args: &CapturedArgs,
+        arguments: &JsonObject,
         context: &RequestContext<RoleServer>,
     ) -> Result<Value, PreviewFailure> {
         let mut preview_request = request.clone();
-        preview_request.arguments = Some(args.arguments().clone());
+        preview_request.arguments = Some(arguments.clone());
         preview_request.request_state = None;
         preview_request.input_responses = None;
         let mut preview_context = context.clone();

@@ -51,6 +51,9 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     let intent = &h.asked()[0];
     assert!(intent.contains("delete_row"), "{intent}");
     assert!(intent.contains("name: \"a\""), "{intent}");
+    // delete_row has not opted in to previews here: the question shows no preview, none ran.
+    assert!(!intent.contains("Before:"), "{intent}");
+    assert_eq!(h.state().previews, 0);
     assert_eq!(h.state().applies, 0, "preparing is not deleting");
 
     h.script([Reply::Approve]);

@@ -1,0 +1,319 @@
+//! `prepare_admin_action`'s question for a target tool that opted in to previews: it runs the
+//! target's preview with the target arguments (without any token) and asks in the target's own
+//! words, in both eras. A target preview that fails refuses the preparation: nobody is asked,
+//! no token is issued, nothing changes, and one `PreviewFailed` record says so.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::sync::Arc;
+
+use adapter_rmcp::{
+    MemorySink, Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuard, WriteGuardBuilder,
+    is_preview,
+};
+use approval_core::ManualClock;
+use common::{
+    Client, Era, Fixture, Reply, ScriptedClient, State, call_on, connect, prepare_token_on,
+    start_time, text_of, unwrapped,
+};
+use parking_lot::Mutex;
+use rmcp::{
+    ErrorData, ServerHandler,
+    model::*,
+    service::{RequestContext, RoleServer},
+};
+use serde_json::{Value, json};
+
+/// The sentence every `prepare_admin_action` question for `delete_row` starts with.
+const PREPARING: &str = "Allow preparing an admin action? It issues a one-time confirmation \
+token for tool delete_row with exactly these arguments; the action itself will ask you again \
+before it runs.\n";
+
+/// The fixture, with one business rule added to `delete_row`'s preview: a row that does not
+/// exist cannot be deleted. It also keeps the arguments of every `delete_row` preview.
+#[derive(Clone, Default)]
+struct Ruled {
+    fixture: Fixture,
+    previewed: Arc<Mutex<Vec<JsonObject>>>,
+}
+
+/// The business rule's words.
+fn no_such_row(name: &str) -> String {
+    format!("there is no row named {name:?}; nothing was changed")
+}
+
+impl ServerHandler for Ruled {
+    fn get_info(&self) -> ServerConfig {
+        self.fixture.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.fixture.list_tools(request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.fixture.get_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "delete_row" && is_preview(&context) {
+            let args = request.arguments.clone().unwrap_or_default();
+            self.previewed.lock().push(args.clone());
+            if let Some(Value::String(name)) = args.get("name")
+                && !self.fixture.state.lock().rows.contains_key(name)
+            {
+                self.fixture.state.lock().previews += 1;
+                return Ok(
+                    CallToolResult::error(vec![ContentBlock::text(no_such_row(name))]).into(),
+                );
+            }
+        }
+        self.fixture.call_tool(request, context).await
+    }
+}
+
+struct Harness {
+    client: Client,
+    scripted: ScriptedClient,
+    server: Ruled,
+    audit: MemorySink,
+}
+
+impl Harness {
+    /// Writes enabled, `delete_row` previewed, rows `a` = 1 and `b` = 2; `configure` adds the
+    /// rest.
+    async fn start(
+        era: Era,
+        configure: impl FnOnce(WriteGuardBuilder<Ruled>) -> WriteGuardBuilder<Ruled>,
+    ) -> Self {
+        let server = Ruled::default();
+        {
+            let mut state = server.fixture.state.lock();
+            state.rows.insert("a".into(), 1);
+            state.rows.insert("b".into(), 2);
+        }
+        let audit = MemorySink::new();
+        let builder = WriteGuard::builder(server.clone())
+            .writes_enabled(true)
+            .preview("delete_row")
+            .audit(Arc::new(audit.clone()))
+            .clock(Arc::new(ManualClock::new(start_time())));
+        let guard = configure(builder).build();
+        let scripted = ScriptedClient::new(true);
+        let client = connect(guard, era, scripted.clone()).await;
+        Self {
+            client,
+            scripted,
+            server,
+            audit,
+        }
+    }
+
+    fn state(&self) -> State {
+        self.server.fixture.snapshot()
+    }
+
+    fn previewed(&self) -> Vec<JsonObject> {
+        self.server.previewed.lock().clone()
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        call_on(&self.client, tool, args).await.unwrap()
+    }
+
+    async fn prepare_token(&self, args: Value) -> String {
+        prepare_token_on(&self.client, &self.scripted, "delete_row", args).await
+    }
+
+    /// A refused `prepare_admin_action`: an error without a token, nobody asked, the data as
+    /// `before`, no apply, and exactly one record, `PreviewFailed` with `reason`.
+    fn assert_refused_before_asking(&self, result: &CallToolResult, before: &State, reason: &str) {
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        assert!(result.structured_content.is_none(), "no token: {result:?}");
+        assert!(!text_of(result).contains("confirmationToken"), "{result:?}");
+        assert!(
+            self.scripted.asked().is_empty(),
+            "{:?}",
+            self.scripted.asked()
+        );
+        let after = self.state();
+        assert_eq!(after.data(), before.data());
+        assert_eq!(after.applies, before.applies);
+        let records = self.audit.records();
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0].outcome, Outcome::PreviewFailed);
+        assert_eq!(records[0].tool, PREPARE_ADMIN_ACTION);
+        assert_eq!(records[0].reason.as_deref(), Some(reason));
+    }
+}
+
+both_eras!(
+    the_intent_question_shows_the_target_preview,
+    the_intent_question_is_the_target_prompt_after_the_preparing_sentence,
+    the_target_preview_never_sees_a_confirmation_token,
+    a_target_preview_that_says_no_refuses_without_asking,
+    a_target_preview_that_errors_refuses_without_asking,
+);
+
+async fn the_intent_question_shows_the_target_preview(era: Era) {
+    let h = Harness::start(era, |b| b).await;
+    let token = h.prepare_token(json!({"name": "a"})).await;
+
+    let asked = h.scripted.asked();
+    assert_eq!(
+        asked,
+        [format!(
+            "{PREPARING}Approve this change? Tool: delete_row\nArguments:\n  name: \"a\"\n\
+             Before: 1\nAfter: null\nNothing is saved unless you approve."
+        )]
+    );
+    assert_eq!(
+        h.previewed(),
+        [json!({"name": "a"}).as_object().cloned().unwrap()]
+    );
+    assert_eq!(h.state().previews, 1);
+    assert_eq!(h.state().applies, 0, "preparing is not deleting");
+    assert!(h.state().rows.contains_key("a"));
+    assert_eq!(
+        h.audit.outcomes(),
+        [Outcome::Approved, Outcome::TokenIssued]
+    );
+
+    // The token is bound as before: to delete_row and {"name": "a"}; the act asks again.
+    h.scripted.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
+    assert!(!h.state().rows.contains_key("a"));
+    assert_eq!(h.state().applies, 1);
+    let asked = h.scripted.asked();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked[1].starts_with("Approve this change? Tool: delete_row"),
+        "{}",
+        asked[1]
+    );
+    assert!(asked[1].contains("Before: 1"), "{}", asked[1]);
+}
+
+async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(era: Era) {
+    let h = Harness::start(era, |b| {
+        b.prompt("delete_row", |input: &PromptInput<'_>| {
+            let before = input.preview.and_then(|p| p.get("before")).cloned();
+            format!(
+                "Delete row {} (value {})?",
+                input.arguments["name"],
+                before.unwrap_or(Value::Null)
+            )
+        })
+    })
+    .await;
+    let token = h.prepare_token(json!({"name": "b"})).await;
+    assert_eq!(
+        h.scripted.asked(),
+        [format!("{PREPARING}Delete row \"b\" (value 2)?")]
+    );
+
+    // The act is asked in the same words, without the preparing sentence.
+    h.scripted.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "b", "confirmationToken": token}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.scripted.asked()[1], "Delete row \"b\" (value 2)?");
+    assert!(!h.state().rows.contains_key("b"));
+}
+
+async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
+    let h = Harness::start(era, |b| b).await;
+    // A stray token among the target arguments is neither shown, previewed nor bound.
+    let token = h
+        .prepare_token(json!({"name": "a", "confirmationToken": "stray"}))
+        .await;
+    assert_eq!(
+        h.previewed(),
+        [json!({"name": "a"}).as_object().cloned().unwrap()]
+    );
+    let intent = &h.scripted.asked()[0];
+    assert!(!intent.contains("stray"), "{intent}");
+    assert!(intent.contains("Before: 1"), "{intent}");
+
+    h.scripted.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!h.state().rows.contains_key("a"));
+}
+
+async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
+    let h = Harness::start(era, |b| b).await;
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    let result = h
+        .call(
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "zzz"}}),
+        )
+        .await;
+    h.assert_refused_before_asking(&result, &before, "preview failed");
+    // The tool's own words, in the envelope, as a failed preview of the tool itself is.
+    let text = text_of(&result);
+    let wrapped = envelope::parse_text(&text).unwrap_or_else(|| panic!("not wrapped: {text}"));
+    assert_eq!(envelope::unwrap(&wrapped), Some(&json!(no_such_row("zzz"))));
+    assert_eq!(envelope::source(&wrapped), Some("fixture/delete_row"));
+    assert_eq!(h.state().previews, before.previews + 1);
+
+    // Nothing was issued: the act has no token to present and is refused before asking.
+    let result = h.call("delete_row", json!({"name": "zzz"})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(h.scripted.asked().is_empty());
+    assert_eq!(h.audit.last().unwrap().outcome, Outcome::TokenRejected);
+}
+
+async fn a_target_preview_that_errors_refuses_without_asking(era: Era) {
+    let h = Harness::start(era, |b| b).await;
+    let before = h.state();
+    h.scripted.script([Reply::Approve]);
+    // The fixture rejects the arguments with a protocol error.
+    let result = h
+        .call(
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": 7}}),
+        )
+        .await;
+    h.assert_refused_before_asking(&result, &before, "name must be a string");
+    let text = text_of(&result);
+    assert!(text.contains("could not be previewed"), "{text}");
+    assert!(text.contains("nothing was saved"), "{text}");
+    assert!(
+        !text.contains("must be a string"),
+        "inner text stays in the audit: {text}"
+    );
+}
