@@ -13,10 +13,10 @@
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use approval_core::TOKEN_REFUSAL_MESSAGE;
 use serde_json::{Value, json};
-use store_server::{Mode, OrderLineRequest, OrderRequest};
+use store_server::{CancellationRequest, Mode, OrderLineRequest, OrderRequest};
 use workspace_tests::{
     Answer, Client, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data,
-    is_error, structured, text,
+    is_error, message, structured, text,
 };
 
 const REASON: &str = "customer changed their mind";
@@ -90,10 +90,25 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
             "{era:?}"
         );
         assert_eq!(file.stock("TLS-002")?, 2);
-        let intent = &user.messages()[0];
-        assert!(intent.contains("cancel_order"), "{intent}");
-        assert!(intent.contains(&format!("orderId: {order}")), "{intent}");
-        assert!(intent.contains(REASON), "{intent}");
+        // The intent question is worded from the cancellation's preview: the order, the
+        // customer, the lines, the total and the reason, after the sentence that says a token
+        // is being prepared.
+        let intent = user.messages()[0].clone();
+        assert!(
+            intent.starts_with(
+                "Allow preparing an admin action? It issues a one-time confirmation token for \
+                 tool cancel_order with exactly these arguments; the action itself will ask you \
+                 again before it runs.\n"
+            ),
+            "{intent}"
+        );
+        assert!(
+            intent.contains("Cancel order 1 for customer 1 (Harbor Street Garage)"),
+            "{intent}"
+        );
+        assert!(intent.contains("1 x TLS-002"), "{intent}");
+        assert!(intent.contains("total $109.99"), "{intent}");
+        assert!(intent.contains(&format!("Reason: {REASON}")), "{intent}");
 
         // Second approval: the act, worded from the database.
         let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
@@ -102,6 +117,10 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
             user.messages()[1],
             "Cancel order 1 for customer 1 (Harbor Street Garage): 1 x TLS-002, total $109.99. \
              Reason: customer changed their mind. Stock goes back: TLS-002 2 -> 3"
+        );
+        assert!(
+            intent.ends_with(&format!("\n{}", user.messages()[1])),
+            "the intent asks in the act's words: {intent}"
         );
         let data = enveloped_data(&result)?;
         assert_eq!(data["status"], "cancelled");
@@ -358,6 +377,51 @@ async fn declining_the_intent_issues_no_token() -> Result<(), Failure> {
     assert!(result.structured_content.is_none());
     assert_eq!(store.file().snapshot()?, before);
     assert_eq!(store.audit.outcomes(), [Outcome::Declined]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -> Result<(), Failure>
+{
+    for era in Era::ALL {
+        let store = Store::new()?;
+        let order = place_order(&store)?;
+        let cancelled = CancellationRequest {
+            order_id: order,
+            reason: REASON.into(),
+        };
+        store.db.cancel_order(&cancelled, Mode::Apply)?;
+        let before = store.file().snapshot()?;
+        let user = ScriptedUser::answering([Answer::Approve]);
+        let client = connect(store.guard(true), &user, era).await?;
+
+        let result = call(
+            &client,
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": REASON}}),
+        )
+        .await?;
+
+        assert!(is_error(&result), "{era:?}: {result:?}");
+        // The store's own words, in the envelope, as a failed preview of cancel_order itself.
+        assert_eq!(
+            message(&result),
+            format!(
+                "order {order} is cancelled, only a pending order can be cancelled; nothing was \
+                 changed"
+            ),
+            "{era:?}"
+        );
+        assert!(result.structured_content.is_none(), "{era:?}: no token");
+        assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
+        assert_eq!(store.file().snapshot()?, before, "{era:?}");
+        assert_eq!(
+            last_decision(&store),
+            (Outcome::PreviewFailed, Some("preview failed".to_owned())),
+            "{era:?}"
+        );
+        assert_eq!(store.audit.outcomes(), [Outcome::PreviewFailed], "{era:?}");
+    }
     Ok(())
 }
 
