@@ -11,7 +11,7 @@ pub mod paged;
 
 use std::{collections::VecDeque, sync::Arc};
 
-use adapter_rmcp::{MemorySink, Outcome, WriteGuard, danger::AllowWritesWithoutElicitation};
+use adapter_rmcp::{MemorySink, Outcome, WriteGuard};
 use approval_core::ManualClock;
 use parking_lot::Mutex;
 use rmcp::{
@@ -219,19 +219,7 @@ pub fn guard(
     clock: &ManualClock,
     options: &Options,
 ) -> WriteGuard<Fixture> {
-    let mut builder = WriteGuard::builder(fixture)
-        .writes_enabled(options.writes)
-        .preview("set_counter")
-        .text_prefix(options.text_prefix)
-        .audit(Arc::new(audit.clone()))
-        .clock(Arc::new(clock.clone()));
-    if options.trust_list_rows {
-        builder = builder.trust_read("list_rows");
-    }
-    if options.danger {
-        builder = builder.danger(AllowWritesWithoutElicitation);
-    }
-    builder.build()
+    custom::guard_builder(fixture, audit, clock, options).build()
 }
 
 /// A connected client, the guard it talks to, and everything the test reads back.
