@@ -121,13 +121,21 @@ impl PendingApproval {
     /// preview that has no canonical form (deeper than [`PREVIEW_LIMITS`] or holding a number
     /// the form cannot represent) is always stale: fail closed.
     pub fn is_stale(&self, fresh: &Value) -> bool {
-        match (
-            canonical_json(&self.preview, &PREVIEW_LIMITS),
-            canonical_json(fresh, &PREVIEW_LIMITS),
-        ) {
-            (Ok(approved), Ok(fresh)) => approved != fresh,
-            _ => true,
-        }
+        !previews_match(&self.preview, fresh)
+    }
+}
+
+/// Whether `fresh`, a preview recomputed at the apply, equals `approved`, the preview the person
+/// approved. Compared in the canonical form ([`canonical_json`]) under [`PREVIEW_LIMITS`], so
+/// key order and the spelling of a number (`1` or `1.0`) do not matter and any other difference
+/// does. A preview without a canonical form never matches: fail closed.
+pub fn previews_match(approved: &Value, fresh: &Value) -> bool {
+    match (
+        canonical_json(approved, &PREVIEW_LIMITS),
+        canonical_json(fresh, &PREVIEW_LIMITS),
+    ) {
+        (Ok(approved), Ok(fresh)) => approved == fresh,
+        (Err(_), _) | (_, Err(_)) => false,
     }
 }
 

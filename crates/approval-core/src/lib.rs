@@ -116,7 +116,7 @@ mod token;
 mod test_support;
 
 pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
-pub use approval::{PREVIEW_LIMITS, PendingApproval};
+pub use approval::{PREVIEW_LIMITS, PendingApproval, previews_match};
 pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};
 pub use canonical::{ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, canonical_json};
 #[cfg(any(test, feature = "test-util"))]
