@@ -115,9 +115,14 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
-    /// Declares that `tool` supports previews: it checks [`crate::is_preview`] and, when set,
-    /// returns the change without making it. The guard then shows the preview to the user and
-    /// re-runs it before applying.
+    /// Declares that `tool` supports previews and compare-and-apply (see [`crate::WriteStep`]):
+    /// on [`WriteStep::Preview`](crate::WriteStep::Preview) it returns the change without
+    /// making it, and the guard shows that preview to the user; on
+    /// [`WriteStep::Apply`](crate::WriteStep::Apply) it recomputes the preview inside the
+    /// transaction that applies and commits only if
+    /// [`ApprovedPreview::check`](crate::ApprovedPreview::check) says unchanged. An apply that
+    /// returns success without that check is answered with an error and recorded as
+    /// `apply-failed`.
     ///
     /// For a token-gated tool the preview also runs before `prepare_admin_action` asks the
     /// user, with the target arguments and **no** `confirmationToken`, so the tool's argument

@@ -22,9 +22,9 @@
 //!    would spend now for this principal, tool and these exact arguments; any other token is
 //!    refused before anyone is asked. [`PREPARE_ADMIN_ACTION`] issues one after the user
 //!    approves the intent.
-//! 5. Run the tool's preview (dry run) with the captured arguments, with a [`Preview`] marker
-//!    in the request extensions that the model cannot set. A preview that says no
-//!    (`isError: true`) is returned in the envelope and nobody is asked. For
+//! 5. Run the tool's preview (dry run) with the captured arguments; the tool sees
+//!    [`WriteStep::Preview`] in the request extensions, which the model cannot set. A preview
+//!    that says no (`isError: true`) is returned in the envelope and nobody is asked. For
 //!    [`PREPARE_ADMIN_ACTION`] it is the target tool's preview, with the target's arguments
 //!    (without any `confirmationToken`), so the intent question shows what the action would
 //!    change; a target preview that says no refuses it the same way, and no token is issued.
@@ -34,9 +34,12 @@
 //!    a server-bound single-use `requestState` from 2026-07-28 on. In both eras a store that
 //!    is down, or a user with too many open approvals, is a refusal.
 //! 7. Only `accept` with `approve: true` continues.
-//! 8. If the client cancelled the request meanwhile, refuse. Spend the token, re-run the
-//!    preview and compare ("the data changed since you approved; nothing was saved"), check for
-//!    cancellation once more, apply with the same captured arguments.
+//! 8. If the client cancelled the request meanwhile, refuse. Spend the token, then apply with
+//!    the same captured arguments as a compare-and-apply: the tool sees
+//!    [`WriteStep::Apply`] with the approved preview, recomputes the preview inside the
+//!    transaction that applies and commits only if [`ApprovedPreview::check`] says unchanged
+//!    (else "the data changed since you approved; nothing was saved"). There is no separate
+//!    re-run call.
 //! 9. Wrap the result, record the decision.
 //!
 //! Every refusal is a tool result with `isError: true` that says what happened, that nothing
@@ -49,17 +52,19 @@
 //!
 //! It cannot prove that a person, rather than the client, answered the question: an `accept`
 //! comes from the client. It does not make a tool's preview honest: a tool that
-//! [opts in](WriteGuardBuilder::preview) must compute the change without making it when
-//! [`is_preview`] is set. It does not support write tools that need their own input rounds or
+//! [opts in](WriteGuardBuilder::preview) must compute the change without making it on
+//! [`WriteStep::Preview`] and compare on [`WriteStep::Apply`] (the guard refuses to vouch for
+//! an apply that did not compare). A tool that does not opt in gets [`WriteStep::Direct`]: the
+//! person approves its exact arguments, but nothing pins the state the write lands on. It does not support write tools that need their own input rounds or
 //! tasks. The name [`PREPARE_ADMIN_ACTION`] is reserved.
 //!
 //! # Example
 //!
 //! ```
-//! use adapter_rmcp::{WriteGuard, is_preview};
+//! use adapter_rmcp::{WriteGuard, WriteStep, write_step};
 //! use rmcp::{
 //!     ErrorData, ServerHandler, handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-//!     model::CallToolResult, schemars, service::{RequestContext, RoleServer},
+//!     model::{CallToolResult, ContentBlock}, schemars, service::{RequestContext, RoleServer},
 //!     tool, tool_handler, tool_router,
 //! };
 //! use std::sync::{Arc, atomic::{AtomicI64, Ordering}};
@@ -79,9 +84,19 @@
 //!            annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
 //!     async fn add(&self, Parameters(Add { n }): Parameters<Add>, cx: RequestContext<RoleServer>)
 //!         -> Result<CallToolResult, ErrorData> {
+//!         // One transaction: read, compute the change, then preview / compare-and-apply.
 //!         let before = self.value.load(Ordering::SeqCst);
 //!         let change = serde_json::json!({"before": before, "after": before + n});
-//!         if !is_preview(&cx) { self.value.fetch_add(n, Ordering::SeqCst); }
+//!         match write_step(&cx) {
+//!             WriteStep::Preview => {}
+//!             WriteStep::Apply(approved) => {
+//!                 if let Err(stale) = approved.check(&change) {
+//!                     return Ok(CallToolResult::error(vec![ContentBlock::text(stale.to_string())]));
+//!                 }
+//!                 self.value.store(before + n, Ordering::SeqCst);
+//!             }
+//!             WriteStep::Direct => { self.value.store(before + n, Ordering::SeqCst); }
+//!         }
 //!         Ok(CallToolResult::structured(change))
 //!     }
 //! }
@@ -104,9 +119,9 @@ pub mod danger;
 mod elicit;
 mod error;
 mod guard;
-mod preview;
 mod principal;
 mod prompt;
+mod step;
 mod tools;
 mod write_path;
 
@@ -115,11 +130,11 @@ pub use builder::WriteGuardBuilder;
 pub use elicit::INPUT_KEY;
 pub use error::Error;
 pub use guard::WriteGuard;
-pub use preview::{Preview, is_preview, is_preview_in};
 pub use principal::{
     AuthenticatedSubject, ConnectionId, FromAuthenticatedSubject, PerConnection, PrincipalRequest,
     PrincipalResolver,
 };
 pub use prompt::{PromptInput, default_prompt};
+pub use step::{ApprovedPreview, Stale, WriteStep, write_step, write_step_in};
 pub use tools::PREPARE_ADMIN_ACTION;
 pub use write_path::STALE_MESSAGE;

@@ -29,9 +29,9 @@ use crate::{
     audit::{AuditRecord, Outcome},
     elicit::{self, Answer, Era},
     error::Error,
-    preview::mark_preview,
     principal::PrincipalRequest,
     prompt::{PromptInput, default_prompt},
+    step::{ApprovedPreview, Comparison, attach_approved, mark_preview},
     tools::{self, PREPARE_ADMIN_ACTION},
 };
 
@@ -626,33 +626,54 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
         }
 
-        if self.shared.previews.contains(tool) {
-            match self
-                .run_preview(&request, pending.args.arguments(), &context)
-                .await
-            {
-                Ok(fresh) if !pending.is_stale(&fresh) => {}
-                Ok(_) => {
-                    return self.refuse(&call, Outcome::Stale, "preview changed", STALE_MESSAGE);
-                }
-                Err(_) => {
-                    return self.refuse(
-                        &call,
-                        Outcome::Stale,
-                        "preview failed on re-run",
-                        STALE_MESSAGE,
-                    );
-                }
-            }
-        }
-
         if let Some(refusal) = self.refuse_if_cancelled(&call, &context, "before the apply") {
             return refusal;
         }
         request.arguments = Some(pending.args.arguments().clone());
         request.request_state = None;
         request.input_responses = None;
-        match self.shared.inner.call_tool(request, context).await {
+        // Compare-and-apply: the approved preview travels with the apply, and the tool compares
+        // it inside the transaction that applies (see `step`).
+        let approved_preview = self
+            .shared
+            .previews
+            .contains(tool)
+            .then(|| ApprovedPreview::new(pending.preview.clone()));
+        let mut context = context;
+        if let Some(approved) = &approved_preview {
+            attach_approved(&mut context.extensions, approved);
+        }
+        let response = self.shared.inner.call_tool(request, context).await;
+        if let Some(approved) = &approved_preview {
+            match approved.comparison() {
+                Some(Comparison::Stale) => {
+                    return self.refuse(&call, Outcome::Stale, "preview changed", STALE_MESSAGE);
+                }
+                Some(Comparison::Unchanged) => {}
+                None => {
+                    if let Ok(CallToolResponse::Complete(result)) = &response
+                        && result.is_error != Some(true)
+                    {
+                        tracing::error!(
+                            target: "adapter_rmcp",
+                            tool,
+                            "the tool opted in to previews but applied without comparing the \
+                             approved preview (call ApprovedPreview::check in its apply)"
+                        );
+                        return self.refuse(
+                            &call,
+                            Outcome::ApplyFailed,
+                            "the tool did not compare the approved preview",
+                            "The change was approved, but the tool did not confirm that the data \
+                             was still as approved when it applied, so the server cannot vouch \
+                             for what was saved. Check the current state; if this keeps \
+                             happening, ask the server's operator.",
+                        );
+                    }
+                }
+            }
+        }
+        match response {
             Ok(CallToolResponse::Complete(result)) => {
                 if result.is_error == Some(true) {
                     self.record(

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use adapter_rmcp::{
     MemorySink, Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuard, WriteGuardBuilder,
-    is_preview,
+    WriteStep, write_step,
 };
 use approval_core::ManualClock;
 use common::{
@@ -71,7 +71,7 @@ impl ServerHandler for Ruled {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name == "delete_row" && is_preview(&context) {
+        if request.name == "delete_row" && matches!(write_step(&context), WriteStep::Preview) {
             let args = request.arguments.clone().unwrap_or_default();
             self.previewed.lock().push(args.clone());
             if let Some(Value::String(name)) = args.get("name")

@@ -39,30 +39,6 @@ impl AuditSink for CancelOnApproval {
     }
 }
 
-both_eras!(cancelled_while_the_preview_is_re_run_applies_nothing);
-
-/// The preview of `set_counter` runs once before asking and once after the approval; the
-/// request is cancelled during the second.
-async fn cancelled_while_the_preview_is_re_run_applies_nothing(era: Era) {
-    let server = Wrapped::default();
-    server.knobs.cancel_on_preview.store(2, Ordering::SeqCst);
-    let h = Harness::start(era, server, |b| b).await;
-    let before = h.state();
-    h.scripted.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::RequestCancelled);
-    assert_eq!(
-        h.audit.outcomes(),
-        vec![Outcome::Approved, Outcome::RequestCancelled]
-    );
-    assert_eq!(
-        h.audit.last().unwrap().reason.as_deref(),
-        Some("the request was cancelled before the apply")
-    );
-    assert_eq!(h.state().previews, 2);
-    assert_eq!(h.state().counter, 0);
-}
-
 /// Below 2026-07-28 the question and the apply belong to one request, whose preview ran before
 /// asking: the sink cancels it the moment the approval is recorded, before the token is spent.
 #[tokio::test]

@@ -44,7 +44,7 @@ both_eras!(
     a_request_nobody_can_be_named_for_is_refused,
     a_second_token_over_the_principal_cap_is_refused,
     a_write_over_the_principal_cap_is_refused,
-    a_preview_that_fails_on_the_re_run_is_stale,
+    a_rule_that_fails_at_the_apply_is_stale,
     an_apply_error_after_approval_is_recorded,
 );
 
@@ -55,8 +55,8 @@ async fn approve_applies_exactly_the_previewed_change(era: Era) {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.state().counter, 7);
     assert_eq!(h.state().applies, 1);
-    // Previewed once before asking, once more before applying.
-    assert_eq!(h.state().previews, 2);
+    // Previewed once before asking; the apply compares in its own transaction.
+    assert_eq!(h.state().previews, 1);
     // The write result is wrapped.
     assert_eq!(unwrapped(&result), json!({"before": 0, "after": 7}));
     assert!(text_of(&result).starts_with(envelope::NOTICE_PREFIX));
@@ -274,7 +274,9 @@ async fn a_stale_preview_is_refused(era: Era) {
         3,
         "the other change stays, ours is not applied"
     );
-    assert_eq!(h.state().applies, 0);
+    // The tool was asked to apply once, compared, and wrote nothing.
+    assert_eq!(h.state().applies, 1);
+    assert_eq!(h.state().previews, 1);
     assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
     assert_eq!(
         h.audit.last().unwrap().reason.as_deref(),
@@ -438,28 +440,33 @@ async fn a_write_over_the_principal_cap_is_refused(era: Era) {
     assert!(!h.outcomes().contains(&Outcome::Approved));
 }
 
-async fn a_preview_that_fails_on_the_re_run_is_stale(era: Era) {
+async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
     let fixture = h.fixture.clone();
-    // While the user looks at "before 0, after 7", the counter gets locked: the preview that
-    // worked when the user was asked now fails.
+    // While the user looks at "before 0, after 7", the counter gets locked: the change that
+    // passed the rules when the user was asked fails them at the apply, which says stale.
     h.script([Reply::after(
         move || fixture.state.lock().locked = true,
         Reply::Approve,
     )]);
     let result = h.call("set_counter", json!({"value": 7})).await;
-    let mut expected = before.clone();
-    expected.locked = true;
-    h.assert_refused(
-        &result,
-        &expected,
-        Outcome::Stale,
-        Some("preview failed on re-run"),
-    );
+    assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(text_of(&result), STALE_MESSAGE);
-    assert_eq!(h.state().previews, 2, "previewed before asking and again");
+    let after = h.state();
+    assert_eq!(after.counter, before.counter, "nothing was written");
+    assert_eq!(after.rows, before.rows);
+    assert!(after.locked);
+    assert_eq!(after.previews, 1, "previewed once, before asking");
+    assert_eq!(
+        after.applies, 1,
+        "asked to apply once; it found the rule broken"
+    );
     assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
+    assert_eq!(
+        h.audit.last().unwrap().reason.as_deref(),
+        Some("preview changed")
+    );
 }
 
 async fn an_apply_error_after_approval_is_recorded(era: Era) {

@@ -165,10 +165,9 @@ impl StoreServer {
 
 /// Whether this call is the guard's dry run.
 fn mode(context: &RequestContext<RoleServer>) -> Mode {
-    if adapter_rmcp::is_preview(context) {
-        Mode::Preview
-    } else {
-        Mode::Apply
+    match adapter_rmcp::write_step(context) {
+        adapter_rmcp::WriteStep::Preview => Mode::Preview,
+        adapter_rmcp::WriteStep::Apply(_) | adapter_rmcp::WriteStep::Direct => Mode::Apply,
     }
 }
 

@@ -15,7 +15,7 @@ use std::{
     sync::{Arc, LazyLock},
 };
 
-use adapter_rmcp::is_preview;
+use adapter_rmcp::{WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,
@@ -158,6 +158,17 @@ fn arg_str<'a>(args: &'a JsonObject, name: &str) -> Result<&'a str, ErrorData> {
         .ok_or_else(|| invalid(&format!("{name} must be a string")))
 }
 
+/// The compare of a compare-and-apply: on an approved apply, the fresh change must equal the
+/// approved preview; a stale one is an error result and nothing is changed.
+fn compare(step: &WriteStep, change: &Value) -> Result<(), CallToolResult> {
+    match step {
+        WriteStep::Apply(approved) => approved
+            .check(change)
+            .map_err(|stale| CallToolResult::error(vec![ContentBlock::text(stale.to_string())])),
+        WriteStep::Preview | WriteStep::Direct => Ok(()),
+    }
+}
+
 impl Fixture {
     pub fn snapshot(&self) -> State {
         self.state.lock().clone()
@@ -166,8 +177,9 @@ impl Fixture {
     fn call(
         &self,
         request: &CallToolRequestParams,
-        preview: bool,
+        step: &WriteStep,
     ) -> Result<CallToolResult, ErrorData> {
+        let preview = matches!(step, WriteStep::Preview);
         let empty = JsonObject::new();
         let args = request.arguments.as_ref().unwrap_or(&empty);
         let mut state = self.state.lock();
@@ -219,11 +231,17 @@ impl Fixture {
                     )]));
                 }
                 if state.locked {
+                    if let WriteStep::Apply(approved) = step {
+                        let _ = approved.stale();
+                    }
                     return Ok(CallToolResult::error(vec![ContentBlock::text(LOCKED)]));
                 }
                 let change = json!({"before": state.counter, "after": value});
                 if preview {
                     return Ok(CallToolResult::structured(change));
+                }
+                if let Err(stale) = compare(step, &change) {
+                    return Ok(stale);
                 }
                 if state.apply_error {
                     return Err(ErrorData::internal_error(APPLY_ERROR, None));
@@ -238,13 +256,15 @@ impl Fixture {
             }
             "delete_row" => {
                 let name = arg_str(args, "name")?.to_owned();
+                let change = json!({"before": state.rows.get(&name), "after": null});
                 if preview {
                     state.previews += 1;
-                    return Ok(CallToolResult::structured(
-                        json!({"before": state.rows.get(&name), "after": null}),
-                    ));
+                    return Ok(CallToolResult::structured(change));
                 }
                 state.applies += 1;
+                if let Err(stale) = compare(step, &change) {
+                    return Ok(stale);
+                }
                 let existed = state.rows.remove(&name).is_some();
                 Ok(CallToolResult::structured(
                     json!({"deleted": name, "existed": existed}),
@@ -286,7 +306,7 @@ impl ServerHandler for Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request, is_preview(&context)).map(Into::into)
+        self.call(&request, &write_step(&context)).map(Into::into)
     }
 
     async fn list_prompts(

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::is_preview;
+use adapter_rmcp::{WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::CallToolResult,
+    model::{CallToolResult, ContentBlock},
     service::{RequestContext, RoleServer},
     tool, tool_handler, tool_router,
 };
@@ -56,8 +56,17 @@ impl Notes {
     ) -> Result<CallToolResult, ErrorData> {
         let mut notes = self.notes.lock();
         let change = json!({"before": notes.len(), "after": notes.len() + 1, "text": text});
-        if !is_preview(&context) {
-            notes.push(text);
+        match write_step(&context) {
+            WriteStep::Preview => {}
+            WriteStep::Apply(approved) => {
+                if let Err(stale) = approved.check(&change) {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(
+                        stale.to_string(),
+                    )]));
+                }
+                notes.push(text);
+            }
+            WriteStep::Direct => notes.push(text),
         }
         Ok(CallToolResult::structured(change))
     }

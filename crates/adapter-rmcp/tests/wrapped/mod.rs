@@ -10,7 +10,7 @@ use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
 };
 
-use adapter_rmcp::is_preview;
+use adapter_rmcp::{WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,
@@ -95,7 +95,7 @@ impl ServerHandler for Wrapped {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if is_preview(&context) {
+        if matches!(write_step(&context), WriteStep::Preview) {
             let seen = self.knobs.previews.fetch_add(1, Ordering::SeqCst) + 1;
             let ct = context.ct.clone();
             *self.knobs.canceller.lock() = Some(Box::new(move || ct.cancel()));
