@@ -123,7 +123,9 @@ pub use canonical::{ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, 
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use error::Error;
-pub use ids::{ApprovalId, ArgsDigest, ConfirmationToken, Principal, StateId, TokenId, ToolName};
+pub use ids::{
+    ApprovalId, ArgsDigest, ConfirmationToken, IdError, Principal, StateId, TokenId, ToolName,
+};
 pub use policy::{
     ApprovalPolicy, DEFAULT_APPROVAL_TTL, DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_TOKEN_TTL,
 };
