@@ -28,9 +28,13 @@
 //!    For the input-required round trip, store it with [`open_round_trip`] and hand the returned
 //!    [`StateId`] to the client as `requestState`; on the retry, [`take_round_trip`] gives it back
 //!    once, only to the same principal, tool and arguments, only while the clock runs.
-//! 3. **Decide**: [`PendingApproval::decide`] turns the answer into a [`Decision`]. Only
-//!    [`Decision::Approve`] may continue; then apply the approval's own
-//!    [`args`](PendingApproval::args).
+//! 3. **Decide**: [`PendingApproval::decide`] consumes the pending approval and turns the answer
+//!    into a [`Verdict`]. Only [`Verdict::Approved`] may continue: the [`Approved`] it carries
+//!    (private fields, not `Clone`, made only by `decide` or, loudly, by
+//!    [`danger::approve_without_asking`]) is what the apply takes, and it applies
+//!    [`Approved::args`], the arguments captured when the user was asked.
+//! 4. **Apply** as a compare-and-apply: recompute the preview inside the transaction that applies
+//!    and commit only if [`previews_match`] the approved [`Approved::preview`].
 //!
 //! # Lifecycle of a confirmation token
 //!
@@ -78,11 +82,16 @@
 //!     t0, &policy,
 //! );
 //! let answer = json!({"approve": true});
-//! assert_eq!(pending.decide(&AnswerAction::Accept, Some(&answer), at(119)), Decision::Approve);
 //! assert_eq!(
-//!     pending.decide(&AnswerAction::Accept, Some(&answer), at(120)), // exactly 120 s: too late
-//!     Decision::Deny(DenyReason::Expired)
+//!     pending.clone().decide(&AnswerAction::Accept, Some(&answer), at(120)), // exactly 120 s
+//!     Verdict::Denied(DenyReason::Expired)
 //! );
+//! let approved = match pending.decide(&AnswerAction::Accept, Some(&answer), at(119)) {
+//!     Verdict::Approved(approved) => approved,
+//!     Verdict::Denied(reason) => unreachable!("refuse and record {reason}; nothing is applied"),
+//! };
+//! assert_eq!(approved.args().arguments(), raw.as_object().unwrap()); // apply exactly these
+//! assert!(previews_match(approved.preview(), &json!({"status": "open", "order": 42.0})));
 //!
 //! // Token: issue, then spend once with the same arguments plus the token.
 //! let token = block_on(issue_token(&store, &alice, &tool, &args, at(0), &policy))?;
@@ -105,6 +114,7 @@ mod args;
 mod bound;
 mod canonical;
 mod clock;
+pub mod danger;
 mod error;
 mod ids;
 mod policy;
@@ -116,7 +126,7 @@ mod token;
 mod test_support;
 
 pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
-pub use approval::{PREVIEW_LIMITS, PendingApproval, previews_match};
+pub use approval::{Approved, PREVIEW_LIMITS, PendingApproval, Verdict, previews_match};
 pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};
 pub use canonical::{ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, canonical_json};
 #[cfg(any(test, feature = "test-util"))]

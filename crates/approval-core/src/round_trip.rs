@@ -83,7 +83,7 @@ impl From<Refusal> for RoundTripRejection {
 
 /// Stores `pending` as the state of an input-required round trip and returns the opaque
 /// `requestState` value to hand to the client. The state expires with the approval clock
-/// (`pending.expires_at`) and can be taken once, by [`take_round_trip`].
+/// (`pending.expires_at()`) and can be taken once, by [`take_round_trip`].
 pub async fn open_round_trip<S: Store + ?Sized>(
     store: &S,
     pending: &PendingApproval,
@@ -127,9 +127,9 @@ pub async fn store_approval<S: Store + ?Sized>(
     pending: &PendingApproval,
     now: OffsetDateTime,
 ) -> Result<ApprovalId, StoreError> {
-    let key = StoreKey::new(RecordKind::Approval, pending.id.to_string());
+    let key = StoreKey::new(RecordKind::Approval, pending.id().to_string());
     put_pending(store, key, pending, now).await?;
-    Ok(pending.id)
+    Ok(pending.id())
 }
 
 /// Takes a stored approval once; the same checks as [`take_round_trip`].
@@ -153,16 +153,19 @@ async fn put_pending<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
     let record = LiveRecord {
-        principal: pending.principal.clone(),
-        tool: pending.tool.clone(),
-        digest: pending.args.digest(),
-        issued_at_ns: bound::to_ns(pending.asked_at)?,
-        expires_at_ns: bound::to_ns(pending.expires_at)?,
-        retain_until_ns: bound::to_ns(bound::retain_until(pending.asked_at, pending.expires_at))?,
+        principal: pending.principal().clone(),
+        tool: pending.tool().clone(),
+        digest: pending.args().digest(),
+        issued_at_ns: bound::to_ns(pending.asked_at())?,
+        expires_at_ns: bound::to_ns(pending.expires_at())?,
+        retain_until_ns: bound::to_ns(bound::retain_until(
+            pending.asked_at(),
+            pending.expires_at(),
+        ))?,
         approval: Some(StoredApproval {
-            id: pending.id.to_string(),
-            arguments: pending.args.arguments().clone(),
-            preview: pending.preview.clone(),
+            id: pending.id().to_string(),
+            arguments: pending.args().arguments().clone(),
+            preview: pending.preview().clone(),
         }),
     };
     bound::put(store, key, record, now).await
@@ -246,7 +249,7 @@ mod tests {
 
         fn take(&self, state: &str) -> Result<PendingApproval, RoundTripRejection> {
             let p = &self.pending;
-            self.take_as(state, &p.principal, &p.tool, &p.args)
+            self.take_as(state, p.principal(), p.tool(), p.args())
         }
 
         fn take_as(
@@ -280,7 +283,8 @@ mod tests {
         );
         let yes = json!({"approve": true});
         assert_eq!(
-            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now()),
+            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now())
+                .decision(),
             Decision::Approve
         );
         assert_eq!(
@@ -339,16 +343,16 @@ mod tests {
         let other_tool = ToolName::new("delete_sku");
         let other_args = args(json!({"sku": "A-1", "delta": 200}));
         let cases = [
-            (&bob, &p.tool, &p.args, RoundTripRejection::OtherPrincipal),
+            (&bob, p.tool(), p.args(), RoundTripRejection::OtherPrincipal),
             (
-                &p.principal,
+                p.principal(),
                 &other_tool,
-                &p.args,
+                p.args(),
                 RoundTripRejection::OtherTool,
             ),
             (
-                &p.principal,
-                &p.tool,
+                p.principal(),
+                p.tool(),
                 &other_args,
                 RoundTripRejection::OtherArguments,
             ),
@@ -373,7 +377,8 @@ mod tests {
         f.clock.advance(Duration::seconds(20));
         let yes = json!({"approve": true});
         assert_eq!(
-            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now()),
+            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now())
+                .decision(),
             Decision::Deny(DenyReason::Expired)
         );
     }
@@ -382,15 +387,15 @@ mod tests {
     fn stored_approvals_work_the_same_way() {
         let f = fixture();
         let id = ready(store_approval(&f.store, &f.pending, f.clock.now())).unwrap();
-        assert_eq!(id, f.pending.id);
+        assert_eq!(id, f.pending.id());
         let p = &f.pending;
         let take = || {
             ready(take_approval(
                 &f.store,
                 &id.to_string(),
-                &p.principal,
-                &p.tool,
-                &p.args,
+                p.principal(),
+                p.tool(),
+                p.args(),
                 f.clock.now(),
             ))
         };
@@ -411,9 +416,9 @@ mod tests {
             ready(take_round_trip(
                 store,
                 &state,
-                &p.principal,
-                &p.tool,
-                &p.args,
+                p.principal(),
+                p.tool(),
+                p.args(),
                 now,
             ))
         };
@@ -431,11 +436,11 @@ mod tests {
             "status": "live",
             "principal": "alice",
             "tool": "adjust_stock",
-            "digest": p.args.digest(),
+            "digest": p.args().digest(),
             "issuedAtNs": bound::to_ns(now).unwrap(),
             "expiresAtNs": expires,
             "retainUntilNs": expires,
-            "approval": {"id": p.id.to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}
+            "approval": {"id": p.id().to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}
         });
         assert_eq!(
             take(&BrokenStore::Garbage(tampered)),
