@@ -7,7 +7,8 @@
 //! [`CapturedArgs`]); whether the user's answer approves ([`decide_answer`]: only `accept` with
 //! `approve` equal to the boolean `true`); whether an approval is still live (the approval clock,
 //! [`PendingApproval`]); whether a confirmation token may be spent ([`spend_token`]); whether a
-//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]).
+//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]); and in which
+//! order the gates of a write refuse ([`admit`]).
 //!
 //! It does not read a clock (every function takes `now`; the caller owns a [`Clock`]), does no
 //! IO, knows nothing of MCP transports, and does not talk to the user. Storage is behind the
@@ -108,6 +109,7 @@
 //! Tests drive time with `ManualClock` (public behind the `test-util` feature) instead of
 //! sleeping.
 
+mod admission;
 mod answer;
 mod approval;
 mod args;
@@ -125,6 +127,7 @@ mod token;
 #[cfg(test)]
 mod test_support;
 
+pub use admission::{Admission, AdmissionFacts, Gate, TokenGate, admit};
 pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
 pub use approval::{Approved, PREVIEW_LIMITS, PendingApproval, Verdict, previews_match};
 pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};
