@@ -49,8 +49,11 @@
 //!    [`spend_token_from_args`]) succeeds once, atomically. Any attempt that finds the live token uses it up, including one with
 //!    another principal, tool or arguments (fail closed). Every failure has its own
 //!    [`TokenRejection`] for the audit trail, and all render the same text.
-//! 4. **Forget**: the store keeps a tombstone for one more lifetime, so a second attempt is
-//!    recorded as already spent or expired, then forgets it.
+//! 4. **Forget**: a token counts towards its principal's cap
+//!    ([`ApprovalPolicy::per_principal_cap`]) only while it is live: until it is spent or for
+//!    exactly its lifetime (300 s), as an unanswered approval or round trip does for its 120 s.
+//!    The store keeps a tombstone and a receipt, which count towards no cap, for one more
+//!    lifetime, so a later attempt is recorded as already spent or expired; then it forgets.
 //!
 //! # Example
 //!

@@ -274,7 +274,8 @@ mod tests {
     fn a_round_trip_gives_back_the_approval_once() {
         let f = fixture();
         let state = f.open();
-        assert_eq!(f.store.len(), 1);
+        assert_eq!(f.store.len(), 2, "the state and its receipt");
+        assert_eq!(f.store.live_count(f.pending.principal(), f.clock.now()), 1);
         f.clock.advance(Duration::seconds(119));
         let back = f.take(&state.to_string()).unwrap();
         assert_eq!(
@@ -291,7 +292,12 @@ mod tests {
             f.take(&state.to_string()),
             Err(RoundTripRejection::Replayed)
         );
-        assert_eq!(f.store.len(), 1, "a tombstone, nothing live");
+        assert_eq!(f.store.len(), 2, "a tombstone and a receipt");
+        assert_eq!(
+            f.store.live_count(f.pending.principal(), f.clock.now()),
+            0,
+            "nothing live"
+        );
     }
 
     #[test]
@@ -308,6 +314,108 @@ mod tests {
         f.clock.advance(Duration::seconds(120));
         assert_eq!(f.take(&at.to_string()), Err(RoundTripRejection::Unknown));
         assert!(f.store.is_empty());
+    }
+
+    #[test]
+    fn an_unanswered_round_trip_holds_its_cap_slot_for_exactly_its_lifetime() {
+        let mut f = fixture();
+        f.store = MemoryStore::with_caps(1, 100);
+        let t0 = f.clock.now();
+        let unanswered = f.open();
+        let p = &f.pending;
+        let open_at = |s: i64| {
+            let now = t0 + Duration::seconds(s);
+            let pending = PendingApproval::new(
+                p.principal().clone(),
+                p.tool().clone(),
+                p.args().clone(),
+                p.preview().clone(),
+                now,
+                &ApprovalPolicy::default(),
+            );
+            ready(open_round_trip(&f.store, &pending, now))
+        };
+        assert_eq!(
+            open_at(119),
+            Err(StoreError::PrincipalCapReached { cap: 1 }),
+            "held at 119 s"
+        );
+        assert_eq!(
+            f.store
+                .live_count(p.principal(), t0 + Duration::seconds(119)),
+            1
+        );
+        assert_eq!(
+            f.store
+                .live_count(p.principal(), t0 + Duration::seconds(120)),
+            0
+        );
+        let next = open_at(120).expect("free at 120 s");
+        f.clock.set(t0 + Duration::seconds(120));
+        // A late retry of the unanswered one is still told it expired, for one more lifetime.
+        assert_eq!(
+            f.take(&unanswered.to_string()),
+            Err(RoundTripRejection::Expired)
+        );
+        f.clock.set(t0 + Duration::seconds(239));
+        assert_eq!(
+            f.take(&unanswered.to_string()),
+            Err(RoundTripRejection::Expired)
+        );
+        // The one opened at 120 s is answered; a late retry of it is told it was used.
+        assert!(f.take(&next.to_string()).is_ok());
+        f.clock.set(t0 + Duration::seconds(240));
+        assert_eq!(
+            f.take(&unanswered.to_string()),
+            Err(RoundTripRejection::Unknown)
+        );
+        f.clock.set(t0 + Duration::seconds(241));
+        assert_eq!(f.take(&next.to_string()), Err(RoundTripRejection::Replayed));
+    }
+
+    #[test]
+    fn stored_approvals_hold_their_cap_slot_for_exactly_their_lifetime() {
+        let mut f = fixture();
+        f.store = MemoryStore::with_caps(1, 100);
+        let t0 = f.clock.now();
+        let p = &f.pending;
+        let id = ready(store_approval(&f.store, p, t0)).unwrap();
+        let later = |s: i64| {
+            PendingApproval::new(
+                p.principal().clone(),
+                p.tool().clone(),
+                p.args().clone(),
+                p.preview().clone(),
+                t0 + Duration::seconds(s),
+                &ApprovalPolicy::default(),
+            )
+        };
+        let store_at = |s: i64| {
+            ready(store_approval(
+                &f.store,
+                &later(s),
+                t0 + Duration::seconds(s),
+            ))
+        };
+        assert_eq!(
+            store_at(119),
+            Err(StoreError::PrincipalCapReached { cap: 1 })
+        );
+        let next = store_at(120).expect("free at 120 s");
+        let take_at = |id: ApprovalId, s: i64| {
+            ready(take_approval(
+                &f.store,
+                &id.to_string(),
+                p.principal(),
+                p.tool(),
+                p.args(),
+                t0 + Duration::seconds(s),
+            ))
+        };
+        assert_eq!(take_at(id, 120), Err(RoundTripRejection::Expired));
+        assert!(take_at(next, 121).is_ok());
+        assert_eq!(take_at(next, 300), Err(RoundTripRejection::Replayed));
+        assert_eq!(take_at(next, 360), Err(RoundTripRejection::Unknown));
     }
 
     #[test]
@@ -331,7 +439,11 @@ mod tests {
         ] {
             assert_eq!(f.take(bad), Err(RoundTripRejection::Malformed), "{bad:?}");
         }
-        assert_eq!(f.store.len(), 1, "the real state is untouched");
+        assert_eq!(
+            f.store.len(),
+            2,
+            "the real state and its receipt are untouched"
+        );
         assert!(f.take(&state).is_ok());
     }
 
