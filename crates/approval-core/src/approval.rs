@@ -575,7 +575,7 @@ mod tests {
         fn same_leaf(a: &Value, b: &Value) -> bool {
             match (a.as_f64(), b.as_f64()) {
                 (Some(x), Some(y)) => x == y,
-                _ => a == b,
+                (None, _) | (_, None) => a == b,
             }
         }
 

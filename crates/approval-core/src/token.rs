@@ -737,16 +737,16 @@ mod tests {
                 tool: u8,
                 args: u8,
             },
-            /// Spend issued token number `which` (modulo), changing nothing (kinds 0..=2) or one
-            /// of principal (3), tool (4), arguments (5).
+            /// Spend issued token number `which` (modulo), as issued or with one of principal,
+            /// tool or arguments changed.
             Spend {
                 which: usize,
-                mismatch: u8,
+                mismatch: Mismatch,
             },
             /// Check (without spending) issued token number `which`, like `Spend`.
             Check {
                 which: usize,
-                mismatch: u8,
+                mismatch: Mismatch,
             },
             SpendForged,
             SpendMalformed(String),
@@ -754,11 +754,52 @@ mod tests {
             Purge,
         }
 
+        /// What an attempt changes from what the token was issued for.
+        #[derive(Debug, Clone, Copy)]
+        enum Mismatch {
+            Nothing,
+            Principal,
+            Tool,
+            Arguments,
+        }
+
+        impl Mismatch {
+            /// The principal, tool and arguments of the attempt at `tok`.
+            fn attempt(self, tok: &ModelToken) -> (u8, u8, u8) {
+                let (p, tl, a) = (tok.principal, tok.tool, tok.args);
+                match self {
+                    Self::Nothing => (p, tl, a),
+                    Self::Principal => (p ^ 1, tl, a),
+                    Self::Tool => (p, tl ^ 1, a),
+                    Self::Arguments => (p, tl, a ^ 1),
+                }
+            }
+
+            /// What the attempt gets from a live token.
+            fn at_a_live_token(self) -> Result<(), TokenRejection> {
+                match self {
+                    Self::Nothing => Ok(()),
+                    Self::Principal => Err(TokenRejection::OtherPrincipal),
+                    Self::Tool => Err(TokenRejection::OtherTool),
+                    Self::Arguments => Err(TokenRejection::OtherArguments),
+                }
+            }
+        }
+
+        fn arb_mismatch() -> impl Strategy<Value = Mismatch> {
+            prop_oneof![
+                3 => Just(Mismatch::Nothing),
+                1 => Just(Mismatch::Principal),
+                1 => Just(Mismatch::Tool),
+                1 => Just(Mismatch::Arguments),
+            ]
+        }
+
         fn arb_op() -> impl Strategy<Value = Op> {
             prop_oneof![
                 4 => (0..2u8, 0..2u8, 0..2u8).prop_map(|(principal, tool, args)| Op::Issue { principal, tool, args }),
-                6 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Spend { which, mismatch }),
-                3 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Check { which, mismatch }),
+                6 => (any::<usize>(), arb_mismatch()).prop_map(|(which, mismatch)| Op::Spend { which, mismatch }),
+                3 => (any::<usize>(), arb_mismatch()).prop_map(|(which, mismatch)| Op::Check { which, mismatch }),
                 1 => Just(Op::SpendForged),
                 1 => "[a-z0-9-]{0,40}".prop_map(Op::SpendMalformed),
                 3 => prop_oneof![Just(1i64), Just(299), Just(300), Just(301), Just(600), 0..700i64].prop_map(Op::Advance),
@@ -831,8 +872,7 @@ mod tests {
                             if model.is_empty() { continue; }
                             let id = which % model.len();
                             let tok = model.get_mut(&id).unwrap();
-                            let (mut p, mut tl, mut a) = (tok.principal, tok.tool, tok.args);
-                            match mismatch { 3 => p ^= 1, 4 => tl ^= 1, 5 => a ^= 1, _ => {} }
+                            let (p, tl, a) = mismatch.attempt(tok);
                             let got = ready(spend_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
                             let want = if now >= tok.issued + FORGET {
                                 Err(TokenRejection::Unknown)
@@ -846,12 +886,7 @@ mod tests {
                                     }
                                     State::Live => {
                                         tok.state = State::Used;
-                                        match mismatch {
-                                            3 => Err(TokenRejection::OtherPrincipal),
-                                            4 => Err(TokenRejection::OtherTool),
-                                            5 => Err(TokenRejection::OtherArguments),
-                                            _ => Ok(()),
-                                        }
+                                        mismatch.at_a_live_token()
                                     }
                                 }
                             };
@@ -861,8 +896,7 @@ mod tests {
                             if model.is_empty() { continue; }
                             let id = which % model.len();
                             let tok = &model[&id];
-                            let (mut p, mut tl, mut a) = (tok.principal, tok.tool, tok.args);
-                            match mismatch { 3 => p ^= 1, 4 => tl ^= 1, 5 => a ^= 1, _ => {} }
+                            let (p, tl, a) = mismatch.attempt(tok);
                             let got = ready(check_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
                             // What a spend would say, with no change to the model's state.
                             let want = if now >= tok.issued + FORGET {
@@ -872,12 +906,7 @@ mod tests {
                                     State::Used => Err(TokenRejection::AlreadySpent),
                                     State::Expired => Err(TokenRejection::Expired),
                                     State::Live if now >= tok.issued + TTL => Err(TokenRejection::Expired),
-                                    State::Live => match mismatch {
-                                        3 => Err(TokenRejection::OtherPrincipal),
-                                        4 => Err(TokenRejection::OtherTool),
-                                        5 => Err(TokenRejection::OtherArguments),
-                                        _ => Ok(()),
-                                    },
+                                    State::Live => mismatch.at_a_live_token(),
                                 }
                             };
                             prop_assert_eq!(got, want, "check of token {} at {}s, issued {}s", id, now, tok.issued);
