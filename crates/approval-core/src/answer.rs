@@ -47,7 +47,10 @@ pub enum Decision {
 impl Decision {
     /// Whether this is [`Decision::Approve`].
     pub fn is_approved(self) -> bool {
-        matches!(self, Self::Approve)
+        match self {
+            Self::Approve => true,
+            Self::Deny(_) => false,
+        }
     }
 
     /// The denial reason, if denied.

@@ -16,25 +16,26 @@ use crate::policy::ApprovalPolicy;
 /// `expires_at = asked_at + approval_ttl` (default 120 s). An answer at 119.999 s counts; an
 /// answer at exactly 120 s or later is [`DenyReason::Expired`].
 ///
-/// Applying uses [`args`](Self::args), the arguments captured when the user was asked, never
-/// arguments from a later call.
+/// Every field is private and read-only: once the user has been asked, nothing about the question
+/// can change. [`decide`](Self::decide) consumes it; only the [`Approved`] it may return reaches
+/// the apply, and that applies [`args`](Approved::args), the arguments captured when the user was
+/// asked, never arguments from a later call.
+///
+/// ```compile_fail
+/// # use approval_core::*;
+/// # fn edit(mut pending: PendingApproval, other: CapturedArgs) {
+/// pending.args = other; // private: the arguments cannot be swapped after the question
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct PendingApproval {
-    /// A random id for this approval (for the audit trail and the store).
-    pub id: ApprovalId,
-    /// Who asked.
-    pub principal: Principal,
-    /// The tool to run.
-    pub tool: ToolName,
-    /// The arguments captured for the call; the ones that will be applied.
-    pub args: CapturedArgs,
-    /// The preview the user was shown.
-    pub preview: Value,
-    /// When the user was asked.
-    pub asked_at: OffsetDateTime,
-    /// The end of the approval clock (exclusive).
-    pub expires_at: OffsetDateTime,
+    id: ApprovalId,
+    principal: Principal,
+    tool: ToolName,
+    args: CapturedArgs,
+    preview: Value,
+    asked_at: OffsetDateTime,
+    expires_at: OffsetDateTime,
 }
 
 impl PendingApproval {
@@ -78,19 +79,31 @@ impl PendingApproval {
         }
     }
 
-    /// The answer arrived at `now`. Approves only if the clock is still running
-    /// (`now < expires_at`) **and** [`decide_answer`] approves. An answer at or after the end of
-    /// the clock is [`DenyReason::Expired`] whatever it says.
+    /// The answer arrived at `now`. Consumes the pending approval: the result is
+    /// [`Verdict::Approved`] only if the clock is still running (`now < expires_at`) **and**
+    /// [`decide_answer`] approves. An answer at or after the end of the clock is
+    /// [`DenyReason::Expired`] whatever it says.
+    ///
+    /// ```compile_fail
+    /// # use approval_core::*;
+    /// # fn twice(pending: PendingApproval, now: time::OffsetDateTime) {
+    /// let _first = pending.decide(&AnswerAction::Decline, None, now);
+    /// let _again = pending.decide(&AnswerAction::Accept, None, now); // moved: decided once
+    /// # }
+    /// ```
     pub fn decide(
-        &self,
+        self,
         action: &AnswerAction,
         content: Option<&Value>,
         now: OffsetDateTime,
-    ) -> Decision {
+    ) -> Verdict {
         if !self.is_live(now) {
-            return Decision::Deny(DenyReason::Expired);
+            return Verdict::Denied(DenyReason::Expired);
         }
-        decide_answer(action, content)
+        match decide_answer(action, content) {
+            Decision::Approve => Verdict::Approved(Approved::new(self)),
+            Decision::Deny(reason) => Verdict::Denied(reason),
+        }
     }
 
     /// Whether the approval clock is still running at `now` (`now < expires_at`).
@@ -112,23 +125,148 @@ impl PendingApproval {
         self.args.digest()
     }
 
-    /// Whether `fresh`, the preview run again just before applying, differs from the preview
-    /// the user approved: if so, the data changed since the user looked and nothing may be
-    /// applied.
-    ///
-    /// The two are compared in the canonical form ([`canonical_json`]), so key order and the
-    /// spelling of a number (`1` or `1.0`) do not matter and any other difference does. A
-    /// preview that has no canonical form (deeper than [`PREVIEW_LIMITS`] or holding a number
-    /// the form cannot represent) is always stale: fail closed.
-    pub fn is_stale(&self, fresh: &Value) -> bool {
-        !previews_match(&self.preview, fresh)
+    /// A random id for this approval (for the audit trail and the store).
+    pub fn id(&self) -> ApprovalId {
+        self.id
+    }
+
+    /// Who asked.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The tool to run.
+    pub fn tool(&self) -> &ToolName {
+        &self.tool
+    }
+
+    /// The arguments captured for the call: the ones that will be applied.
+    pub fn args(&self) -> &CapturedArgs {
+        &self.args
+    }
+
+    /// The preview the user was shown.
+    pub fn preview(&self) -> &Value {
+        &self.preview
+    }
+
+    /// When the user was asked.
+    pub fn asked_at(&self) -> OffsetDateTime {
+        self.asked_at
+    }
+
+    /// The end of the approval clock (exclusive).
+    pub fn expires_at(&self) -> OffsetDateTime {
+        self.expires_at
+    }
+}
+
+/// What [`PendingApproval::decide`] made of the answer. Match it exhaustively: only
+/// [`Verdict::Approved`] carries what the apply needs.
+#[must_use = "a verdict that is not looked at is a write that may go ahead unapproved"]
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// The user approved this exact change, in time.
+    Approved(Approved),
+    /// Anything else, with the reason for the audit trail.
+    Denied(DenyReason),
+}
+
+impl Verdict {
+    /// The plain [`Decision`] this verdict stands for (for the audit trail and for tests).
+    pub fn decision(&self) -> Decision {
+        match self {
+            Self::Approved(_) => Decision::Approve,
+            Self::Denied(reason) => Decision::Deny(*reason),
+        }
+    }
+}
+
+/// A pending approval that the user approved in time: the only value that may reach the apply.
+///
+/// Its fields are private and it has no public constructor: it is made by
+/// [`PendingApproval::decide`] (the user said yes before the clock ran out) or, loudly, by
+/// [`danger::approve_without_asking`](crate::danger::approve_without_asking). It is not `Clone`:
+/// one approval, one apply.
+///
+/// ```compile_fail
+/// # use approval_core::*;
+/// # fn copy(approved: Approved) -> (Approved, Approved) {
+/// (approved.clone(), approved) // one approval, one apply
+/// # }
+/// ```
+#[derive(Debug, PartialEq)]
+pub struct Approved {
+    /// Boxed so that a [`Verdict`] stays small whichever way it went.
+    pending: Box<PendingApproval>,
+}
+
+impl Approved {
+    /// Only [`PendingApproval::decide`] and [`crate::danger`] call this.
+    pub(crate) fn new(pending: PendingApproval) -> Self {
+        Self {
+            pending: Box::new(pending),
+        }
+    }
+
+    /// The id of the approval (for the audit trail).
+    pub fn id(&self) -> ApprovalId {
+        self.pending.id
+    }
+
+    /// Who asked.
+    pub fn principal(&self) -> &Principal {
+        &self.pending.principal
+    }
+
+    /// The tool to run.
+    pub fn tool(&self) -> &ToolName {
+        &self.pending.tool
+    }
+
+    /// The arguments captured when the user was asked: apply exactly these.
+    pub fn args(&self) -> &CapturedArgs {
+        &self.pending.args
+    }
+
+    /// The preview the user approved; the apply compares a fresh one with it
+    /// ([`previews_match`]).
+    pub fn preview(&self) -> &Value {
+        &self.pending.preview
+    }
+
+    /// When the user was asked.
+    pub fn asked_at(&self) -> OffsetDateTime {
+        self.pending.asked_at
+    }
+
+    /// The end of the approval clock the answer came within (exclusive).
+    pub fn expires_at(&self) -> OffsetDateTime {
+        self.pending.expires_at
+    }
+
+    /// The digest of the captured arguments.
+    pub fn args_digest(&self) -> ArgsDigest {
+        self.pending.args.digest()
     }
 }
 
 /// Whether `fresh`, a preview recomputed at the apply, equals `approved`, the preview the person
-/// approved. Compared in the canonical form ([`canonical_json`]) under [`PREVIEW_LIMITS`], so
-/// key order and the spelling of a number (`1` or `1.0`) do not matter and any other difference
-/// does. A preview without a canonical form never matches: fail closed.
+/// approved: if not, the data changed since the person looked and nothing may be applied.
+///
+/// Compared in the canonical form ([`canonical_json`]) under [`PREVIEW_LIMITS`], so key order and
+/// the spelling of a number (`1` or `1.0`) do not matter and any other difference does. A preview
+/// without a canonical form (deeper than [`PREVIEW_LIMITS`], or holding a number the form cannot
+/// represent) never matches: fail closed.
+///
+/// ```
+/// use approval_core::previews_match;
+/// use serde_json::json;
+///
+/// let approved = json!({"before": 5, "after": 25});
+/// assert!(previews_match(&approved, &json!({"after": 25.0, "before": 5})));
+/// assert!(!previews_match(&approved, &json!({"before": 6, "after": 26})));
+/// ```
 pub fn previews_match(approved: &Value, fresh: &Value) -> bool {
     match (
         canonical_json(approved, &PREVIEW_LIMITS),
@@ -139,8 +277,8 @@ pub fn previews_match(approved: &Value, fresh: &Value) -> bool {
     }
 }
 
-/// The limits [`PendingApproval::is_stale`] reads previews with. Previews come from the tool, not
-/// the model, so they are more generous than [`ArgLimits::default`]: 16 MiB, depth 256.
+/// The limits [`previews_match`] reads previews with. Previews come from the tool, not the model,
+/// so they are more generous than [`ArgLimits::default`]: 16 MiB, depth 256.
 pub const PREVIEW_LIMITS: ArgLimits = ArgLimits::new(16 * 1024 * 1024, 256);
 
 /// `now + ttl`, or `now` (already expired) if that overflows: fail closed.
@@ -173,39 +311,34 @@ mod tests {
         json!({"approve": true})
     }
 
+    /// The decision `p` would make of `action` and `content` at `now`, deciding a copy.
+    fn decision(
+        p: &PendingApproval,
+        action: AnswerAction,
+        content: Option<Value>,
+        now: OffsetDateTime,
+    ) -> Decision {
+        p.clone().decide(&action, content.as_ref(), now).decision()
+    }
+
     #[test]
     fn approval_clock_edges_at_119_and_120_seconds() {
         let t0 = OffsetDateTime::UNIX_EPOCH + Duration::days(20_000);
         let p = pending(t0, &ApprovalPolicy::default());
-        assert_eq!(p.expires_at - p.asked_at, Duration::seconds(120));
+        assert_eq!(p.expires_at() - p.asked_at(), Duration::seconds(120));
         let at = |s: i64| t0 + Duration::seconds(s);
+        let accept = |now| decision(&p, AnswerAction::Accept, Some(yes()), now);
+        assert_eq!(accept(t0), Decision::Approve);
+        assert_eq!(accept(at(119)), Decision::Approve);
         assert_eq!(
-            p.decide(&AnswerAction::Accept, Some(&yes()), t0),
+            accept(at(120) - Duration::nanoseconds(1)),
             Decision::Approve
         );
-        assert_eq!(
-            p.decide(&AnswerAction::Accept, Some(&yes()), at(119)),
-            Decision::Approve
-        );
-        assert_eq!(
-            p.decide(
-                &AnswerAction::Accept,
-                Some(&yes()),
-                at(120) - Duration::nanoseconds(1)
-            ),
-            Decision::Approve
-        );
-        assert_eq!(
-            p.decide(&AnswerAction::Accept, Some(&yes()), at(120)),
-            Decision::Deny(DenyReason::Expired)
-        );
-        assert_eq!(
-            p.decide(&AnswerAction::Accept, Some(&yes()), at(121)),
-            Decision::Deny(DenyReason::Expired)
-        );
+        assert_eq!(accept(at(120)), Decision::Deny(DenyReason::Expired));
+        assert_eq!(accept(at(121)), Decision::Deny(DenyReason::Expired));
         // A late decline is recorded as expired too: nothing it says matters any more.
         assert_eq!(
-            p.decide(&AnswerAction::Decline, None, at(120)),
+            decision(&p, AnswerAction::Decline, None, at(120)),
             Decision::Deny(DenyReason::Expired)
         );
         assert_eq!(
@@ -217,19 +350,67 @@ mod tests {
     }
 
     #[test]
+    fn an_approval_carries_exactly_what_the_user_was_asked_about() {
+        let t0 = OffsetDateTime::UNIX_EPOCH;
+        let p = pending(t0, &ApprovalPolicy::default());
+        let (id, digest, args) = (p.id(), p.args_digest(), p.args().clone());
+        let approved = match p.decide(&AnswerAction::Accept, Some(&yes()), t0) {
+            Verdict::Approved(approved) => approved,
+            Verdict::Denied(reason) => panic!("denied: {reason}"),
+        };
+        assert_eq!(approved.id(), id);
+        assert_eq!(approved.principal(), &Principal::new("alice"));
+        assert_eq!(approved.tool(), &ToolName::new("adjust_stock"));
+        assert_eq!(approved.args(), &args);
+        assert_eq!(approved.args_digest(), digest);
+        assert_eq!(approved.preview(), &json!({"before": 5, "after": 25}));
+        assert_eq!(approved.asked_at(), t0);
+        assert_eq!(approved.expires_at(), t0 + Duration::seconds(120));
+    }
+
+    #[test]
+    fn every_denial_is_a_verdict_with_its_reason() {
+        let t0 = OffsetDateTime::UNIX_EPOCH;
+        let p = pending(t0, &ApprovalPolicy::default());
+        let cases = [
+            (AnswerAction::Decline, None, DenyReason::Declined),
+            (AnswerAction::Cancel, None, DenyReason::Cancelled),
+            (AnswerAction::Accept, None, DenyReason::NoContent),
+            (
+                AnswerAction::Accept,
+                Some(json!({"approve": false})),
+                DenyReason::ApproveFalse,
+            ),
+            (
+                AnswerAction::Other("ok".into()),
+                Some(yes()),
+                DenyReason::UnknownAction,
+            ),
+        ];
+        for (action, content, want) in cases {
+            assert_eq!(
+                p.clone().decide(&action, content.as_ref(), t0),
+                Verdict::Denied(want)
+            );
+        }
+    }
+
+    #[test]
     fn approval_ttl_is_configurable() {
         let t0 = OffsetDateTime::UNIX_EPOCH;
         let policy = ApprovalPolicy::default().with_approval_ttl(Duration::seconds(10));
         let p = pending(t0, &policy);
-        let ok = p.decide(
-            &AnswerAction::Accept,
-            Some(&yes()),
+        let ok = decision(
+            &p,
+            AnswerAction::Accept,
+            Some(yes()),
             t0 + Duration::seconds(9),
         );
         assert_eq!(ok, Decision::Approve);
-        let late = p.decide(
-            &AnswerAction::Accept,
-            Some(&yes()),
+        let late = decision(
+            &p,
+            AnswerAction::Accept,
+            Some(yes()),
             t0 + Duration::seconds(10),
         );
         assert_eq!(late, Decision::Deny(DenyReason::Expired));
@@ -242,7 +423,7 @@ mod tests {
             let p = pending(t0, &ApprovalPolicy::default().with_approval_ttl(ttl));
             assert_eq!(
                 p.decide(&AnswerAction::Accept, Some(&yes()), t0),
-                Decision::Deny(DenyReason::Expired),
+                Verdict::Denied(DenyReason::Expired),
                 "{ttl}"
             );
         }
@@ -253,43 +434,62 @@ mod tests {
         let t0 = OffsetDateTime::UNIX_EPOCH;
         let p = pending(t0, &ApprovalPolicy::default());
         assert_eq!(
-            p.decide(&AnswerAction::Accept, Some(&json!({"approve": "true"})), t0),
+            decision(
+                &p,
+                AnswerAction::Accept,
+                Some(json!({"approve": "true"})),
+                t0
+            ),
             Decision::Deny(DenyReason::ApproveNotBoolean)
         );
         assert_eq!(
-            p.decide(&AnswerAction::Cancel, None, t0),
+            decision(&p, AnswerAction::Cancel, None, t0),
             Decision::Deny(DenyReason::Cancelled)
         );
     }
 
     #[test]
-    fn a_preview_is_stale_only_when_its_canonical_form_changed() {
-        let p = pending(OffsetDateTime::UNIX_EPOCH, &ApprovalPolicy::default());
-        assert!(!p.is_stale(&json!({"before": 5, "after": 25})));
-        assert!(!p.is_stale(&json!({"after": 25, "before": 5})), "key order");
+    fn previews_match_only_when_their_canonical_forms_do() {
+        let approved = json!({"before": 5, "after": 25});
+        assert!(previews_match(
+            &approved,
+            &json!({"before": 5, "after": 25})
+        ));
         assert!(
-            !p.is_stale(&json!({"before": 5.0, "after": 25})),
+            previews_match(&approved, &json!({"after": 25, "before": 5})),
+            "key order"
+        );
+        assert!(
+            previews_match(&approved, &json!({"before": 5.0, "after": 25})),
             "1 and 1.0"
         );
-        assert!(p.is_stale(&json!({"before": 6, "after": 26})));
-        assert!(p.is_stale(&json!({"before": 5})));
-        assert!(p.is_stale(&json!({"before": 5, "after": 25, "note": null})));
-        assert!(p.is_stale(&Value::Null));
+        assert!(!previews_match(
+            &approved,
+            &json!({"before": 6, "after": 26})
+        ));
+        assert!(!previews_match(&approved, &json!({"before": 5})));
+        assert!(!previews_match(
+            &approved,
+            &json!({"before": 5, "after": 25, "note": null})
+        ));
+        assert!(!previews_match(&approved, &Value::Null));
     }
 
     #[test]
-    fn a_preview_without_a_canonical_form_is_stale() {
-        let mut p = pending(OffsetDateTime::UNIX_EPOCH, &ApprovalPolicy::default());
+    fn a_preview_without_a_canonical_form_never_matches() {
         let mut deep = json!(0);
         for _ in 0..300 {
             deep = json!([deep]);
         }
-        p.preview = deep.clone();
-        assert!(p.is_stale(&deep), "too deep to compare: fail closed");
+        assert!(
+            !previews_match(&deep, &deep),
+            "too deep to compare: fail closed"
+        );
         // 2^53 + 1 has no exact double.
         let unrepresentable: Value = serde_json::from_str("9007199254740993").unwrap();
-        p.preview = unrepresentable.clone();
-        assert!(p.is_stale(&unrepresentable));
+        assert!(!previews_match(&unrepresentable, &unrepresentable));
+        assert!(!previews_match(&json!(1), &unrepresentable));
+        assert!(!previews_match(&unrepresentable, &json!(1)));
     }
 
     mod props {
@@ -315,13 +515,113 @@ mod tests {
             })
         }
 
+        /// The JSON text of `v` with every object's keys written in reverse order.
+        fn reversed_text(v: &Value) -> String {
+            match v {
+                Value::Object(map) => {
+                    let members: Vec<String> = map
+                        .iter()
+                        .rev()
+                        .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), reversed_text(v)))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }
+                Value::Array(items) => {
+                    let items: Vec<String> = items.iter().map(reversed_text).collect();
+                    format!("[{}]", items.join(","))
+                }
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => v.to_string(),
+            }
+        }
+
+        /// `v` with every integer written as a float (`1` as `1.0`).
+        fn as_floats(v: &Value) -> Value {
+            match v {
+                Value::Number(n) => match n.as_i64() {
+                    Some(i) => json!(i as f64),
+                    None => v.clone(),
+                },
+                Value::Array(items) => Value::Array(items.iter().map(as_floats).collect()),
+                Value::Object(map) => {
+                    Value::Object(map.iter().map(|(k, v)| (k.clone(), as_floats(v))).collect())
+                }
+                Value::Null | Value::Bool(_) | Value::String(_) => v.clone(),
+            }
+        }
+
+        fn count_leaves(v: &Value) -> usize {
+            match v {
+                Value::Array(items) => items.iter().map(count_leaves).sum(),
+                Value::Object(map) => map.values().map(count_leaves).sum(),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => 1,
+            }
+        }
+
+        /// Replaces leaf number `*k` (depth first) of `v` with `with`; `*k` counts down past it.
+        fn replace_leaf(v: &mut Value, k: &mut usize, with: &Value) {
+            match v {
+                Value::Array(items) => items.iter_mut().for_each(|x| replace_leaf(x, k, with)),
+                Value::Object(map) => map.values_mut().for_each(|x| replace_leaf(x, k, with)),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+                    if *k == 0 {
+                        *v = with.clone();
+                    }
+                    *k = k.wrapping_sub(1);
+                }
+            }
+        }
+
+        /// Whether two leaves are the same value (numbers compared as numbers).
+        fn same_leaf(a: &Value, b: &Value) -> bool {
+            match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => x == y,
+                (None, _) | (_, None) => a == b,
+            }
+        }
+
         proptest! {
             #[test]
-            fn stale_exactly_when_the_previews_differ(a in preview(), b in preview()) {
-                let mut p = pending(OffsetDateTime::UNIX_EPOCH, &ApprovalPolicy::default());
-                p.preview = a.clone();
-                prop_assert!(!p.is_stale(&a));
-                prop_assert_eq!(p.is_stale(&b), a != b);
+            fn previews_match_exactly_when_they_are_equal(a in preview(), b in preview()) {
+                prop_assert!(previews_match(&a, &a));
+                prop_assert_eq!(previews_match(&a, &b), a == b);
+                prop_assert_eq!(previews_match(&b, &a), a == b);
+            }
+
+            #[test]
+            fn key_order_and_number_spelling_never_matter(a in preview()) {
+                let reordered: Value = serde_json::from_str(&reversed_text(&a)).unwrap();
+                prop_assert!(previews_match(&a, &reordered));
+                prop_assert!(previews_match(&a, &as_floats(&a)));
+                prop_assert!(previews_match(&as_floats(&a), &reordered));
+            }
+
+            #[test]
+            fn any_changed_leaf_always_matters(a in preview(), which in any::<usize>(), new in leaf()) {
+                let leaves = count_leaves(&a);
+                prop_assume!(leaves > 0);
+                let k = which % leaves;
+                let mut old_leaf = None;
+                find_leaf(&a, &mut k.clone(), &mut old_leaf);
+                prop_assume!(!same_leaf(&old_leaf.unwrap(), &new));
+                let mut changed = a.clone();
+                replace_leaf(&mut changed, &mut k.clone(), &new);
+                prop_assert!(!previews_match(&a, &changed), "{} vs {}", a, changed);
+                prop_assert!(!previews_match(&changed, &a));
+                prop_assert!(!previews_match(&as_floats(&a), &changed));
+            }
+        }
+
+        /// Leaf number `*k` (depth first) of `v`, in the order [`replace_leaf`] counts.
+        fn find_leaf(v: &Value, k: &mut usize, found: &mut Option<Value>) {
+            match v {
+                Value::Array(items) => items.iter().for_each(|x| find_leaf(x, k, found)),
+                Value::Object(map) => map.values().for_each(|x| find_leaf(x, k, found)),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+                    if *k == 0 {
+                        *found = Some(v.clone());
+                    }
+                    *k = k.wrapping_sub(1);
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The crate's error type: misuse and malformed input, never a denial.
 
 use crate::canonical::ArgsError;
+use crate::ids::IdError;
 use crate::store::StoreError;
 
 /// Errors from this crate.
@@ -12,15 +13,9 @@ use crate::store::StoreError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A string that should hold an opaque id (token, approval, round-trip state) does not.
-    #[error("malformed {kind} id")]
-    MalformedId {
-        /// Which kind of id was expected.
-        kind: &'static str,
-    },
-    /// A string that should hold a 64-digit lowercase hex argument digest does not.
-    #[error("malformed argument digest")]
-    MalformedDigest,
+    /// A string that should hold an id or a digest does not.
+    #[error(transparent)]
+    Id(#[from] IdError),
     /// The arguments were refused.
     #[error(transparent)]
     Args(#[from] ArgsError),

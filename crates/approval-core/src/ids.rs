@@ -6,7 +6,23 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
-use crate::error::Error;
+/// A string that should hold one of this module's values does not.
+///
+/// The parsers here return it directly, and the crate's `Error` wraps it (`Error::Id`), so that
+/// this module depends on no other module of the crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdError {
+    /// A string that should hold an opaque id (token, approval, round-trip state) does not.
+    #[error("malformed {kind} id")]
+    MalformedId {
+        /// Which kind of id was expected.
+        kind: &'static str,
+    },
+    /// A string that should hold a 64-digit lowercase hex argument digest does not.
+    #[error("malformed argument digest")]
+    MalformedDigest,
+}
 
 macro_rules! string_newtype {
     ($(#[$meta:meta])* $name:ident) => {
@@ -59,7 +75,7 @@ string_newtype!(
     ToolName
 );
 
-/// The SHA-256 digest of a canonical argument object (see [`canonical_json`](crate::canonical_json)).
+/// The SHA-256 digest of a canonical argument object (see `canonical_json`).
 ///
 /// Displays and serialises as 64 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,18 +120,18 @@ impl fmt::Debug for ArgsDigest {
 }
 
 impl FromStr for ArgsDigest {
-    type Err = Error;
+    type Err = IdError;
 
     /// Parses exactly 64 lowercase hex digits.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bytes = s.as_bytes();
         if bytes.len() != 64 {
-            return Err(Error::MalformedDigest);
+            return Err(IdError::MalformedDigest);
         }
         let mut out = [0u8; 32];
         for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
             let [hi, lo] = pair else {
-                return Err(Error::MalformedDigest);
+                return Err(IdError::MalformedDigest);
             };
             *slot = (lower_hex_value(*hi)? << 4) | lower_hex_value(*lo)?;
         }
@@ -123,11 +139,11 @@ impl FromStr for ArgsDigest {
     }
 }
 
-fn lower_hex_value(c: u8) -> Result<u8, Error> {
+fn lower_hex_value(c: u8) -> Result<u8, IdError> {
     match c {
         b'0'..=b'9' => Ok(c - b'0'),
         b'a'..=b'f' => Ok(c - b'a' + 10),
-        _ => Err(Error::MalformedDigest),
+        _ => Err(IdError::MalformedDigest),
     }
 }
 
@@ -147,8 +163,8 @@ impl<'de> Deserialize<'de> for ArgsDigest {
 /// Parses the one accepted textual form of an opaque id: a random (version 4) UUID written
 /// hyphenated in lowercase, 36 characters. Every other spelling (braces, urn, upper case, simple
 /// form) is malformed, so that each id has exactly one valid spelling.
-fn parse_v4(s: &str, kind: &'static str) -> Result<Uuid, Error> {
-    let malformed = || Error::MalformedId { kind };
+fn parse_v4(s: &str, kind: &'static str) -> Result<Uuid, IdError> {
+    let malformed = || IdError::MalformedId { kind };
     if s.len() != 36 {
         return Err(malformed());
     }
@@ -187,7 +203,7 @@ macro_rules! uuid_id {
         }
 
         impl FromStr for $name {
-            type Err = Error;
+            type Err = IdError;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 parse_v4(s, $kind).map(Self)
@@ -202,7 +218,7 @@ uuid_id!(
     "token"
 );
 uuid_id!(
-    /// The id of a pending approval held in a [`Store`](crate::Store).
+    /// The id of a pending approval held in a `Store`.
     ApprovalId,
     "approval"
 );
@@ -283,7 +299,7 @@ mod tests {
         ] {
             assert_eq!(
                 bad.parse::<ArgsDigest>(),
-                Err(Error::MalformedDigest),
+                Err(IdError::MalformedDigest),
                 "{bad}"
             );
         }
@@ -301,7 +317,7 @@ mod tests {
         for bad in [upper.as_str(), &simple, &braced, &urn, "", "not a token"] {
             assert_eq!(
                 bad.parse::<TokenId>(),
-                Err(Error::MalformedId { kind: "token" }),
+                Err(IdError::MalformedId { kind: "token" }),
                 "{bad}"
             );
         }

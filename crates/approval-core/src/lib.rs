@@ -7,7 +7,8 @@
 //! [`CapturedArgs`]); whether the user's answer approves ([`decide_answer`]: only `accept` with
 //! `approve` equal to the boolean `true`); whether an approval is still live (the approval clock,
 //! [`PendingApproval`]); whether a confirmation token may be spent ([`spend_token`]); whether a
-//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]).
+//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]); and in which
+//! order the gates of a write refuse ([`admit`]).
 //!
 //! It does not read a clock (every function takes `now`; the caller owns a [`Clock`]), does no
 //! IO, knows nothing of MCP transports, and does not talk to the user. Storage is behind the
@@ -28,9 +29,13 @@
 //!    For the input-required round trip, store it with [`open_round_trip`] and hand the returned
 //!    [`StateId`] to the client as `requestState`; on the retry, [`take_round_trip`] gives it back
 //!    once, only to the same principal, tool and arguments, only while the clock runs.
-//! 3. **Decide**: [`PendingApproval::decide`] turns the answer into a [`Decision`]. Only
-//!    [`Decision::Approve`] may continue; then apply the approval's own
-//!    [`args`](PendingApproval::args).
+//! 3. **Decide**: [`PendingApproval::decide`] consumes the pending approval and turns the answer
+//!    into a [`Verdict`]. Only [`Verdict::Approved`] may continue: the [`Approved`] it carries
+//!    (private fields, not `Clone`, made only by `decide` or, loudly, by
+//!    [`danger::approve_without_asking`]) is what the apply takes, and it applies
+//!    [`Approved::args`], the arguments captured when the user was asked.
+//! 4. **Apply** as a compare-and-apply: recompute the preview inside the transaction that applies
+//!    and commit only if [`previews_match`] the approved [`Approved::preview`].
 //!
 //! # Lifecycle of a confirmation token
 //!
@@ -44,8 +49,11 @@
 //!    [`spend_token_from_args`]) succeeds once, atomically. Any attempt that finds the live token uses it up, including one with
 //!    another principal, tool or arguments (fail closed). Every failure has its own
 //!    [`TokenRejection`] for the audit trail, and all render the same text.
-//! 4. **Forget**: the store keeps a tombstone for one more lifetime, so a second attempt is
-//!    recorded as already spent or expired, then forgets it.
+//! 4. **Forget**: a token counts towards its principal's cap
+//!    ([`ApprovalPolicy::per_principal_cap`]) only while it is live: until it is spent or for
+//!    exactly its lifetime (300 s), as an unanswered approval or round trip does for its 120 s.
+//!    The store keeps a tombstone and a receipt, which count towards no cap, for one more
+//!    lifetime, so a later attempt is recorded as already spent or expired; then it forgets.
 //!
 //! # Example
 //!
@@ -78,11 +86,16 @@
 //!     t0, &policy,
 //! );
 //! let answer = json!({"approve": true});
-//! assert_eq!(pending.decide(&AnswerAction::Accept, Some(&answer), at(119)), Decision::Approve);
 //! assert_eq!(
-//!     pending.decide(&AnswerAction::Accept, Some(&answer), at(120)), // exactly 120 s: too late
-//!     Decision::Deny(DenyReason::Expired)
+//!     pending.clone().decide(&AnswerAction::Accept, Some(&answer), at(120)), // exactly 120 s
+//!     Verdict::Denied(DenyReason::Expired)
 //! );
+//! let approved = match pending.decide(&AnswerAction::Accept, Some(&answer), at(119)) {
+//!     Verdict::Approved(approved) => approved,
+//!     Verdict::Denied(reason) => unreachable!("refuse and record {reason}; nothing is applied"),
+//! };
+//! assert_eq!(approved.args().arguments(), raw.as_object().unwrap()); // apply exactly these
+//! assert!(previews_match(approved.preview(), &json!({"status": "open", "order": 42.0})));
 //!
 //! // Token: issue, then spend once with the same arguments plus the token.
 //! let token = block_on(issue_token(&store, &alice, &tool, &args, at(0), &policy))?;
@@ -99,12 +112,14 @@
 //! Tests drive time with `ManualClock` (public behind the `test-util` feature) instead of
 //! sleeping.
 
+mod admission;
 mod answer;
 mod approval;
 mod args;
 mod bound;
 mod canonical;
 mod clock;
+pub mod danger;
 mod error;
 mod ids;
 mod policy;
@@ -115,15 +130,18 @@ mod token;
 #[cfg(test)]
 mod test_support;
 
+pub use admission::{Admission, AdmissionFacts, Gate, TokenGate, admit};
 pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
-pub use approval::{PREVIEW_LIMITS, PendingApproval, previews_match};
+pub use approval::{Approved, PREVIEW_LIMITS, PendingApproval, Verdict, previews_match};
 pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};
 pub use canonical::{ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, canonical_json};
 #[cfg(any(test, feature = "test-util"))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use error::Error;
-pub use ids::{ApprovalId, ArgsDigest, ConfirmationToken, Principal, StateId, TokenId, ToolName};
+pub use ids::{
+    ApprovalId, ArgsDigest, ConfirmationToken, IdError, Principal, StateId, TokenId, ToolName,
+};
 pub use policy::{
     ApprovalPolicy, DEFAULT_APPROVAL_TTL, DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_TOKEN_TTL,
 };

@@ -25,7 +25,8 @@ pub struct ApprovalPolicy {
     /// expired. Default 300 s.
     pub token_ttl: Duration,
     /// Live store entries allowed per principal (used by [`MemoryStore::for_policy`](crate::MemoryStore::for_policy)).
-    /// Default 64.
+    /// An approval, round trip or token holds its place only while it is live: until it is
+    /// taken, or for exactly its lifetime. Default 64.
     pub per_principal_cap: usize,
     /// Limits on tool arguments. Default 1 MiB and depth 64.
     pub limits: ArgLimits,

@@ -83,7 +83,7 @@ impl From<Refusal> for RoundTripRejection {
 
 /// Stores `pending` as the state of an input-required round trip and returns the opaque
 /// `requestState` value to hand to the client. The state expires with the approval clock
-/// (`pending.expires_at`) and can be taken once, by [`take_round_trip`].
+/// (`pending.expires_at()`) and can be taken once, by [`take_round_trip`].
 pub async fn open_round_trip<S: Store + ?Sized>(
     store: &S,
     pending: &PendingApproval,
@@ -127,9 +127,9 @@ pub async fn store_approval<S: Store + ?Sized>(
     pending: &PendingApproval,
     now: OffsetDateTime,
 ) -> Result<ApprovalId, StoreError> {
-    let key = StoreKey::new(RecordKind::Approval, pending.id.to_string());
+    let key = StoreKey::new(RecordKind::Approval, pending.id().to_string());
     put_pending(store, key, pending, now).await?;
-    Ok(pending.id)
+    Ok(pending.id())
 }
 
 /// Takes a stored approval once; the same checks as [`take_round_trip`].
@@ -153,16 +153,19 @@ async fn put_pending<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
     let record = LiveRecord {
-        principal: pending.principal.clone(),
-        tool: pending.tool.clone(),
-        digest: pending.args.digest(),
-        issued_at_ns: bound::to_ns(pending.asked_at)?,
-        expires_at_ns: bound::to_ns(pending.expires_at)?,
-        retain_until_ns: bound::to_ns(bound::retain_until(pending.asked_at, pending.expires_at))?,
+        principal: pending.principal().clone(),
+        tool: pending.tool().clone(),
+        digest: pending.args().digest(),
+        issued_at_ns: bound::to_ns(pending.asked_at())?,
+        expires_at_ns: bound::to_ns(pending.expires_at())?,
+        retain_until_ns: bound::to_ns(bound::retain_until(
+            pending.asked_at(),
+            pending.expires_at(),
+        ))?,
         approval: Some(StoredApproval {
-            id: pending.id.to_string(),
-            arguments: pending.args.arguments().clone(),
-            preview: pending.preview.clone(),
+            id: pending.id().to_string(),
+            arguments: pending.args().arguments().clone(),
+            preview: pending.preview().clone(),
         }),
     };
     bound::put(store, key, record, now).await
@@ -246,7 +249,7 @@ mod tests {
 
         fn take(&self, state: &str) -> Result<PendingApproval, RoundTripRejection> {
             let p = &self.pending;
-            self.take_as(state, &p.principal, &p.tool, &p.args)
+            self.take_as(state, p.principal(), p.tool(), p.args())
         }
 
         fn take_as(
@@ -271,7 +274,8 @@ mod tests {
     fn a_round_trip_gives_back_the_approval_once() {
         let f = fixture();
         let state = f.open();
-        assert_eq!(f.store.len(), 1);
+        assert_eq!(f.store.len(), 2, "the state and its receipt");
+        assert_eq!(f.store.live_count(f.pending.principal(), f.clock.now()), 1);
         f.clock.advance(Duration::seconds(119));
         let back = f.take(&state.to_string()).unwrap();
         assert_eq!(
@@ -280,14 +284,20 @@ mod tests {
         );
         let yes = json!({"approve": true});
         assert_eq!(
-            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now()),
+            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now())
+                .decision(),
             Decision::Approve
         );
         assert_eq!(
             f.take(&state.to_string()),
             Err(RoundTripRejection::Replayed)
         );
-        assert_eq!(f.store.len(), 1, "a tombstone, nothing live");
+        assert_eq!(f.store.len(), 2, "a tombstone and a receipt");
+        assert_eq!(
+            f.store.live_count(f.pending.principal(), f.clock.now()),
+            0,
+            "nothing live"
+        );
     }
 
     #[test]
@@ -304,6 +314,108 @@ mod tests {
         f.clock.advance(Duration::seconds(120));
         assert_eq!(f.take(&at.to_string()), Err(RoundTripRejection::Unknown));
         assert!(f.store.is_empty());
+    }
+
+    #[test]
+    fn an_unanswered_round_trip_holds_its_cap_slot_for_exactly_its_lifetime() {
+        let mut f = fixture();
+        f.store = MemoryStore::with_caps(1, 100);
+        let t0 = f.clock.now();
+        let unanswered = f.open();
+        let p = &f.pending;
+        let open_at = |s: i64| {
+            let now = t0 + Duration::seconds(s);
+            let pending = PendingApproval::new(
+                p.principal().clone(),
+                p.tool().clone(),
+                p.args().clone(),
+                p.preview().clone(),
+                now,
+                &ApprovalPolicy::default(),
+            );
+            ready(open_round_trip(&f.store, &pending, now))
+        };
+        assert_eq!(
+            open_at(119),
+            Err(StoreError::PrincipalCapReached { cap: 1 }),
+            "held at 119 s"
+        );
+        assert_eq!(
+            f.store
+                .live_count(p.principal(), t0 + Duration::seconds(119)),
+            1
+        );
+        assert_eq!(
+            f.store
+                .live_count(p.principal(), t0 + Duration::seconds(120)),
+            0
+        );
+        let next = open_at(120).expect("free at 120 s");
+        f.clock.set(t0 + Duration::seconds(120));
+        // A late retry of the unanswered one is still told it expired, for one more lifetime.
+        assert_eq!(
+            f.take(&unanswered.to_string()),
+            Err(RoundTripRejection::Expired)
+        );
+        f.clock.set(t0 + Duration::seconds(239));
+        assert_eq!(
+            f.take(&unanswered.to_string()),
+            Err(RoundTripRejection::Expired)
+        );
+        // The one opened at 120 s is answered; a late retry of it is told it was used.
+        assert!(f.take(&next.to_string()).is_ok());
+        f.clock.set(t0 + Duration::seconds(240));
+        assert_eq!(
+            f.take(&unanswered.to_string()),
+            Err(RoundTripRejection::Unknown)
+        );
+        f.clock.set(t0 + Duration::seconds(241));
+        assert_eq!(f.take(&next.to_string()), Err(RoundTripRejection::Replayed));
+    }
+
+    #[test]
+    fn stored_approvals_hold_their_cap_slot_for_exactly_their_lifetime() {
+        let mut f = fixture();
+        f.store = MemoryStore::with_caps(1, 100);
+        let t0 = f.clock.now();
+        let p = &f.pending;
+        let id = ready(store_approval(&f.store, p, t0)).unwrap();
+        let later = |s: i64| {
+            PendingApproval::new(
+                p.principal().clone(),
+                p.tool().clone(),
+                p.args().clone(),
+                p.preview().clone(),
+                t0 + Duration::seconds(s),
+                &ApprovalPolicy::default(),
+            )
+        };
+        let store_at = |s: i64| {
+            ready(store_approval(
+                &f.store,
+                &later(s),
+                t0 + Duration::seconds(s),
+            ))
+        };
+        assert_eq!(
+            store_at(119),
+            Err(StoreError::PrincipalCapReached { cap: 1 })
+        );
+        let next = store_at(120).expect("free at 120 s");
+        let take_at = |id: ApprovalId, s: i64| {
+            ready(take_approval(
+                &f.store,
+                &id.to_string(),
+                p.principal(),
+                p.tool(),
+                p.args(),
+                t0 + Duration::seconds(s),
+            ))
+        };
+        assert_eq!(take_at(id, 120), Err(RoundTripRejection::Expired));
+        assert!(take_at(next, 121).is_ok());
+        assert_eq!(take_at(next, 300), Err(RoundTripRejection::Replayed));
+        assert_eq!(take_at(next, 360), Err(RoundTripRejection::Unknown));
     }
 
     #[test]
@@ -327,7 +439,11 @@ mod tests {
         ] {
             assert_eq!(f.take(bad), Err(RoundTripRejection::Malformed), "{bad:?}");
         }
-        assert_eq!(f.store.len(), 1, "the real state is untouched");
+        assert_eq!(
+            f.store.len(),
+            2,
+            "the real state and its receipt are untouched"
+        );
         assert!(f.take(&state).is_ok());
     }
 
@@ -339,16 +455,16 @@ mod tests {
         let other_tool = ToolName::new("delete_sku");
         let other_args = args(json!({"sku": "A-1", "delta": 200}));
         let cases = [
-            (&bob, &p.tool, &p.args, RoundTripRejection::OtherPrincipal),
+            (&bob, p.tool(), p.args(), RoundTripRejection::OtherPrincipal),
             (
-                &p.principal,
+                p.principal(),
                 &other_tool,
-                &p.args,
+                p.args(),
                 RoundTripRejection::OtherTool,
             ),
             (
-                &p.principal,
-                &p.tool,
+                p.principal(),
+                p.tool(),
                 &other_args,
                 RoundTripRejection::OtherArguments,
             ),
@@ -373,7 +489,8 @@ mod tests {
         f.clock.advance(Duration::seconds(20));
         let yes = json!({"approve": true});
         assert_eq!(
-            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now()),
+            back.decide(&AnswerAction::Accept, Some(&yes), f.clock.now())
+                .decision(),
             Decision::Deny(DenyReason::Expired)
         );
     }
@@ -382,15 +499,15 @@ mod tests {
     fn stored_approvals_work_the_same_way() {
         let f = fixture();
         let id = ready(store_approval(&f.store, &f.pending, f.clock.now())).unwrap();
-        assert_eq!(id, f.pending.id);
+        assert_eq!(id, f.pending.id());
         let p = &f.pending;
         let take = || {
             ready(take_approval(
                 &f.store,
                 &id.to_string(),
-                &p.principal,
-                &p.tool,
-                &p.args,
+                p.principal(),
+                p.tool(),
+                p.args(),
                 f.clock.now(),
             ))
         };
@@ -411,9 +528,9 @@ mod tests {
             ready(take_round_trip(
                 store,
                 &state,
-                &p.principal,
-                &p.tool,
-                &p.args,
+                p.principal(),
+                p.tool(),
+                p.args(),
                 now,
             ))
         };
@@ -431,11 +548,11 @@ mod tests {
             "status": "live",
             "principal": "alice",
             "tool": "adjust_stock",
-            "digest": p.args.digest(),
+            "digest": p.args().digest(),
             "issuedAtNs": bound::to_ns(now).unwrap(),
             "expiresAtNs": expires,
             "retainUntilNs": expires,
-            "approval": {"id": p.id.to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}
+            "approval": {"id": p.id().to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}
         });
         assert_eq!(
             take(&BrokenStore::Garbage(tampered)),

@@ -117,6 +117,15 @@ pub enum StoreError {
 /// - [`insert`](Store::insert) refuses a key that is live ([`StoreError::KeyExists`]) and may
 ///   refuse when a principal holds too many live entries ([`StoreError::PrincipalCapReached`]).
 ///   Inserting an entry whose `expires_at` is not after `now` stores nothing.
+/// - [`insert_tombstone`](Store::insert_tombstone) stores an entry that grants nothing; a backend
+///   with a per-principal cap should leave it out of the cap (the default does not).
+///
+/// How this crate uses it: an approval, round-trip state or token is [`insert`](Store::insert)ed
+/// with `expires_at` equal to the end of its lifetime, so it holds its principal's place for
+/// exactly that long (or until taken). Alongside it, a receipt (that it was issued, and when it
+/// expires) and, once taken, a tombstone are stored with
+/// [`insert_tombstone`](Store::insert_tombstone) for one more lifetime, so that a late attempt is
+/// told "expired" or "already used" rather than "unknown".
 pub trait Store: Send + Sync + 'static {
     /// Stores `record` under `key` for `principal` until `expires_at`.
     fn insert<'a>(
@@ -136,8 +145,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
 
     /// Stores a record that is kept only to explain a later refusal (a spent token's tombstone,
-    /// say). It grants nothing, so a backend may leave it out of its per-principal cap; the
-    /// default stores it like any other record with [`insert`](Store::insert).
+    /// the receipt of an issued one). It grants nothing, so a backend should leave it out of its
+    /// per-principal cap. The default stores it like any other record with
+    /// [`insert`](Store::insert): a backend that caps principals and keeps the default counts
+    /// these records too, so an unspent token or unanswered approval then weighs on its
+    /// principal's cap for its whole retention (twice its lifetime), not just its lifetime.
     fn insert_tombstone<'a>(
         &'a self,
         key: StoreKey,

@@ -286,7 +286,8 @@ mod tests {
     fn a_token_spends_once() {
         let f = fixture();
         let token = f.issue();
-        assert_eq!(f.store.len(), 1);
+        assert_eq!(f.store.len(), 2, "the token and its receipt");
+        assert_eq!(f.store.live_count(&f.alice, f.clock.now()), 1);
         assert_eq!(token.expires_at() - f.clock.now(), Duration::seconds(300));
         assert_eq!(f.spend(token.as_str()), Ok(()));
         assert_eq!(f.spend(token.as_str()), Err(TokenRejection::AlreadySpent));
@@ -319,6 +320,50 @@ mod tests {
         );
         f.clock.set(t0 + Duration::seconds(301));
         assert_eq!(f.spend(late.as_str()), Err(TokenRejection::Expired));
+    }
+
+    #[test]
+    fn an_unspent_token_holds_its_cap_slot_for_exactly_its_lifetime() {
+        let mut f = fixture();
+        f.store = MemoryStore::with_caps(1, 100);
+        let t0 = f.clock.now();
+        let unspent = f.issue();
+        let issue = |f: &Fixture| {
+            ready(issue_token(
+                &f.store,
+                &f.alice,
+                &f.tool,
+                &f.args,
+                f.clock.now(),
+                &f.policy,
+            ))
+        };
+        f.clock.set(t0 + Duration::seconds(299));
+        assert_eq!(
+            issue(&f),
+            Err(StoreError::PrincipalCapReached { cap: 1 }),
+            "held at 299 s"
+        );
+        assert_eq!(f.store.live_count(&f.alice, f.clock.now()), 1);
+        f.clock.set(t0 + Duration::seconds(300));
+        assert_eq!(f.store.live_count(&f.alice, f.clock.now()), 0);
+        let spent = issue(&f).expect("free at 300 s");
+        // The late attempt at the unspent token is still told it expired, not that it is unknown,
+        // for one more lifetime.
+        assert_eq!(f.spend(unspent.as_str()), Err(TokenRejection::Expired));
+        f.clock.set(t0 + Duration::seconds(599));
+        assert_eq!(f.spend(unspent.as_str()), Err(TokenRejection::Expired));
+        // The one issued at 300 s spends, and a late attempt at it is told it was spent.
+        assert_eq!(f.spend(spent.as_str()), Ok(()));
+        f.clock.set(t0 + Duration::seconds(600));
+        assert_eq!(f.spend(unspent.as_str()), Err(TokenRejection::Unknown));
+        f.clock.set(t0 + Duration::seconds(601));
+        assert_eq!(f.spend(spent.as_str()), Err(TokenRejection::AlreadySpent));
+        f.clock.set(t0 + Duration::seconds(899));
+        assert_eq!(f.spend(spent.as_str()), Err(TokenRejection::AlreadySpent));
+        f.clock.set(t0 + Duration::seconds(900));
+        assert_eq!(f.spend(spent.as_str()), Err(TokenRejection::Unknown));
+        assert!(f.store.is_empty());
     }
 
     #[test]
@@ -359,7 +404,12 @@ mod tests {
                 "{want:?}"
             );
         }
-        assert_eq!(f.store.len(), 3, "three tombstones, no live token");
+        assert_eq!(f.store.len(), 6, "three tombstones and three receipts");
+        assert_eq!(
+            f.store.live_count(&f.alice, f.clock.now()),
+            0,
+            "no live token"
+        );
     }
 
     #[test]
@@ -402,19 +452,32 @@ mod tests {
             Err(TokenRejection::Unknown)
         );
         // Unlike a mismatched spend, a mismatched check burns nothing.
+        let unspent = f.issue();
         f.clock.set(t0 + Duration::seconds(299));
         assert_eq!(check(&f.alice, &f.tool, &f.args), Ok(()));
-        f.clock.set(t0 + Duration::seconds(300));
-        assert_eq!(
-            check(&f.alice, &f.tool, &f.args),
-            Err(TokenRejection::Expired)
-        );
-        f.clock.set(t0 + Duration::seconds(299));
         assert_eq!(f.spend(token.as_str()), Ok(()));
         assert_eq!(
             check(&f.alice, &f.tool, &f.args),
             Err(TokenRejection::AlreadySpent)
         );
+        f.clock.set(t0 + Duration::seconds(300));
+        assert_eq!(
+            check(&f.alice, &f.tool, &f.args),
+            Err(TokenRejection::AlreadySpent),
+            "spent stays spent after the expiry"
+        );
+        let check_unspent = || {
+            ready(check_token(
+                &f.store,
+                unspent.as_str(),
+                &f.alice,
+                &f.tool,
+                &f.args,
+                f.clock.now(),
+            ))
+        };
+        assert_eq!(check_unspent(), Err(TokenRejection::Expired));
+        assert_eq!(check_unspent(), Err(TokenRejection::Expired));
     }
 
     #[test]
@@ -516,8 +579,9 @@ mod tests {
             )),
             Err(TokenRejection::Malformed)
         );
-        // None of that touched the real token.
-        assert_eq!(f.store.len(), 1);
+        // None of that touched the real token (held with its receipt).
+        assert_eq!(f.store.len(), 2);
+        assert_eq!(f.store.live_count(&f.alice, f.clock.now()), 1);
         assert_eq!(f.spend(live.as_str()), Ok(()));
     }
 
@@ -541,6 +605,8 @@ mod tests {
             json!("x"),
             json!({"status": "live"}),
             json!({"status": "bogus"}),
+            // A receipt where the token itself should be.
+            json!({"status": "receipt", "owner": "alice", "expiresAtNs": 0, "retainUntilNs": 0}),
         ] {
             let corrupt = BrokenStore::Garbage(garbage);
             assert_eq!(
@@ -567,7 +633,11 @@ mod tests {
             &f.policy,
         ));
         assert_eq!(third, Err(StoreError::PrincipalCapReached { cap: 2 }));
-        assert_eq!(f.store.len(), 2);
+        assert_eq!(
+            f.store.len(),
+            4,
+            "two tokens, two receipts; none for the refused one"
+        );
     }
 
     #[test]
@@ -611,7 +681,7 @@ mod tests {
         let clock = ManualClock::default();
         const THREADS: usize = 8;
         for round in 0..200 {
-            // Each round a lifetime and its retention later, so tombstones do not fill the cap.
+            // Each round a lifetime and its retention later, so earlier rounds are forgotten.
             clock.advance(Duration::seconds(600));
             let now = clock.now();
             let token = ready(issue_token(&*store, &alice, &tool, &a, now, &policy)).unwrap();
@@ -629,18 +699,24 @@ mod tests {
             });
             let winners = results.iter().filter(|r| r.is_ok()).count();
             assert_eq!(winners, 1, "round {round}: {results:?}");
-            // The losers are refused as spent (or, in the instant between the take and the
-            // tombstone, as unknown): never anything that could be mistaken for success.
-            assert!(results.iter().all(|r| matches!(
-                r,
-                Ok(()) | Err(TokenRejection::AlreadySpent | TokenRejection::Unknown)
-            )));
+            // The losers are refused as spent, even in the instant between the winner's take and
+            // its tombstone (the receipt says the token was issued and is not yet expired).
+            assert!(
+                results
+                    .iter()
+                    .all(|r| matches!(r, Ok(()) | Err(TokenRejection::AlreadySpent))),
+                "round {round}: {results:?}"
+            );
             assert_eq!(
                 ready(spend_token(&*store, token.as_str(), &alice, &tool, &a, now)),
                 Err(TokenRejection::AlreadySpent)
             );
         }
-        assert_eq!(store.len(), 1, "earlier rounds were purged");
+        assert_eq!(
+            store.len(),
+            2,
+            "the last round's tombstone and receipt; earlier rounds were purged"
+        );
     }
 
     mod model {
@@ -651,7 +727,7 @@ mod tests {
 
         const CAP: usize = 6;
         const TTL: i64 = 300;
-        /// Records are remembered for one more lifetime after expiry.
+        /// Records are remembered (a tombstone, a receipt) for one more lifetime after expiry.
         const FORGET: i64 = 2 * TTL;
 
         #[derive(Debug, Clone)]
@@ -661,16 +737,16 @@ mod tests {
                 tool: u8,
                 args: u8,
             },
-            /// Spend issued token number `which` (modulo), changing nothing (kinds 0..=2) or one
-            /// of principal (3), tool (4), arguments (5).
+            /// Spend issued token number `which` (modulo), as issued or with one of principal,
+            /// tool or arguments changed.
             Spend {
                 which: usize,
-                mismatch: u8,
+                mismatch: Mismatch,
             },
             /// Check (without spending) issued token number `which`, like `Spend`.
             Check {
                 which: usize,
-                mismatch: u8,
+                mismatch: Mismatch,
             },
             SpendForged,
             SpendMalformed(String),
@@ -678,11 +754,52 @@ mod tests {
             Purge,
         }
 
+        /// What an attempt changes from what the token was issued for.
+        #[derive(Debug, Clone, Copy)]
+        enum Mismatch {
+            Nothing,
+            Principal,
+            Tool,
+            Arguments,
+        }
+
+        impl Mismatch {
+            /// The principal, tool and arguments of the attempt at `tok`.
+            fn attempt(self, tok: &ModelToken) -> (u8, u8, u8) {
+                let (p, tl, a) = (tok.principal, tok.tool, tok.args);
+                match self {
+                    Self::Nothing => (p, tl, a),
+                    Self::Principal => (p ^ 1, tl, a),
+                    Self::Tool => (p, tl ^ 1, a),
+                    Self::Arguments => (p, tl, a ^ 1),
+                }
+            }
+
+            /// What the attempt gets from a live token.
+            fn at_a_live_token(self) -> Result<(), TokenRejection> {
+                match self {
+                    Self::Nothing => Ok(()),
+                    Self::Principal => Err(TokenRejection::OtherPrincipal),
+                    Self::Tool => Err(TokenRejection::OtherTool),
+                    Self::Arguments => Err(TokenRejection::OtherArguments),
+                }
+            }
+        }
+
+        fn arb_mismatch() -> impl Strategy<Value = Mismatch> {
+            prop_oneof![
+                3 => Just(Mismatch::Nothing),
+                1 => Just(Mismatch::Principal),
+                1 => Just(Mismatch::Tool),
+                1 => Just(Mismatch::Arguments),
+            ]
+        }
+
         fn arb_op() -> impl Strategy<Value = Op> {
             prop_oneof![
                 4 => (0..2u8, 0..2u8, 0..2u8).prop_map(|(principal, tool, args)| Op::Issue { principal, tool, args }),
-                6 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Spend { which, mismatch }),
-                3 => (any::<usize>(), 0..6u8).prop_map(|(which, mismatch)| Op::Check { which, mismatch }),
+                6 => (any::<usize>(), arb_mismatch()).prop_map(|(which, mismatch)| Op::Spend { which, mismatch }),
+                3 => (any::<usize>(), arb_mismatch()).prop_map(|(which, mismatch)| Op::Check { which, mismatch }),
                 1 => Just(Op::SpendForged),
                 1 => "[a-z0-9-]{0,40}".prop_map(Op::SpendMalformed),
                 3 => prop_oneof![Just(1i64), Just(299), Just(300), Just(301), Just(600), 0..700i64].prop_map(Op::Advance),
@@ -732,15 +849,17 @@ mod tests {
                     let at = t0 + Duration::seconds(now);
                     prop_assert_eq!(clock.now(), at);
                     // Entries that count against a principal's cap: tokens not yet taken (a
-                    // taken token leaves a tombstone, which does not count), not yet forgotten.
-                    let held = |model: &BTreeMap<usize, ModelToken>, p: u8| {
-                        model.values().filter(|t| t.principal == p && t.state == State::Live && now < t.issued + FORGET).count()
+                    // taken token leaves a tombstone, which does not count) and still live. An
+                    // unspent token gives its place back at exactly its expiry, not when it is
+                    // forgotten.
+                    let held = |model: &BTreeMap<usize, ModelToken>, p: u8, now: i64| {
+                        model.values().filter(|t| t.principal == p && t.state == State::Live && now < t.issued + TTL).count()
                     };
                     let mut check_len = true;
                     match op {
                         Op::Issue { principal: p, tool: tl, args: a } => {
                             let got = ready(issue_token(&store, &principal(p), &tool(tl), &arguments(a), at, &policy));
-                            if held(&model, p) >= CAP {
+                            if held(&model, p, now) >= CAP {
                                 prop_assert_eq!(got, Err(StoreError::PrincipalCapReached { cap: CAP }));
                             } else {
                                 let token = got.unwrap();
@@ -753,8 +872,7 @@ mod tests {
                             if model.is_empty() { continue; }
                             let id = which % model.len();
                             let tok = model.get_mut(&id).unwrap();
-                            let (mut p, mut tl, mut a) = (tok.principal, tok.tool, tok.args);
-                            match mismatch { 3 => p ^= 1, 4 => tl ^= 1, 5 => a ^= 1, _ => {} }
+                            let (p, tl, a) = mismatch.attempt(tok);
                             let got = ready(spend_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
                             let want = if now >= tok.issued + FORGET {
                                 Err(TokenRejection::Unknown)
@@ -768,12 +886,7 @@ mod tests {
                                     }
                                     State::Live => {
                                         tok.state = State::Used;
-                                        match mismatch {
-                                            3 => Err(TokenRejection::OtherPrincipal),
-                                            4 => Err(TokenRejection::OtherTool),
-                                            5 => Err(TokenRejection::OtherArguments),
-                                            _ => Ok(()),
-                                        }
+                                        mismatch.at_a_live_token()
                                     }
                                 }
                             };
@@ -783,8 +896,7 @@ mod tests {
                             if model.is_empty() { continue; }
                             let id = which % model.len();
                             let tok = &model[&id];
-                            let (mut p, mut tl, mut a) = (tok.principal, tok.tool, tok.args);
-                            match mismatch { 3 => p ^= 1, 4 => tl ^= 1, 5 => a ^= 1, _ => {} }
+                            let (p, tl, a) = mismatch.attempt(tok);
                             let got = ready(check_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
                             // What a spend would say, with no change to the model's state.
                             let want = if now >= tok.issued + FORGET {
@@ -794,12 +906,7 @@ mod tests {
                                     State::Used => Err(TokenRejection::AlreadySpent),
                                     State::Expired => Err(TokenRejection::Expired),
                                     State::Live if now >= tok.issued + TTL => Err(TokenRejection::Expired),
-                                    State::Live => match mismatch {
-                                        3 => Err(TokenRejection::OtherPrincipal),
-                                        4 => Err(TokenRejection::OtherTool),
-                                        5 => Err(TokenRejection::OtherArguments),
-                                        _ => Ok(()),
-                                    },
+                                    State::Live => mismatch.at_a_live_token(),
                                 }
                             };
                             prop_assert_eq!(got, want, "check of token {} at {}s, issued {}s", id, now, tok.issued);
@@ -821,13 +928,27 @@ mod tests {
                         }
                         Op::Purge => {
                             let removed = ready(store.purge_expired(at)).unwrap();
-                            prop_assert!(removed <= model.len());
+                            prop_assert!(removed <= 2 * model.len());
                         }
                     }
                     if check_len {
-                        // The store holds exactly the records the model has not yet forgotten.
-                        let expected = model.values().filter(|t| now < t.issued + FORGET).count();
+                        // The store holds exactly, for each token the model has not yet
+                        // forgotten, its receipt, plus its tombstone once spent or the token
+                        // itself while it is live.
+                        let expected: usize = model
+                            .values()
+                            .filter(|t| now < t.issued + FORGET)
+                            .map(|t| {
+                                let own_key = t.state == State::Used
+                                    || (t.state == State::Live && now < t.issued + TTL);
+                                1 + usize::from(own_key)
+                            })
+                            .sum();
                         prop_assert_eq!(store.len(), expected);
+                    }
+                    for p in 0..2u8 {
+                        let at = t0 + Duration::seconds(now);
+                        prop_assert_eq!(store.live_count(&principal(p), at), held(&model, p, now), "principal {} at {}s", p, now);
                     }
                 }
                 // And nothing live in the model is missing from the store's view.
