@@ -1,29 +1,57 @@
-//! One record per decision: who asked, which tool, which arguments (by digest), what happened.
+//! One record per event on the write path: who asked, which tool, which arguments, what the
+//! person was shown, what happened.
 //!
-//! The adapter hands every decision on the write path to an [`AuditSink`]: refusals, the user's
-//! approval, the final apply, issued tokens. Reads are not decisions and are not recorded.
-//! Arguments themselves are never recorded, only their [`ArgsDigest`], so an audit log does not
-//! become a copy of the data.
+//! The adapter hands every decision to an [`AuditSink`]: the question put to the person
+//! ([`Outcome::Asked`]), refusals, the person's approval, the final apply, issued tokens. Reads
+//! are not decisions and are not recorded. Every record of one call carries the same
+//! [`approval_id`](AuditRecord::approval_id) once the call has one, so an auditor can join
+//! asked → approved / declined / expired → applied / stale.
+//!
+//! # What the `asked` record holds, and redaction
+//!
+//! The `asked` record ([`Asked`]) carries the approval's expiry, the protocol era, the channel,
+//! the SHA-256 digest of the question exactly as sent, and by default the question itself and
+//! the captured arguments (keys sorted, as canonicalised), so that the records alone say what
+//! the person was shown and what was applied (the apply uses exactly those arguments).
+//!
+//! Values that must not be logged are redacted with
+//! [`WriteGuardBuilder::redact`](crate::WriteGuardBuilder::redact) (per tool and argument name)
+//! or [`redact_with`](crate::WriteGuardBuilder::redact_with) (any rule). A redacted argument is
+//! recorded as `{"redacted": "<sha-256 of its canonical JSON>"}`, so a value produced later can
+//! still be checked against it, and a call with any redacted argument records no question text
+//! (the question may quote the value), only its digest. `confirmationToken` is always
+//! redacted: it is a bearer secret until spent. The default logs everything else because an
+//! approval trail that cannot say what was approved does not do its job; redact what your
+//! tools take that is secret or personal.
 
 use std::{
+    collections::HashSet,
+    fmt,
     fs::{File, OpenOptions},
     io::{BufWriter, Write},
     path::Path,
     sync::Arc,
 };
 
-use approval_core::{ArgsDigest, Principal};
+use approval_core::{
+    ApprovalId, ArgsDigest, CONFIRMATION_TOKEN_ARG, PREVIEW_LIMITS, PendingApproval, Principal,
+    canonical_json,
+};
 use parking_lot::Mutex;
 use serde::Serialize;
-use time::OffsetDateTime;
+use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha256};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::error::Error;
+use crate::{elicit::Era, error::Error};
 
 /// What happened to one write request (or one step of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Outcome {
+    /// The person was asked; the record carries [`Asked`]. Not a decision yet.
+    Asked,
     /// Writes are disabled on this server; nothing was asked, nothing written.
     RefusedDisabled,
     /// The client cannot ask its user (no elicitation); nothing written.
@@ -78,6 +106,7 @@ impl Outcome {
     /// The kebab-case name used in logs (`refused-disabled`, `token-rejected`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Asked => "asked",
             Self::RefusedDisabled => "refused-disabled",
             Self::RefusedNoElicitation => "refused-no-elicitation",
             Self::RefusedNoPrincipal => "refused-no-principal",
@@ -106,7 +135,8 @@ impl Outcome {
     pub fn is_refusal(self) -> bool {
         !matches!(
             self,
-            Self::Approved
+            Self::Asked
+                | Self::Approved
                 | Self::ApprovedWithoutElicitation
                 | Self::Applied
                 | Self::ApplyFailed
@@ -121,11 +151,11 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// One decision on the write path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One event on the write path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct AuditRecord {
-    /// When the decision was taken, by the adapter's clock.
+    /// When it happened, by the adapter's clock (RFC 3339 in every sink).
     #[serde(serialize_with = "rfc3339")]
     pub time: OffsetDateTime,
     /// Who asked; `None` when the principal could not be resolved.
@@ -138,6 +168,13 @@ pub struct AuditRecord {
     pub outcome: Outcome,
     /// Why, in a few words (the deny reason, the token rejection, the error).
     pub reason: Option<String>,
+    /// The approval this call opened or answered, on every record of the call from the
+    /// moment it has one (the preview ran, or a retry named its round trip).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<ApprovalId>,
+    /// On an [`Outcome::Asked`] record: what the person was shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Asked>,
 }
 
 impl AuditRecord {
@@ -157,15 +194,167 @@ impl AuditRecord {
             args_digest,
             outcome,
             reason,
+            approval_id: None,
+            asked: None,
+        }
+    }
+
+    /// The same record, naming the call's approval.
+    #[must_use]
+    pub fn with_approval(mut self, approval_id: Option<ApprovalId>) -> Self {
+        self.approval_id = approval_id;
+        self
+    }
+
+    /// The same record, with what the person was shown.
+    #[must_use]
+    pub fn with_asked(mut self, asked: Asked) -> Self {
+        self.asked = Some(asked);
+        self
+    }
+}
+
+/// How the question reached the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Channel {
+    /// A form elicitation (`elicitation/create`, or its input request from 2026-07-28 on):
+    /// the answer travels through the client.
+    Form,
+}
+
+impl Channel {
+    /// The name used in logs (`form`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Form => "form",
         }
     }
 }
 
+/// What an [`Outcome::Asked`] record says about the question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Asked {
+    /// When the approval clock runs out: an answer at or after it is a denial.
+    #[serde(serialize_with = "rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// The protocol era of the request: `legacy` (below 2026-07-28, `elicitation/create`) or
+    /// `2026-07-28` (an input-required round trip).
+    pub era: Era,
+    /// How the question was put.
+    pub channel: Channel,
+    /// SHA-256 of the question exactly as sent, as 64 lowercase hex digits.
+    pub prompt_digest: String,
+    /// The question as sent; `None` when an argument of the call is redacted.
+    pub prompt: Option<String>,
+    /// The captured arguments (keys sorted), redacted values replaced by
+    /// `{"redacted": "<sha-256 of the value's canonical JSON>"}`.
+    pub arguments: Value,
+}
+
+impl Asked {
+    /// What the person is asked about `pending` with `prompt`; `redaction` says which
+    /// arguments must not be logged (for `prepare_admin_action`, the target tool's rules apply
+    /// to the target's arguments inside `arguments`).
+    pub(crate) fn new(
+        pending: &PendingApproval,
+        prompt: &str,
+        era: Era,
+        channel: Channel,
+        redaction: &Redaction,
+    ) -> Self {
+        let mut redacted_any = false;
+        let mut redact_map = |tool: &str, map: &Map<String, Value>| -> Map<String, Value> {
+            map.iter()
+                .map(|(name, value)| {
+                    if name == CONFIRMATION_TOKEN_ARG || redaction.redacts(tool, name) {
+                        redacted_any = true;
+                        (name.clone(), redacted(value))
+                    } else {
+                        (name.clone(), value.clone())
+                    }
+                })
+                .collect()
+        };
+        let tool = pending.tool().as_str();
+        let mut arguments = redact_map(tool, pending.args().arguments());
+        // prepare_admin_action {tool, arguments}: the target's arguments, by the target's rules.
+        if tool == crate::PREPARE_ADMIN_ACTION
+            && let Some(Value::String(target)) = pending.args().arguments().get("tool")
+            && let Some(Value::Object(inner)) = pending.args().arguments().get("arguments")
+        {
+            let inner = redact_map(target, inner);
+            arguments.insert("arguments".to_owned(), Value::Object(inner));
+        }
+        Self {
+            expires_at: pending.expires_at(),
+            era,
+            channel,
+            prompt_digest: hex_sha256(prompt.as_bytes()),
+            prompt: (!redacted_any).then(|| prompt.to_owned()),
+            arguments: Value::Object(arguments),
+        }
+    }
+}
+
+/// Which arguments the audit records must not show: per tool and argument name, or by a rule.
+#[derive(Clone, Default)]
+pub(crate) struct Redaction {
+    pairs: HashSet<(String, String)>,
+    rules: Vec<RedactRule>,
+}
+
+/// A rule that says whether `(tool, argument)` is redacted.
+pub(crate) type RedactRule = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
+impl Redaction {
+    pub(crate) fn add(&mut self, tool: String, argument: String) {
+        self.pairs.insert((tool, argument));
+    }
+
+    pub(crate) fn add_rule(&mut self, rule: RedactRule) {
+        self.rules.push(rule);
+    }
+
+    /// Whether `argument` of `tool` is kept out of the records.
+    pub(crate) fn redacts(&self, tool: &str, argument: &str) -> bool {
+        self.pairs.contains(&(tool.to_owned(), argument.to_owned()))
+            || self.rules.iter().any(|rule| rule(tool, argument))
+    }
+}
+
+impl fmt::Debug for Redaction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redaction")
+            .field("pairs", &self.pairs)
+            .field("rules", &self.rules.len())
+            .finish()
+    }
+}
+
+fn redacted(value: &Value) -> Value {
+    let canonical = canonical_json(value, &PREVIEW_LIMITS).unwrap_or_default();
+    json!({ "redacted": hex_sha256(canonical.as_bytes()) })
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 fn rfc3339<S: serde::Serializer>(time: &OffsetDateTime, serializer: S) -> Result<S::Ok, S::Error> {
-    let text = time
-        .format(&time::format_description::well_known::Rfc3339)
-        .map_err(serde::ser::Error::custom)?;
+    let text = time.format(&Rfc3339).map_err(serde::ser::Error::custom)?;
     serializer.serialize_str(&text)
+}
+
+/// `time` in RFC 3339, as every sink prints it.
+fn rfc3339_text(time: OffsetDateTime) -> String {
+    time.format(&Rfc3339).unwrap_or_else(|_| time.to_string())
 }
 
 /// Receives every decision. Called on the request path: keep it quick and never block on a
@@ -189,30 +378,44 @@ pub struct TracingSink;
 
 impl AuditSink for TracingSink {
     fn record(&self, record: &AuditRecord) {
+        let time = rfc3339_text(record.time);
         let principal = record.principal.as_ref().map(Principal::as_str);
         let digest = record.args_digest.map(|d| d.to_string());
+        let approval_id = record.approval_id.map(|id| id.to_string());
+        let asked = record.asked.as_ref();
+        let expires_at = asked.map(|a| rfc3339_text(a.expires_at));
+        let era = asked.map(|a| a.era.as_str());
+        let channel = asked.map(|a| a.channel.as_str());
+        let prompt_digest = asked.map(|a| a.prompt_digest.as_str());
+        let prompt = asked.and_then(|a| a.prompt.as_deref());
+        let arguments = asked.map(|a| a.arguments.to_string());
+        macro_rules! event {
+            ($level:ident, $message:literal) => {
+                tracing::$level!(
+                    target: "adapter_rmcp::audit",
+                    time = %time,
+                    principal,
+                    tool = %record.tool,
+                    args_digest = digest,
+                    approval_id,
+                    outcome = %record.outcome,
+                    reason = record.reason.as_deref(),
+                    expires_at,
+                    era,
+                    channel,
+                    prompt_digest,
+                    prompt,
+                    arguments,
+                    $message
+                )
+            };
+        }
         if record.outcome.is_refusal() {
-            tracing::warn!(
-                target: "adapter_rmcp::audit",
-                time = %record.time,
-                principal,
-                tool = %record.tool,
-                args_digest = digest,
-                outcome = %record.outcome,
-                reason = record.reason.as_deref(),
-                "write refused"
-            );
+            event!(warn, "write refused");
+        } else if record.outcome == Outcome::Asked {
+            event!(info, "write asked");
         } else {
-            tracing::info!(
-                target: "adapter_rmcp::audit",
-                time = %record.time,
-                principal,
-                tool = %record.tool,
-                args_digest = digest,
-                outcome = %record.outcome,
-                reason = record.reason.as_deref(),
-                "write decision"
-            );
+            event!(info, "write decision");
         }
     }
 }

@@ -13,7 +13,7 @@ use write_policy::DEFAULT_WRITES_ENV;
 
 use crate::{
     WriteGuard,
-    audit::{AuditSink, TracingSink},
+    audit::{AuditSink, Redaction, TracingSink},
     danger::AllowWritesWithoutElicitation,
     guard::{GATED_UNKNOWN, Shared},
     principal::{ConnectionId, PerConnection, PrincipalResolver},
@@ -40,6 +40,7 @@ pub struct WriteGuardBuilder<S> {
     store: Option<Arc<dyn Store>>,
     clock: Arc<dyn Clock>,
     audit: Arc<dyn AuditSink>,
+    redaction: Redaction,
     principal: Arc<dyn PrincipalResolver>,
     allow_without_elicitation: bool,
 }
@@ -71,6 +72,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
             store: None,
             clock: Arc::new(SystemClock),
             audit: Arc::new(TracingSink),
+            redaction: Redaction::default(),
             principal: Arc::new(PerConnection),
             allow_without_elicitation: false,
         }
@@ -112,6 +114,27 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
     #[must_use]
     pub fn text_prefix(mut self, on: bool) -> Self {
         self.envelope = self.envelope.with_text_prefix(on);
+        self
+    }
+
+    /// Keeps `argument` of `tool` out of the audit records: the `asked` record shows its
+    /// SHA-256 instead, and no question text (which may quote it). For
+    /// `prepare_admin_action`, the target tool's rules apply to the target's arguments. See
+    /// the `audit` section of the crate docs for what is recorded by default.
+    #[must_use]
+    pub fn redact(mut self, tool: impl Into<String>, argument: impl Into<String>) -> Self {
+        self.redaction.add(tool.into(), argument.into());
+        self
+    }
+
+    /// Keeps every argument for which `rule(tool, argument)` is true out of the audit records,
+    /// as [`redact`](Self::redact) does (for example every argument named `password`).
+    #[must_use]
+    pub fn redact_with<F>(mut self, rule: F) -> Self
+    where
+        F: Fn(&str, &str) -> bool + Send + Sync + 'static,
+    {
+        self.redaction.add_rule(Arc::new(rule));
         self
     }
 
@@ -243,6 +266,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 store,
                 clock: self.clock,
                 audit: self.audit,
+                redaction: self.redaction,
                 principal: self.principal,
                 allow_without_elicitation: self.allow_without_elicitation,
                 any_gated: AtomicU8::new(GATED_UNKNOWN),

@@ -14,9 +14,11 @@
 /// model can prepare a token and spend it on its own. Tokens are still required, bound and
 /// spent once, but they no longer stand for a person's approval.
 ///
-/// The other checks stay on (writes must be enabled, arguments are captured once, previews are
-/// still re-run and compared, results are still wrapped, every decision is recorded with the
-/// outcome `approved-without-elicitation`), but the human step is gone.
+/// The other checks stay on (writes must be enabled, arguments are captured once, the apply
+/// still compares the preview it was computed against, results are still wrapped, every
+/// decision is recorded with the outcome `approved-without-elicitation`), but the human step
+/// is gone. The guard makes the approval through [`approval_core::danger`], the one other way
+/// than a person's answer to reach the apply.
 ///
 /// Use it only for a client that cannot elicit and that a person drives directly (a test rig, a
 /// local script whose arguments a person typed), never for a model-driven client.

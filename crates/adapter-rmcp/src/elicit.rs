@@ -25,13 +25,26 @@ use crate::error::Error;
 /// The key of the guard's approval question in `inputRequests` / `inputResponses`.
 pub const INPUT_KEY: &str = "mcp-write-guard/approve";
 
-/// Which mechanism reaches the user on this request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Era {
-    /// Below 2026-07-28: `elicitation/create` from server to client.
+/// Which mechanism reaches the person on a request: the protocol era it was made in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[non_exhaustive]
+pub enum Era {
+    /// Below 2026-07-28: `elicitation/create` from server to client (`legacy` in records).
+    #[serde(rename = "legacy")]
     Legacy,
-    /// 2026-07-28 or later: `InputRequiredResult` and a retry.
+    /// 2026-07-28 or later: `InputRequiredResult` and a retry (`2026-07-28` in records).
+    #[serde(rename = "2026-07-28")]
     InputRounds,
+}
+
+impl Era {
+    /// The name used in audit records (`legacy`, `2026-07-28`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Legacy => "legacy",
+            Self::InputRounds => "2026-07-28",
+        }
+    }
 }
 
 pub(crate) fn era(context: &RequestContext<RoleServer>) -> Era {

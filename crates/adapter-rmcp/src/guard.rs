@@ -41,7 +41,7 @@ use rmcp::{
 };
 
 use crate::{
-    audit::AuditSink,
+    audit::{AuditSink, Redaction},
     builder::WriteGuardBuilder,
     principal::{ConnectionId, PrincipalResolver},
     prompt::PromptFn,
@@ -64,6 +64,7 @@ pub(crate) struct Shared<S> {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) audit: Arc<dyn AuditSink>,
+    pub(crate) redaction: Redaction,
     pub(crate) principal: Arc<dyn PrincipalResolver>,
     pub(crate) allow_without_elicitation: bool,
     /// What the last complete `tools/list` said about token-gated tools, so that `get_tool`

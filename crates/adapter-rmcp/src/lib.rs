@@ -125,9 +125,11 @@ mod step;
 mod tools;
 mod write_path;
 
-pub use audit::{AuditRecord, AuditSink, JsonLinesSink, MemorySink, Outcome, TracingSink};
+pub use audit::{
+    Asked, AuditRecord, AuditSink, Channel, JsonLinesSink, MemorySink, Outcome, TracingSink,
+};
 pub use builder::WriteGuardBuilder;
-pub use elicit::INPUT_KEY;
+pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use principal::{

@@ -58,9 +58,11 @@
 //! # What the guard checks afterwards
 //!
 //! The guard reads what [`ApprovedPreview::check`] recorded once the apply returns:
-//! - it said *stale*: the person reads "the data changed since you approved; nothing was
-//!   saved" and the audit outcome is `stale`, whatever the tool returned (a tool must roll back
-//!   on a stale check);
+//! - it said *stale* and the tool returned an error: the person reads "the data changed since
+//!   you approved; nothing was saved" and the audit outcome is `stale`;
+//! - it said *stale* but the tool returned success: the tool broke its contract (it must roll
+//!   back on a stale check), so the guard answers with an error that does not claim success
+//!   or "nothing saved", records `apply-failed` and logs an error;
 //! - it said *unchanged*: the tool's result is the answer (`applied`, or `apply-failed` for an
 //!   error result);
 //! - the tool never called it but returned success: the guard cannot vouch for what was

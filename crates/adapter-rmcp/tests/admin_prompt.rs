@@ -191,7 +191,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
     assert!(h.state().rows.contains_key("a"));
     assert_eq!(
         h.audit.outcomes(),
-        [Outcome::Approved, Outcome::TokenIssued]
+        [Outcome::Asked, Outcome::Approved, Outcome::TokenIssued]
     );
 
     // The token is bound as before: to delete_row and {"name": "a"}; the act asks again.

@@ -79,6 +79,7 @@ async fn cancelled_after_approval_spends_no_token_and_deletes_nothing() {
     assert_eq!(
         outcomes,
         vec![
+            (Outcome::Asked, None),
             (Outcome::Approved, None),
             (
                 Outcome::RequestCancelled,

@@ -57,7 +57,7 @@ async fn an_apply_protocol_error_stays_in_the_audit_record(era: Era) {
     assert_eq!(h.server.knobs.failed_applies.load(Ordering::SeqCst), 1);
     assert_eq!(
         h.audit.outcomes(),
-        vec![Outcome::Approved, Outcome::ApplyFailed]
+        vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
     );
     assert_eq!(h.audit.last().unwrap().reason.as_deref(), Some(INNER_TEXT));
 }
@@ -131,7 +131,11 @@ async fn an_approved_retry_whose_tool_list_fails_is_a_refusal_with_a_record() {
     let before = h.state();
     h.assert_refused(&result, &before, Outcome::LookupFailed);
     assert!(result.structured_content.is_none(), "no token: {result:?}");
-    assert_eq!(h.audit.outcomes(), vec![Outcome::LookupFailed]);
+    // The person approved the intent; the target could not be checked, so no token.
+    assert_eq!(
+        h.audit.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::LookupFailed]
+    );
     assert_eq!(h.state().rows.get("a"), Some(&1));
 }
 
@@ -140,6 +144,6 @@ async fn a_declined_retry_is_recorded_as_declined_before_the_tool_is_looked_up()
     let (h, result) = retry_with_broken_tool_list(answer("decline", Value::Null)).await;
     let before = h.state();
     h.assert_refused(&result, &before, Outcome::Declined);
-    assert_eq!(h.audit.outcomes(), vec![Outcome::Declined]);
+    assert_eq!(h.audit.outcomes(), vec![Outcome::Asked, Outcome::Declined]);
     assert_eq!(h.audit.last().unwrap().reason.as_deref(), Some("declined"));
 }

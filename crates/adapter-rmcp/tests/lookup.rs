@@ -100,7 +100,7 @@ async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Er
     let token = prepare_token_on(&s.client, &s.scripted, "delete_row", json!({"name": "a"})).await;
     assert_eq!(
         s.audit.outcomes(),
-        vec![Outcome::Approved, Outcome::TokenIssued]
+        vec![Outcome::Asked, Outcome::Approved, Outcome::TokenIssued]
     );
     assert_eq!(
         s.rows(),
@@ -124,8 +124,10 @@ async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Er
     assert_eq!(
         s.audit.outcomes(),
         vec![
+            Outcome::Asked,
             Outcome::Approved,
             Outcome::TokenIssued,
+            Outcome::Asked,
             Outcome::Approved,
             Outcome::Applied
         ]
@@ -168,7 +170,7 @@ async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
     assert!(asked[0].contains("Before: 0"), "{}", asked[0]);
     assert_eq!(
         s.audit.outcomes(),
-        vec![Outcome::Approved, Outcome::Applied]
+        vec![Outcome::Asked, Outcome::Approved, Outcome::Applied]
     );
 }
 

@@ -175,7 +175,10 @@ async fn a_store_that_fails_while_the_user_is_asked_writes_nothing(era: Era) {
     let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed);
     assert_store_failed(&h, "store");
-    assert_eq!(h.audit.outcomes(), vec![Outcome::StoreFailed]);
+    assert_eq!(
+        h.audit.outcomes(),
+        vec![Outcome::Asked, Outcome::StoreFailed]
+    );
     assert_eq!(h.scripted.asked().len(), 1);
     assert_eq!(h.state().applies, 0);
 

@@ -280,7 +280,13 @@ async fn a_tool_router_server_is_guarded(era: Era) {
     );
     assert_eq!(
         audit.outcomes(),
-        vec![Outcome::Declined, Outcome::Approved, Outcome::Applied]
+        vec![
+            Outcome::Asked,
+            Outcome::Declined,
+            Outcome::Asked,
+            Outcome::Approved,
+            Outcome::Applied
+        ]
     );
 
     let list = client

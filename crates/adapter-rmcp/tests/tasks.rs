@@ -161,6 +161,6 @@ async fn without_server_tasks_the_same_client_writes_as_usual(era: Era) {
     assert_eq!(s.server.fixture.snapshot().counter, 7);
     assert_eq!(
         s.audit.outcomes(),
-        vec![Outcome::Approved, Outcome::Applied]
+        vec![Outcome::Asked, Outcome::Approved, Outcome::Applied]
     );
 }

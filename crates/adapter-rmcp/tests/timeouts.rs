@@ -82,6 +82,9 @@ async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
         .collect();
     assert_eq!(
         records,
-        vec![(Outcome::Expired, Some("expired".to_owned()))]
+        vec![
+            (Outcome::Asked, None),
+            (Outcome::Expired, Some("expired".to_owned()))
+        ]
     );
 }

@@ -47,7 +47,10 @@ fn refusal_text_is_the_token_message(result: &rmcp::model::CallToolResult) {
 async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::TokenIssued]);
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::TokenIssued]
+    );
     let intent = &h.asked()[0];
     assert!(intent.contains("delete_row"), "{intent}");
     assert!(intent.contains("name: \"a\""), "{intent}");
@@ -80,8 +83,10 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     assert_eq!(
         h.outcomes(),
         vec![
+            Outcome::Asked,
             Outcome::Approved,
             Outcome::TokenIssued,
+            Outcome::Asked,
             Outcome::Approved,
             Outcome::Applied
         ]

@@ -67,7 +67,10 @@ async fn approve_applies_exactly_the_previewed_change(era: Era) {
     assert!(asked[0].contains("value: 7"), "{}", asked[0]);
     assert!(asked[0].contains("Before: 0"), "{}", asked[0]);
     assert!(asked[0].contains("After: 7"), "{}", asked[0]);
-    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Applied]);
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::Applied]
+    );
     let records = h.audit.records();
     assert!(records.iter().all(|r| r.tool == "set_counter"));
     assert!(records.iter().all(|r| r.args_digest.is_some()));
@@ -143,7 +146,11 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
             assert_eq!(after.applies, 0);
             assert_eq!(after.previews, 1, "previewed once, before asking");
             // No decision was taken: the guard handed out the question and heard nothing back.
-            assert_eq!(h.audit.records(), vec![], "no record without a decision");
+            assert_eq!(
+                h.outcomes(),
+                vec![Outcome::Asked],
+                "no decision without an answer"
+            );
         }
     }
 }
@@ -277,7 +284,10 @@ async fn a_stale_preview_is_refused(era: Era) {
     // The tool was asked to apply once, compared, and wrote nothing.
     assert_eq!(h.state().applies, 1);
     assert_eq!(h.state().previews, 1);
-    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::Stale]
+    );
     assert_eq!(
         h.audit.last().unwrap().reason.as_deref(),
         Some("preview changed")
@@ -294,7 +304,10 @@ async fn an_apply_that_fails_after_approval_is_reported(era: Era) {
     assert!(text_of(&result).contains("database is locked"));
     assert_eq!(h.state().data(), before.data());
     assert_eq!(h.state().applies, 1);
-    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::ApplyFailed]);
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
+    );
 }
 
 async fn a_write_without_preview_is_asked_with_its_arguments(era: Era) {
@@ -462,7 +475,10 @@ async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
         after.applies, 1,
         "asked to apply once; it found the rule broken"
     );
-    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::Stale]
+    );
     assert_eq!(
         h.audit.last().unwrap().reason.as_deref(),
         Some("preview changed")
@@ -478,7 +494,10 @@ async fn an_apply_error_after_approval_is_recorded(era: Era) {
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.state().data(), before.data(), "nothing changed");
     assert_eq!(h.state().applies, 1, "one attempt, which failed");
-    assert_eq!(h.outcomes(), vec![Outcome::Approved, Outcome::ApplyFailed]);
+    assert_eq!(
+        h.outcomes(),
+        vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
+    );
     let reason = h.audit.last().unwrap().reason.unwrap();
     assert!(reason.contains(APPLY_ERROR), "{reason}");
 }
@@ -517,10 +536,11 @@ async fn a_call_cancelled_while_asking_writes_nothing() {
     sink.wait_for(1).await;
 
     let records = memory.records();
-    assert_eq!(records.len(), 1, "{records:?}");
-    assert_eq!(records[0].outcome, Outcome::AskFailed);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0].outcome, Outcome::Asked);
+    assert_eq!(records[1].outcome, Outcome::AskFailed);
     assert_eq!(
-        records[0].reason.as_deref(),
+        records[1].reason.as_deref(),
         Some("the request was cancelled while asking the user")
     );
     let after = fixture.snapshot();

@@ -65,7 +65,8 @@ impl Decision {
 /// Why an answer (or an approval) was denied. Each kind is distinct so the audit trail can tell
 /// them apart; [`DenyReason::as_str`] gives a stable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
+/// Not `#[non_exhaustive]`: a new kind of denial must be a compile error wherever denials
+/// are turned into outcomes.
 pub enum DenyReason {
     /// The user declined.
     Declined,

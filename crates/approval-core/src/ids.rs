@@ -222,6 +222,15 @@ uuid_id!(
     ApprovalId,
     "approval"
 );
+
+/// An approval id is not a secret (it names an approval in the audit trail; taking it from the
+/// store also needs the principal, tool and arguments), so it serialises as its text.
+/// [`TokenId`] does not: its text is the token.
+impl Serialize for ApprovalId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
 uuid_id!(
     /// The id of a round-trip state record: the `requestState` value handed to the client.
     StateId,

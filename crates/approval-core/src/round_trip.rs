@@ -19,7 +19,8 @@ or does not match this call), so nothing was changed. Call the tool again to ask
 /// ([`as_str`](Self::as_str)); [`Display`](fmt::Display) renders [`ROUND_TRIP_REFUSAL_MESSAGE`]
 /// for every variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
+/// Not `#[non_exhaustive]`: a new kind of denial must be a compile error wherever denials
+/// are turned into outcomes.
 pub enum RoundTripRejection {
     /// Not a well-formed state value: forged or altered.
     Malformed,

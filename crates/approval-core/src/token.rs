@@ -20,7 +20,8 @@ To go ahead, the user needs to approve this exact action again.";
 /// shown to nobody: [`Display`](fmt::Display) and [`user_message`](Self::user_message) render the
 /// same [`TOKEN_REFUSAL_MESSAGE`] for every variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
+/// Not `#[non_exhaustive]`: a new kind of denial must be a compile error wherever denials
+/// are turned into outcomes.
 pub enum TokenRejection {
     /// No such token: never issued, forged, or forgotten after its retention.
     Unknown,

@@ -1,0 +1,191 @@
+//! Step 1 of a write: may this call go on at all? (DESIGN steps 2 to 4.)
+//!
+//! The adapter gathers the facts (who is asking, whether writes are on, the captured
+//! arguments, whether the request could become a task, whether it is a retry, whether the
+//! client can be asked, the token); the order in which they are weighed is approval-core's
+//! [`admit`], a pure function with a truth table beside it.
+
+use approval_core::{
+    Admission, AdmissionFacts, CapturedArgs, Gate, Principal, TokenGate, TokenRejection, admit,
+    check_token_from_args,
+};
+use rmcp::{
+    ServerHandler,
+    model::{CallToolRequestParams, InputResponses},
+    service::{RequestContext, RoleServer},
+};
+use write_policy::Classification;
+
+use super::{Call, refusal::Refusal};
+use crate::{WriteGuard, audit::Outcome, elicit, principal::PrincipalRequest};
+
+/// What an admitted call does next.
+pub(super) enum Next {
+    /// Ask the person.
+    Ask,
+    /// Nobody can be asked and the danger option lets the write go on unasked.
+    WithoutAsking,
+    /// A 2026-07-28 retry: finish the round trip its `requestState` names.
+    Resume(Retry),
+}
+
+/// What a 2026-07-28 retry brings back.
+pub(super) struct Retry {
+    pub(super) state: String,
+    pub(super) responses: Option<InputResponses>,
+}
+
+/// A call that passed every gate.
+pub(super) struct Admitted {
+    pub(super) principal: Principal,
+    /// The arguments, captured once: every later step uses exactly these.
+    pub(super) args: CapturedArgs,
+    pub(super) next: Next,
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    /// Weighs the gates in approval-core's order. The guard's own round-trip fields are taken
+    /// out of `request` here, so they never reach the inner tool.
+    pub(super) async fn admit(
+        &self,
+        call: &mut Call,
+        request: &mut CallToolRequestParams,
+        class: Classification,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Admitted, Refusal> {
+        let state = request.request_state.take();
+        let responses = request.input_responses.take();
+        let principal = self
+            .shared
+            .principal
+            .resolve(&PrincipalRequest::from_context(context, &self.connection));
+        call.principal.clone_from(&principal);
+        let args = CapturedArgs::capture(request.arguments.as_ref(), &self.shared.policy.limits);
+        if let Ok(args) = &args {
+            call.digest = Some(args.digest());
+        }
+        let mut facts = AdmissionFacts {
+            principal_known: principal.is_some(),
+            writes_enabled: self.shared.writes_enabled,
+            arguments_valid: args.is_ok(),
+            may_become_task: self.may_become_task(context),
+            is_retry: state.is_some(),
+            can_ask: elicit::can_ask(context),
+            ask_bypass: self.shared.allow_without_elicitation,
+            token: if class.token_gated {
+                TokenGate::Unchecked
+            } else {
+                TokenGate::NotGated
+            },
+        };
+        let mut token_rejection = TokenRejection::Missing;
+        let next = loop {
+            match admit(&facts) {
+                Admission::Refuse(gate) => {
+                    return Err(refuse_at(gate, args.as_ref().err(), token_rejection));
+                }
+                Admission::CheckToken => {
+                    // Checking spends nothing: the token is spent, atomically, only after the
+                    // person approved (the apply step).
+                    let checked = match (&principal, &args) {
+                        (Some(principal), Ok(args)) => {
+                            check_token_from_args(
+                                &*self.shared.store,
+                                principal,
+                                &call.tool,
+                                args,
+                                self.shared.clock.now(),
+                            )
+                            .await
+                        }
+                        // Unreachable by admit's order; refused all the same.
+                        (None, _) | (_, Err(_)) => Err(TokenRejection::Missing),
+                    };
+                    facts.token = match checked {
+                        Ok(()) => TokenGate::Accepted,
+                        Err(rejection) => {
+                            token_rejection = rejection;
+                            TokenGate::Rejected
+                        }
+                    };
+                }
+                Admission::Resume => {
+                    break match state {
+                        Some(state) => Next::Resume(Retry { state, responses }),
+                        None => Next::Ask,
+                    };
+                }
+                Admission::Ask => break Next::Ask,
+                Admission::ProceedWithoutAsking => break Next::WithoutAsking,
+            }
+        };
+        // admit() let the call through only with a principal and captured arguments.
+        let Some(principal) = principal else {
+            return Err(refuse_at(Gate::Principal, None, token_rejection));
+        };
+        let args =
+            args.map_err(|error| refuse_at(Gate::Arguments, Some(&error), token_rejection))?;
+        Ok(Admitted {
+            principal,
+            args,
+            next,
+        })
+    }
+
+    /// Whether the inner server may answer this call with a task (SEP-2663): the request
+    /// declares the tasks extension and the inner server supports it.
+    fn may_become_task(&self, context: &RequestContext<RoleServer>) -> bool {
+        let client = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        client && self.shared.inner.get_info().capabilities.supports_tasks()
+    }
+}
+
+/// The refusal for the first gate that said no.
+fn refuse_at(
+    gate: Gate,
+    args_error: Option<&approval_core::ArgsError>,
+    token: TokenRejection,
+) -> Refusal {
+    match gate {
+        Gate::Principal => Refusal::new(
+            Outcome::RefusedNoPrincipal,
+            "no principal",
+            "This server cannot tell who is asking, so it accepts no changes from this \
+             request; nothing was saved. Reconnect or sign in, then try again.",
+        ),
+        Gate::WritesEnabled => Refusal::new(
+            Outcome::RefusedDisabled,
+            "writes are disabled",
+            "Changes are turned off on this server, so nothing was saved. If this change is \
+             needed, ask the server's operator.",
+        ),
+        Gate::Arguments => {
+            let error = args_error.map_or_else(|| "not captured".to_owned(), ToString::to_string);
+            Refusal::new(
+                Outcome::BadArguments,
+                error.clone(),
+                format!(
+                    "The arguments were not accepted ({error}), so nothing was saved. Send the \
+                     arguments as one JSON object within the size and nesting limits."
+                ),
+            )
+        }
+        Gate::Task => Refusal::new(
+            Outcome::RefusedTask,
+            "the request allows a task result",
+            "Changes on this server cannot run as background tasks, and this request lets the \
+             server start one, so nothing was saved and nobody was asked. Make the change from \
+             a client or request that does not use tasks.",
+        ),
+        Gate::CanAsk => Refusal::new(
+            Outcome::RefusedNoElicitation,
+            "client has no form elicitation",
+            "This change needs a person's approval, but this client cannot ask for it, so \
+             nothing was saved. Use a client that supports approval requests (form \
+             elicitation).",
+        ),
+        Gate::Token => Refusal::token(token),
+    }
+}

@@ -1,0 +1,176 @@
+//! Step 5 of a write: apply exactly what was approved (DESIGN step 8).
+//!
+//! Only an [`Approved`] gets here. Nothing is spent, issued or applied for a request the
+//! client cancelled. A token-gated tool's token is spent, atomically, once. Then the apply
+//! runs with the approval's own arguments as a compare-and-apply: the approved preview travels
+//! with it ([`crate::WriteStep::Apply`]) and the tool compares it inside the transaction that
+//! applies. For `prepare_admin_action` the apply is issuing the token.
+
+use approval_core::{Approved, TokenRejection, issue_token, spend_token};
+use rmcp::{
+    ServerHandler,
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock},
+    service::{RequestContext, RoleServer},
+};
+use serde_json::json;
+use time::format_description::well_known::Rfc3339;
+use write_policy::{CONFIRMATION_TOKEN_ARG, Classification};
+
+use super::{Call, capture::AdminTarget, refusal::Refusal};
+use crate::{
+    WriteGuard,
+    audit::Outcome,
+    step::{ApprovedPreview, Comparison, attach_approved},
+    tools::PREPARE_ADMIN_ACTION,
+};
+
+impl<S: ServerHandler> WriteGuard<S> {
+    pub(super) async fn apply(
+        &self,
+        call: &Call,
+        approved: Approved,
+        class: Classification,
+        mut request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Refusal> {
+        if context.ct.is_cancelled() {
+            return Err(Refusal::cancelled("after approval"));
+        }
+        if call.tool.as_str() == PREPARE_ADMIN_ACTION {
+            let target = self.admin_target(approved.args(), &context).await?;
+            return self.issue_admin_token(call, &approved, &target).await;
+        }
+        if class.token_gated {
+            let spent = match approved.args().confirmation_token() {
+                Some(token) => {
+                    spend_token(
+                        &*self.shared.store,
+                        token,
+                        approved.principal(),
+                        approved.tool(),
+                        approved.args(),
+                        self.shared.clock.now(),
+                    )
+                    .await
+                }
+                None => Err(TokenRejection::Missing),
+            };
+            spent.map_err(Refusal::token)?;
+        }
+        if context.ct.is_cancelled() {
+            return Err(Refusal::cancelled("before the apply"));
+        }
+
+        let tool = call.tool.as_str();
+        request.arguments = Some(approved.args().arguments().clone());
+        let compare = self
+            .shared
+            .previews
+            .contains(tool)
+            .then(|| ApprovedPreview::new(approved.preview().clone()));
+        if let Some(compare) = &compare {
+            attach_approved(&mut context.extensions, compare);
+        }
+        let response = self.shared.inner.call_tool(request, context).await;
+        let compared = compare.as_ref().map(ApprovedPreview::comparison);
+        match (response, compared) {
+            // Stale and a success: the tool broke its contract (roll back on a stale check),
+            // so nothing can be said about what it saved.
+            (Ok(CallToolResponse::Complete(result)), Some(Some(Comparison::Stale)))
+                if result.is_error != Some(true) =>
+            {
+                Err(self.not_vouched(tool, "the tool returned success after a stale compare"))
+            }
+            (_, Some(Some(Comparison::Stale))) => Err(Refusal::stale("preview changed")),
+            (Ok(CallToolResponse::Complete(result)), compared) => {
+                if result.is_error == Some(true) {
+                    self.record(
+                        call,
+                        Outcome::ApplyFailed,
+                        Some("tool returned an error".into()),
+                    );
+                } else if compared == Some(None) {
+                    // Opted in to previews, applied, never compared.
+                    return Err(
+                        self.not_vouched(tool, "the tool did not compare the approved preview")
+                    );
+                } else {
+                    self.record(call, Outcome::Applied, None);
+                }
+                Ok(self.wrap(tool, class, result).into())
+            }
+            (Ok(_), _) => Err(Refusal::new(
+                Outcome::ApplyFailed,
+                "tool did not complete",
+                "The change was approved, but the tool did not complete it (it asked for more \
+                 input or started a task, which guarded writes do not support). Check the \
+                 current state before trying again.",
+            )),
+            // The inner text goes to the audit record only.
+            (Err(error), _) => Err(Refusal::new(
+                Outcome::ApplyFailed,
+                error.message.to_string(),
+                "The change was approved, but the tool reported an error while applying it. \
+                 Check the current state before trying again; if it keeps failing, ask the \
+                 server's operator.",
+            )),
+        }
+    }
+
+    /// A tool that opted in to previews broke the compare-and-apply contract: the guard cannot
+    /// say whether, or on which state, it wrote.
+    fn not_vouched(&self, tool: &str, reason: &'static str) -> Refusal {
+        tracing::error!(
+            target: "adapter_rmcp",
+            tool,
+            reason,
+            "a tool that opted in to previews must call ApprovedPreview::check in its apply and \
+             roll back when it says stale"
+        );
+        Refusal::new(
+            Outcome::ApplyFailed,
+            reason,
+            "The change was approved, but the tool did not confirm that the data was still as \
+             approved when it applied, so the server cannot vouch for what was saved. Check the \
+             current state; if this keeps happening, ask the server's operator.",
+        )
+    }
+
+    /// `prepare_admin_action`'s apply: a token bound to the target tool and its exact
+    /// arguments, for the principal who was asked.
+    async fn issue_admin_token(
+        &self,
+        call: &Call,
+        approved: &Approved,
+        target: &AdminTarget,
+    ) -> Result<CallToolResponse, Refusal> {
+        let token = issue_token(
+            &*self.shared.store,
+            approved.principal(),
+            &target.tool,
+            &target.args,
+            self.shared.clock.now(),
+            &self.shared.policy,
+        )
+        .await
+        .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        let tool = &target.tool;
+        self.record(call, Outcome::TokenIssued, Some(format!("for {tool}")));
+        let expires_at = token
+            .expires_at()
+            .format(&Rfc3339)
+            .unwrap_or_else(|_| token.expires_at().to_string());
+        let mut result = CallToolResult::structured(json!({
+            CONFIRMATION_TOKEN_ARG: token.as_str(),
+            "tool": tool.as_str(),
+            "expiresAt": expires_at,
+        }));
+        result.content = vec![ContentBlock::text(format!(
+            "The user approved preparing {tool}. Call {tool} with exactly the same arguments \
+             and confirmationToken \"{}\" (valid once, until {expires_at}); the user will be \
+             asked to approve it again.",
+            token.as_str()
+        ))];
+        Ok(result.into())
+    }
+}

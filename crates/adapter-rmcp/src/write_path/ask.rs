@@ -1,0 +1,153 @@
+//! Step 3 of a write: ask the person (DESIGN step 6).
+//!
+//! The question is built from the preview through one renderer ([`PromptInput`]), then put in
+//! the request's protocol era: below 2026-07-28 an `elicitation/create` form, answered within
+//! what is left of the approval clock; from 2026-07-28 an `InputRequiredResult` whose
+//! `requestState` names the stored approval, answered on the retry (see [`super::decide`]).
+//! Either way the open approval lives in the store (a store that is down, or a person with too
+//! many open approvals, is a refusal), and one `asked` record says what was shown.
+
+use approval_core::{PendingApproval, render_key, take_approval};
+use rmcp::{
+    ServerHandler,
+    model::CallToolResponse,
+    service::{RequestContext, RoleServer},
+};
+
+use super::{
+    Call,
+    capture::{AdminTarget, Captured},
+    refusal::Refusal,
+};
+use crate::{
+    WriteGuard,
+    audit::{Asked as AskedRecord, AuditRecord, Channel, Outcome},
+    elicit::{self, Answer, Era},
+    error::Error,
+    prompt::{PromptInput, default_prompt},
+};
+
+/// How the question was put.
+pub(super) enum Asked {
+    /// Below 2026-07-28: the person answered within this request. `pending` is the approval as
+    /// taken back from the store, once.
+    Answered {
+        pending: PendingApproval,
+        answer: Answer,
+    },
+    /// From 2026-07-28: the client must retry with the answer; this is what it gets now.
+    OnRetry(CallToolResponse),
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    pub(super) async fn ask(
+        &self,
+        call: &Call,
+        captured: Captured,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Asked, Refusal> {
+        let Captured {
+            pending,
+            admin_target,
+        } = captured;
+        let prompt = self.prompt_for(&pending, admin_target.as_ref());
+        let form = elicit::approval_form(prompt.clone()).map_err(|error| {
+            Refusal::new(
+                Outcome::AskFailed,
+                error.to_string(),
+                "The approval question could not be prepared, so nothing was saved.",
+            )
+        })?;
+        let store = &*self.shared.store;
+        let now = self.shared.clock.now();
+        let era = elicit::era(context);
+        match era {
+            Era::InputRounds => {
+                let state = approval_core::open_round_trip(store, &pending, now)
+                    .await
+                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+                self.record_asked(call, &pending, &prompt, era);
+                Ok(Asked::OnRetry(
+                    elicit::input_required(form, state.to_string()).into(),
+                ))
+            }
+            Era::Legacy => {
+                let Some(time_left) = pending.time_left(now) else {
+                    return Err(Refusal::denied(approval_core::DenyReason::Expired));
+                };
+                let id = approval_core::store_approval(store, &pending, now)
+                    .await
+                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+                self.record_asked(call, &pending, &prompt, era);
+                let answer = elicit::ask_legacy(context, form, time_left).await;
+                let now = self.shared.clock.now();
+                // Taken back once, whatever the answer, so the slot is freed; only the
+                // approval taken from the store may continue.
+                let taken = take_approval(
+                    store,
+                    &id.to_string(),
+                    pending.principal(),
+                    pending.tool(),
+                    pending.args(),
+                    now,
+                )
+                .await;
+                let answer = match answer {
+                    Ok(answer) => answer,
+                    Err(Error::TimedOut) => {
+                        return Err(Refusal::denied(approval_core::DenyReason::Expired));
+                    }
+                    Err(error) => return Err(Refusal::ask_failed(&error)),
+                };
+                let pending = taken.map_err(Refusal::rejection)?;
+                Ok(Asked::Answered { pending, answer })
+            }
+        }
+    }
+
+    /// The question: the tool's own wording, or the default. For `prepare_admin_action`: the
+    /// target tool's question (its wording, or the default, with the target's preview when it
+    /// has one) after a sentence saying what approving it does.
+    fn prompt_for(&self, pending: &PendingApproval, admin_target: Option<&AdminTarget>) -> String {
+        // For `prepare_admin_action`, the stored preview is the target's (see capture).
+        let (tool, arguments) = match admin_target {
+            Some(target) => (&target.tool, target.args.without_token()),
+            None => (pending.tool(), pending.args().without_token()),
+        };
+        let preview = self
+            .shared
+            .previews
+            .contains(tool.as_str())
+            .then(|| pending.preview());
+        let input = PromptInput::new(tool.as_str(), &arguments, preview);
+        let question = match self.shared.prompts.get(tool.as_str()) {
+            Some(custom) => custom(&input),
+            None => default_prompt(&input),
+        };
+        if admin_target.is_none() {
+            return question;
+        }
+        format!(
+            "Allow preparing an admin action? It issues a one-time confirmation token for tool \
+             {} with exactly these arguments; the action itself will ask you again before it \
+             runs.\n{question}",
+            render_key(tool.as_str())
+        )
+    }
+
+    /// The `asked` record: what the person was shown, under which approval id, until when.
+    fn record_asked(&self, call: &Call, pending: &PendingApproval, prompt: &str, era: Era) {
+        let asked = AskedRecord::new(pending, prompt, era, Channel::Form, &self.shared.redaction);
+        let record = AuditRecord::new(
+            self.shared.clock.now(),
+            call.principal.clone(),
+            call.tool.as_str(),
+            call.digest,
+            Outcome::Asked,
+            None,
+        )
+        .with_approval(call.approval)
+        .with_asked(asked);
+        self.shared.audit.record(&record);
+    }
+}

@@ -1,0 +1,205 @@
+//! Step 2 of a write: what the person will approve (DESIGN step 5).
+//!
+//! The tool's preview, run with the captured arguments and the [`WriteStep::Preview`] marker
+//! (for `prepare_admin_action`: the target tool's preview, with the target's arguments and no
+//! token), and the pending approval that binds them to the principal and the clock.
+//!
+//! [`WriteStep::Preview`]: crate::WriteStep::Preview
+
+use approval_core::{CapturedArgs, PendingApproval, Principal, ToolName};
+use rmcp::{
+    ServerHandler,
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject},
+    service::{RequestContext, RoleServer},
+};
+use serde_json::Value;
+use write_policy::Classification;
+
+use super::{Call, refusal::Refusal};
+use crate::{
+    WriteGuard,
+    audit::Outcome,
+    step::mark_preview,
+    tools::{self, PREPARE_ADMIN_ACTION},
+};
+
+/// The tool a `prepare_admin_action` call names, with its captured arguments.
+pub(super) struct AdminTarget {
+    pub(super) tool: ToolName,
+    pub(super) args: CapturedArgs,
+}
+
+/// What the person is about to be asked.
+pub(super) struct Captured {
+    pub(super) pending: PendingApproval,
+    /// For `prepare_admin_action`: the tool the token will be for.
+    pub(super) admin_target: Option<AdminTarget>,
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    pub(super) async fn capture(
+        &self,
+        call: &mut Call,
+        principal: Principal,
+        args: CapturedArgs,
+        class: Classification,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Captured, Refusal> {
+        let admin_target = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
+            Some(self.admin_target(&args, context).await?)
+        } else {
+            None
+        };
+        // The tool whose preview the person reads, with the arguments it runs with.
+        let (tool, arguments) = match &admin_target {
+            Some(target) => (&target.tool, target.args.without_token()),
+            None => (&call.tool, args.arguments().clone()),
+        };
+        let preview = if self.shared.previews.contains(tool.as_str()) {
+            self.run_preview(tool, arguments, class, request, context)
+                .await?
+        } else {
+            Value::Null
+        };
+        let pending = PendingApproval::new(
+            principal,
+            call.tool.clone(),
+            args,
+            preview,
+            self.shared.clock.now(),
+            &self.shared.policy,
+        );
+        call.approval = Some(pending.id());
+        Ok(Captured {
+            pending,
+            admin_target,
+        })
+    }
+
+    /// Runs `tool`'s dry run with `arguments` and the out-of-band marker. A preview that says
+    /// no is returned to the model as it is (in the envelope) and nobody is asked. Text from
+    /// any other failure goes to the audit record only: outside the envelope it would reach
+    /// the model as if the guard had said it.
+    async fn run_preview(
+        &self,
+        tool: &ToolName,
+        arguments: JsonObject,
+        class: Classification,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, Refusal> {
+        let mut preview_request = request.clone();
+        preview_request.name = tool.as_str().to_owned().into();
+        preview_request.arguments = Some(arguments);
+        let mut preview_context = context.clone();
+        mark_preview(&mut preview_context.extensions);
+        let failed = |reason: String| {
+            Refusal::new(
+                Outcome::PreviewFailed,
+                reason,
+                "The change could not be previewed (the tool reported an error), so nothing \
+                 was saved and nobody was asked. Check the arguments and try again; if it keeps \
+                 failing, ask the server's operator.",
+            )
+        };
+        match self
+            .shared
+            .inner
+            .call_tool(preview_request, preview_context)
+            .await
+        {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+                Err(Refusal::with_answer(
+                    Outcome::PreviewFailed,
+                    "preview failed",
+                    self.wrap(tool.as_str(), class, result),
+                ))
+            }
+            Ok(CallToolResponse::Complete(result)) => Ok(preview_value(&result)),
+            Ok(_) => Err(failed("the preview did not complete".to_owned())),
+            Err(error) => Err(failed(error.message.to_string())),
+        }
+    }
+
+    /// For `prepare_admin_action`: the named tool, which must be token-gated, and its captured
+    /// arguments.
+    pub(super) async fn admin_target(
+        &self,
+        args: &CapturedArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<AdminTarget, Refusal> {
+        let refuse = |reason: String| {
+            let message = format!(
+                "{reason}, so no confirmation token was issued and nothing was saved. Name a \
+                 tool that takes a confirmationToken and give its exact arguments as an object."
+            );
+            Refusal::new(Outcome::BadArguments, reason, message)
+        };
+        let arguments = args.arguments();
+        let Some(Value::String(name)) = arguments.get("tool") else {
+            return Err(refuse("the argument `tool` must name a tool".to_owned()));
+        };
+        let Some(Value::Object(target_arguments)) = arguments.get("arguments") else {
+            return Err(refuse(
+                "the argument `arguments` must be an object".to_owned(),
+            ));
+        };
+        if arguments.keys().any(|k| k != "tool" && k != "arguments") {
+            return Err(refuse(
+                "only `tool` and `arguments` are accepted".to_owned(),
+            ));
+        }
+        let found = self.find_tool(name, context).await.map_err(|error| {
+            Refusal::new(
+                Outcome::LookupFailed,
+                format!("tool lookup failed: {}", error.message),
+                "The server could not look up the tool named for this admin action, so no \
+                 confirmation token was issued and nothing was saved. Try again later; if it \
+                 keeps failing, ask the server's operator.",
+            )
+        })?;
+        if !found.is_some_and(|tool| tools::classify_tool(&tool).token_gated) {
+            return Err(refuse(format!(
+                "the tool {name:?} does not take a confirmation token"
+            )));
+        }
+        let target_args = CapturedArgs::capture(Some(target_arguments), &self.shared.policy.limits)
+            .map_err(|error| refuse(format!("the tool's arguments were not accepted ({error})")))?;
+        Ok(AdminTarget {
+            tool: ToolName::new(name.as_str()),
+            args: target_args,
+        })
+    }
+}
+
+/// The preview value: the result's `structuredContent`, else its text blocks joined.
+fn preview_value(result: &CallToolResult) -> Value {
+    if let Some(structured) = &result.structured_content {
+        return structured.clone();
+    }
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    Value::String(text.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_preview_value_is_the_structured_content_else_the_text() {
+        let structured = CallToolResult::structured(json!({"before": 1, "after": 2}));
+        assert_eq!(preview_value(&structured), json!({"before": 1, "after": 2}));
+        let text = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
+        assert_eq!(preview_value(&text), json!("a\nb"));
+    }
+}

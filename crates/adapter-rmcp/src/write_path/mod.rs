@@ -1,0 +1,160 @@
+//! One `tools/call` through the guard: DESIGN.md "The write path", as a short pipeline.
+//!
+//! ```text
+//! admit → capture → ask → decide → apply → wrap
+//! ```
+//!
+//! - [`admit`]: who is asking, writes on, the arguments captured once, no task, a retry or
+//!   not, the client can be asked, the token would spend (the order is approval-core's
+//!   `admit`).
+//! - [`capture`]: what the person will approve: the tool's preview (the target's, for
+//!   `prepare_admin_action`) and the pending approval.
+//! - [`ask`]: the question, in the request's protocol era; the `asked` audit record.
+//! - [`decide`]: the answer turned into an [`Approved`] or a refusal (approval-core decides).
+//! - [`apply`]: only an [`Approved`] gets here: spend the token, compare-and-apply (or issue
+//!   the admin token).
+//! - [`wrap`]: the result in the envelope.
+//!
+//! Every step returns `Result<_, Refusal>`; [`Refusal`] carries the audit outcome, the audit
+//! reason and the answer the model reads, and [`WriteGuard::write`] records it. Every decision
+//! is taken by write-policy, approval-core or envelope; these modules sequence them and talk
+//! to rmcp.
+
+mod admit;
+mod apply;
+mod ask;
+mod capture;
+mod decide;
+mod refusal;
+mod wrap;
+
+use approval_core::{ApprovalId, Approved, ArgsDigest, Principal, ToolName, danger};
+use rmcp::{
+    ErrorData, ServerHandler,
+    model::{CallToolRequestParams, CallToolResponse},
+    service::{RequestContext, RoleServer},
+};
+use write_policy::Classification;
+
+pub use refusal::STALE_MESSAGE;
+
+use self::{admit::Next, ask::Asked, refusal::Refusal};
+use crate::{
+    WriteGuard,
+    audit::{AuditRecord, Outcome},
+    tools::{self, PREPARE_ADMIN_ACTION},
+};
+
+/// One write call, as far as the audit records know it; filled in as the steps learn more, so
+/// every record of the call carries the same principal, digest and approval id.
+pub(crate) struct Call {
+    tool: ToolName,
+    principal: Option<Principal>,
+    digest: Option<ArgsDigest>,
+    approval: Option<ApprovalId>,
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    /// The entry point for every `tools/call`.
+    pub(crate) async fn guard_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == PREPARE_ADMIN_ACTION {
+            let class = tools::classify_tool(&tools::prepare_admin_action_tool());
+            return Ok(self.write(request, class, context).await);
+        }
+        let Some(tool) = self.find_tool(&request.name, &context).await? else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
+        };
+        let class = tools::classify_tool(&tool);
+        if class.class.is_write() {
+            return Ok(self.write(request, class, context).await);
+        }
+        // A read goes straight to the inner server, then into the envelope.
+        let name = request.name.clone();
+        let response = self.shared.inner.call_tool(request, context).await?;
+        Ok(match response {
+            CallToolResponse::Complete(result) => self.wrap(&name, class, result).into(),
+            other => other,
+        })
+    }
+
+    /// A write, step by step; a refusal from any step is recorded and answered.
+    async fn write(
+        &self,
+        request: CallToolRequestParams,
+        class: Classification,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let mut call = Call {
+            tool: ToolName::new(request.name.as_ref()),
+            principal: None,
+            digest: None,
+            approval: None,
+        };
+        match self.write_steps(&mut call, request, class, context).await {
+            Ok(response) => response,
+            Err(refusal) => {
+                self.record(&call, refusal.outcome, Some(refusal.reason));
+                (*refusal.answer).into()
+            }
+        }
+    }
+
+    async fn write_steps(
+        &self,
+        call: &mut Call,
+        mut request: CallToolRequestParams,
+        class: Classification,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Refusal> {
+        let admitted = self.admit(call, &mut request, class, &context).await?;
+        let principal = admitted.principal;
+        let approved: Approved = match admitted.next {
+            Next::Resume(retry) => {
+                self.decide_retry(call, &principal, admitted.args, retry)
+                    .await?
+            }
+            Next::Ask => {
+                let captured = self
+                    .capture(call, principal, admitted.args, class, &request, &context)
+                    .await?;
+                match self.ask(call, captured, &context).await? {
+                    Asked::Answered { pending, answer } => self.decide(call, pending, &answer)?,
+                    Asked::OnRetry(response) => return Ok(response),
+                }
+            }
+            Next::WithoutAsking => {
+                let captured = self
+                    .capture(call, principal, admitted.args, class, &request, &context)
+                    .await?;
+                self.record(
+                    call,
+                    Outcome::ApprovedWithoutElicitation,
+                    Some("danger::AllowWritesWithoutElicitation".into()),
+                );
+                danger::approve_without_asking(captured.pending)
+            }
+        };
+        self.apply(call, approved, class, request, context).await
+    }
+
+    /// Sends one audit record of `call`.
+    fn record(&self, call: &Call, outcome: Outcome, reason: Option<String>) {
+        let record = AuditRecord::new(
+            self.shared.clock.now(),
+            call.principal.clone(),
+            call.tool.as_str(),
+            call.digest,
+            outcome,
+            reason,
+        )
+        .with_approval(call.approval);
+        self.shared.audit.record(&record);
+    }
+}

@@ -1,0 +1,201 @@
+//! The one value every step of the write path returns when it says no.
+//!
+//! A [`Refusal`] carries the audit outcome, the audit reason and the answer the model reads;
+//! the pipeline records it and answers with it, nothing else. Texts that name a lifetime read it
+//! from the configured [`ApprovalPolicy`].
+
+use approval_core::{ApprovalPolicy, DenyReason, RoundTripRejection, StoreError, TokenRejection};
+use rmcp::model::{CallToolResult, ContentBlock};
+
+use crate::{audit::Outcome, error::Error};
+
+/// What the user reads when the data changed between their approval and the apply.
+pub const STALE_MESSAGE: &str = "The data changed since you approved; nothing was saved. \
+Review the current state and ask for the change again if it is still wanted.";
+
+/// What the user reads when the approval store cannot be used.
+const STORE_UNAVAILABLE_MESSAGE: &str = "Approvals are unavailable on this server right now, so \
+nothing was saved. Try again later; if it keeps failing, ask the server's operator.";
+
+/// A step said no: nothing was written (or, for an apply the guard cannot vouch for, nothing
+/// more will be).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) outcome: Outcome,
+    /// For the audit record only; may hold text from the inner server.
+    pub(crate) reason: String,
+    /// What the model reads: the guard's own words, or a tool result in the envelope.
+    pub(crate) answer: Box<CallToolResult>,
+}
+
+impl Refusal {
+    /// A refusal the model reads as `message`.
+    pub(crate) fn new(
+        outcome: Outcome,
+        reason: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::with_answer(
+            outcome,
+            reason,
+            CallToolResult::error(vec![ContentBlock::text(message)]),
+        )
+    }
+
+    /// A refusal the model reads as `answer` (a tool's own error result, already wrapped).
+    pub(crate) fn with_answer(
+        outcome: Outcome,
+        reason: impl Into<String>,
+        answer: CallToolResult,
+    ) -> Self {
+        Self {
+            outcome,
+            reason: reason.into(),
+            answer: Box::new(answer),
+        }
+    }
+
+    pub(crate) fn stale(reason: &str) -> Self {
+        Self::new(Outcome::Stale, reason, STALE_MESSAGE)
+    }
+
+    /// The store failed, or the principal has too many open approvals.
+    pub(crate) fn store(error: &StoreError, policy: &ApprovalPolicy) -> Self {
+        let message = match error {
+            StoreError::PrincipalCapReached { .. } => format!(
+                "Too many approvals are waiting for this user, so nothing was saved. Answer or \
+                 let the open ones expire ({}; confirmation tokens {}), then try again.",
+                describe(policy.approval_ttl),
+                describe(policy.token_ttl)
+            ),
+            _ => STORE_UNAVAILABLE_MESSAGE.to_owned(),
+        };
+        Self::new(Outcome::StoreFailed, error.to_string(), message)
+    }
+
+    /// A stored approval or round-trip state that could not be taken back.
+    pub(crate) fn rejection(rejection: RoundTripRejection) -> Self {
+        match rejection {
+            RoundTripRejection::Store => Self::new(
+                Outcome::StoreFailed,
+                rejection.as_str(),
+                STORE_UNAVAILABLE_MESSAGE,
+            ),
+            // The same outcome and message as an answer that arrives late.
+            RoundTripRejection::Expired => Self::denied(DenyReason::Expired),
+            RoundTripRejection::Malformed
+            | RoundTripRejection::Unknown
+            | RoundTripRejection::Replayed
+            | RoundTripRejection::OtherPrincipal
+            | RoundTripRejection::OtherTool
+            | RoundTripRejection::OtherArguments => Self::new(
+                Outcome::StateRejected,
+                rejection.as_str(),
+                rejection.user_message(),
+            ),
+        }
+    }
+
+    /// A confirmation token that would not spend, or did not.
+    pub(crate) fn token(rejection: TokenRejection) -> Self {
+        let outcome = match rejection {
+            TokenRejection::Store => Outcome::StoreFailed,
+            TokenRejection::Missing
+            | TokenRejection::Malformed
+            | TokenRejection::Unknown
+            | TokenRejection::Expired
+            | TokenRejection::AlreadySpent
+            | TokenRejection::OtherPrincipal
+            | TokenRejection::OtherTool
+            | TokenRejection::OtherArguments => Outcome::TokenRejected,
+        };
+        Self::new(outcome, rejection.as_str(), rejection.user_message())
+    }
+
+    /// The person's answer, or the clock, said no.
+    pub(crate) fn denied(reason: DenyReason) -> Self {
+        let (outcome, message) = match reason {
+            DenyReason::Cancelled => (
+                Outcome::Cancelled,
+                "The user cancelled the approval, so nothing was saved.",
+            ),
+            DenyReason::Expired => (
+                Outcome::Expired,
+                "The approval was not given in time, so nothing was saved. Call the tool again \
+                 to ask the user anew.",
+            ),
+            DenyReason::Declined
+            | DenyReason::ApproveFalse
+            | DenyReason::ApproveMissing
+            | DenyReason::ApproveNotBoolean
+            | DenyReason::NoContent
+            | DenyReason::ContentNotObject
+            | DenyReason::UnknownAction => (
+                Outcome::Declined,
+                "The user did not approve this change, so nothing was saved.",
+            ),
+        };
+        Self::new(outcome, reason.as_str(), message)
+    }
+
+    /// Asking failed: the client or the transport, or an answer that cannot be read.
+    pub(crate) fn ask_failed(error: &Error) -> Self {
+        Self::new(
+            Outcome::AskFailed,
+            error.to_string(),
+            "The user could not be asked to approve this change, so nothing was saved. Try \
+             again; if it keeps failing, check the client's approval prompts.",
+        )
+    }
+
+    /// The client cancelled the request after the person approved.
+    pub(crate) fn cancelled(when: &str) -> Self {
+        Self::new(
+            Outcome::RequestCancelled,
+            format!("the request was cancelled {when}"),
+            "The request was cancelled after the user approved, so nothing was saved. Call the \
+             tool again if the change is still wanted; the user will be asked again.",
+        )
+    }
+}
+
+/// A lifetime as a person reads it: "2 minutes", "90 seconds", "1 minute".
+pub(crate) fn describe(ttl: time::Duration) -> String {
+    let seconds = ttl.whole_seconds();
+    let (n, unit) = if seconds % 60 == 0 && seconds >= 60 {
+        (seconds / 60, "minute")
+    } else {
+        (seconds, "second")
+    };
+    let plural = if n == 1 { "" } else { "s" };
+    format!("{n} {unit}{plural}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetimes_read_as_a_person_would_say_them() {
+        assert_eq!(describe(time::Duration::seconds(120)), "2 minutes");
+        assert_eq!(describe(time::Duration::seconds(300)), "5 minutes");
+        assert_eq!(describe(time::Duration::seconds(60)), "1 minute");
+        assert_eq!(describe(time::Duration::seconds(90)), "90 seconds");
+        assert_eq!(describe(time::Duration::seconds(1)), "1 second");
+    }
+
+    #[test]
+    fn the_cap_message_names_the_configured_lifetimes() {
+        let policy = ApprovalPolicy::default()
+            .with_approval_ttl(time::Duration::seconds(30))
+            .with_token_ttl(time::Duration::seconds(600));
+        let refusal = Refusal::store(&StoreError::PrincipalCapReached { cap: 1 }, &policy);
+        let text = refusal.answer.content[0].as_text().map(|t| t.text.clone());
+        let text = text.unwrap_or_default();
+        assert!(
+            text.contains("30 seconds; confirmation tokens 10 minutes"),
+            "{text}"
+        );
+        assert_eq!(refusal.outcome, Outcome::StoreFailed);
+    }
+}
