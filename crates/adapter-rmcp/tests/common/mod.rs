@@ -4,8 +4,10 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod counter;
 pub mod custom;
 pub mod fixture;
+pub mod gated;
 pub mod notes;
 pub mod paged;
 
