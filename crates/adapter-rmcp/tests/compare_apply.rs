@@ -21,7 +21,7 @@ use serde_json::json;
 
 both_eras!(
     a_tool_that_never_compares_is_not_vouched_for,
-    a_tool_that_ignores_a_stale_check_is_reported_stale,
+    a_tool_that_ignores_a_stale_check_is_not_vouched_for,
 );
 
 const NOT_COMPARED: &str = "the tool did not compare the approved preview";
@@ -59,7 +59,7 @@ async fn a_tool_that_never_compares_is_not_vouched_for(era: Era) {
 
         assert_eq!(
             h.audit.outcomes(),
-            vec![Outcome::Approved, Outcome::ApplyFailed]
+            vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
         );
         assert_eq!(
             h.audit.last().unwrap().reason.as_deref(),
@@ -82,9 +82,10 @@ async fn a_tool_that_never_compares_is_not_vouched_for(era: Era) {
     }
 }
 
-/// `stubborn_set` calls `check`, is told the data moved, and returns success anyway: the
-/// guard reports it stale and the tool's success does not reach the model.
-async fn a_tool_that_ignores_a_stale_check_is_reported_stale(era: Era) {
+/// `stubborn_set` calls `check`, is told the data moved, and returns success anyway: it broke
+/// the contract, so the guard claims neither success nor "nothing saved" (it may have
+/// written), records `apply-failed`, and the tool's success does not reach the model.
+async fn a_tool_that_ignores_a_stale_check_is_not_vouched_for(era: Era) {
     for commits in [false, true] {
         let h = CounterHarness::start(era, 0).await;
         h.counter.tally.lock().stubborn_commits = commits;
@@ -96,12 +97,17 @@ async fn a_tool_that_ignores_a_stale_check_is_reported_stale(era: Era) {
         assert_eq!(shown_change(&prompt), json!({"before": 0, "after": 4}));
 
         assert_eq!(result.is_error, Some(true), "{result:?}");
-        assert_eq!(text_of(&result), STALE_MESSAGE);
+        let text = text_of(&result);
+        assert!(text.contains("cannot vouch for what was saved"), "{text}");
+        assert!(!text.contains("nothing was saved"), "{text}");
         assert!(result.structured_content.is_none(), "{result:?}");
-        assert_eq!(h.audit.outcomes(), vec![Outcome::Approved, Outcome::Stale]);
+        assert_eq!(
+            h.audit.outcomes(),
+            vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
+        );
         assert_eq!(
             h.audit.last().unwrap().reason.as_deref(),
-            Some("preview changed")
+            Some("the tool returned success after a stale compare")
         );
 
         let tally = h.tally();

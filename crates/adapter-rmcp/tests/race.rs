@@ -156,7 +156,8 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
     assert_eq!(tally.previews, N);
 
     let outcomes = h.audit.outcomes();
-    assert_eq!(outcomes.len(), 2 * N, "{outcomes:?}");
+    assert_eq!(outcomes.len(), 3 * N, "{outcomes:?}");
+    assert_eq!(count(&outcomes, Outcome::Asked), N);
     assert_eq!(count(&outcomes, Outcome::Approved), N);
     assert_eq!(count(&outcomes, Outcome::Applied), 1);
     assert_eq!(count(&outcomes, Outcome::Stale), N - 1);
@@ -216,17 +217,38 @@ async fn another_clients_write_between_ask_and_apply_makes_it_stale(era: Era) {
     assert_eq!(
         outcomes,
         vec![
+            Outcome::Asked,
+            Outcome::Asked,
             Outcome::Approved,
             Outcome::Applied,
             Outcome::Approved,
             Outcome::Stale
         ]
     );
-    assert_eq!(records[0].principal, records[1].principal);
-    assert_eq!(records[2].principal, records[3].principal);
-    assert_ne!(records[1].principal, records[3].principal);
-    assert_ne!(records[1].args_digest, records[3].args_digest);
-    assert_eq!(records[3].reason.as_deref(), Some("preview changed"));
+    // Ours was asked first; theirs was asked, approved and applied while ours waited.
+    let ours = [0, 4, 5];
+    let theirs = [1, 2, 3];
+    assert!(
+        ours.iter()
+            .all(|&i| records[i].principal == records[0].principal)
+    );
+    assert!(
+        theirs
+            .iter()
+            .all(|&i| records[i].principal == records[1].principal)
+    );
+    assert_ne!(records[0].principal, records[1].principal);
+    assert_ne!(records[0].args_digest, records[1].args_digest);
+    assert!(
+        ours.iter()
+            .all(|&i| records[i].approval_id == records[0].approval_id)
+    );
+    assert!(
+        theirs
+            .iter()
+            .all(|&i| records[i].approval_id == records[1].approval_id)
+    );
+    assert_eq!(records[5].reason.as_deref(), Some("preview changed"));
 }
 
 /// A sequence of approved `add_to_counter` writes whose questions and applies interleave.
@@ -364,7 +386,8 @@ async fn run(plan: Plan) {
     assert_eq!(count(&outcomes, Outcome::Approved), n);
     assert_eq!(count(&outcomes, Outcome::Applied), applied.len());
     assert_eq!(count(&outcomes, Outcome::Stale), stale);
-    assert_eq!(outcomes.len(), 2 * n, "{outcomes:?}");
+    assert_eq!(count(&outcomes, Outcome::Asked), n);
+    assert_eq!(outcomes.len(), 3 * n, "{outcomes:?}");
 }
 
 proptest! {
