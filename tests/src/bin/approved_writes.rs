@@ -1,0 +1,447 @@
+//! `approved-writes`: approved writes per second through the reference server.
+//!
+//! It spawns the already built `store-server` over stdio on a fresh SQLite file, with
+//! `MCP_WRITES_ENABLED=true`, connects a real rmcp client whose user approves every question at
+//! once, and times N sequential `adjust_stock` calls, each with its full elicitation round trip:
+//! `elicitation/create` in the legacy era, an input-required result and a retry carrying the
+//! answer from 2026-07-28 on. Then it times N `get_product` reads on the same connection as a
+//! baseline. Every write must succeed and the stock must rise by exactly the number of writes
+//! made (warm-up included); otherwise it exits with status 1.
+//!
+//! ```sh
+//! cargo build --release -p store-server -p workspace-tests
+//! cargo run --release -p workspace-tests --bin approved-writes -- --writes 1000 --runs 3
+//! ```
+//!
+//! Options: `--writes N` (default 1000), `--reads M` (default N; 0 skips them, for an
+//! instruction count of the writes alone), `--warmup W` (default 50), `--runs R` (default 1, each
+//! on a new server and a new file), `--era legacy|2026-07-28` (default both), `--server PATH`
+//! (default: `store-server` next to this executable, so `target/release/store-server` for a
+//! release build), `--dir DIR` (where the temporary database is made; default the system's
+//! temporary directory; `/dev/shm` takes the disk's flushes out of the figure).
+
+#![allow(
+    clippy::print_stdout,
+    reason = "a command-line bench prints its figures"
+)]
+
+use std::{
+    ffi::OsString,
+    fs::File,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ClientLifecycleMode, ClientServiceExt, ServiceExt, model::ProtocolVersion,
+    transport::TokioChildProcess,
+};
+use serde_json::{Value, json};
+use workspace_tests::{Answer, Client, Era, Failure, ScriptedUser, call, is_error, message};
+
+const USAGE: &str = "usage: approved-writes [--writes N] [--reads M] [--warmup W] [--runs R] \
+                     [--era legacy|2026-07-28] [--server PATH] [--dir DIR]";
+
+/// The product every write adjusts.
+const SKU: &str = "TLS-002";
+
+/// What to measure.
+#[derive(Debug)]
+struct Options {
+    writes: u32,
+    reads: u32,
+    warmup: u32,
+    runs: u32,
+    eras: Vec<Era>,
+    server: PathBuf,
+    dir: PathBuf,
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    writes: Duration,
+    reads: Duration,
+}
+
+fn era_name(era: Era) -> &'static str {
+    match era {
+        Era::Legacy => "legacy",
+        Era::Rounds => "2026-07-28",
+    }
+}
+
+fn parse_era(value: &str) -> Result<Era, String> {
+    match value {
+        "legacy" => Ok(Era::Legacy),
+        "2026-07-28" => Ok(Era::Rounds),
+        other => Err(format!("unknown era {other:?} (legacy or 2026-07-28)")),
+    }
+}
+
+fn parse_count(flag: &str, value: &str, least: u32) -> Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(n) if n >= least => Ok(n),
+        _ => Err(format!(
+            "{flag} takes a whole number of at least {least}, not {value:?}"
+        )),
+    }
+}
+
+/// `store-server` in the directory of this executable.
+fn default_server() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| format!("{} has no directory", exe.display()))?;
+    Ok(dir.join(format!("store-server{}", std::env::consts::EXE_SUFFIX)))
+}
+
+fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
+    let mut writes = 1000;
+    let mut reads = None;
+    let mut warmup = 50;
+    let mut runs = 1;
+    let mut eras = Vec::new();
+    let mut server = None;
+    let mut dir = std::env::temp_dir();
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        let flag = flag.to_string_lossy().into_owned();
+        if flag == "--help" || flag == "-h" {
+            return Err(USAGE.to_owned());
+        }
+        let value = args
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let text = value.to_string_lossy();
+        match flag.as_str() {
+            "--writes" => writes = parse_count(&flag, &text, 1)?,
+            "--reads" => reads = Some(parse_count(&flag, &text, 0)?),
+            "--warmup" => warmup = parse_count(&flag, &text, 0)?,
+            "--runs" => runs = parse_count(&flag, &text, 1)?,
+            "--era" => eras.push(parse_era(&text)?),
+            "--server" => server = Some(PathBuf::from(value)),
+            "--dir" => dir = PathBuf::from(value),
+            other => return Err(format!("unknown option {other:?}\n{USAGE}")),
+        }
+    }
+    if writes.checked_add(warmup).is_none() {
+        return Err("--writes and --warmup add up to too many writes".to_owned());
+    }
+    if eras.is_empty() {
+        eras = Era::ALL.to_vec();
+    }
+    let server = match server {
+        Some(path) => path,
+        None => default_server()?,
+    };
+    Ok(Options {
+        writes,
+        reads: reads.unwrap_or(writes),
+        warmup,
+        runs,
+        eras,
+        server,
+        dir,
+    })
+}
+
+/// Connects `user` to the server behind `transport`, speaking `era`, and checks the version.
+async fn connect(
+    transport: TokioChildProcess,
+    user: &ScriptedUser,
+    era: Era,
+) -> Result<Client, Failure> {
+    let (client, expected) = match era {
+        Era::Legacy => (
+            user.clone().serve(transport).await?,
+            ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ),
+        Era::Rounds => (
+            user.clone()
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await?,
+            ProtocolVersion::V_2026_07_28,
+        ),
+    };
+    let negotiated = client.peer_info().map(|info| info.protocol_version.clone());
+    if negotiated.as_ref() != Some(&expected) {
+        return Err(format!("negotiated {negotiated:?}, expected {expected:?}").into());
+    }
+    Ok(client)
+}
+
+/// One approved write; an error if the server refused it.
+async fn write(client: &Client, n: u32) -> Result<(), Failure> {
+    let result = call(
+        client,
+        "adjust_stock",
+        json!({"sku": SKU, "delta": 1, "reason": "bench"}),
+    )
+    .await?;
+    if is_error(&result) {
+        return Err(format!("write {n} was refused: {}", message(&result)).into());
+    }
+    Ok(())
+}
+
+/// The stock of [`SKU`], read with `get_product` (a trusted read: not enveloped today, but an
+/// envelope is taken off if there is one).
+async fn stock(client: &Client) -> Result<i64, Failure> {
+    let result = call(client, "get_product", json!({"sku": SKU})).await?;
+    if is_error(&result) {
+        return Err(format!("get_product failed: {}", message(&result)).into());
+    }
+    let content = result
+        .structured_content
+        .as_ref()
+        .ok_or("get_product returned no structured content")?;
+    let product = envelope::unwrap(content).unwrap_or(content);
+    product
+        .get("stock")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| format!("no stock in {product}").into())
+}
+
+/// Warm-up, timed writes, timed reads and the checks, on a connected client.
+async fn measure(
+    client: &Client,
+    user: &ScriptedUser,
+    options: &Options,
+) -> Result<Figures, Failure> {
+    let before = stock(client).await?;
+    for n in 0..options.warmup {
+        write(client, n).await?;
+    }
+    let start = Instant::now();
+    for n in 0..options.writes {
+        write(client, options.warmup + n).await?;
+    }
+    let writes = start.elapsed();
+
+    let start = Instant::now();
+    for _ in 0..options.reads {
+        stock(client).await?;
+    }
+    let reads = start.elapsed();
+
+    let made = i64::from(options.warmup) + i64::from(options.writes);
+    let after = stock(client).await?;
+    if after - before != made {
+        return Err(format!("stock went from {before} to {after}, expected +{made}").into());
+    }
+    let asked = user.asked().len();
+    if i64::try_from(asked).ok() != Some(made) || user.unused_answers() != 0 {
+        return Err(format!("the user was asked {asked} times for {made} writes").into());
+    }
+    Ok(Figures { writes, reads })
+}
+
+/// The last lines of the server's log, for an error message.
+fn log_tail(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines
+        .get(lines.len().saturating_sub(20)..)
+        .unwrap_or_default()
+        .join("\n")
+}
+
+/// One run: a new server on a new file.
+async fn run(options: &Options, era: Era) -> Result<Figures, Failure> {
+    let dir = tempfile::tempdir_in(&options.dir)?;
+    let log_path = dir.path().join("server.log");
+    let mut command = tokio::process::Command::new(&options.server);
+    command
+        .arg("--db")
+        .arg(dir.path().join("store.db"))
+        .env("MCP_WRITES_ENABLED", "true")
+        // The server's own default, pinned so that a RUST_LOG in the caller's shell does not
+        // change what is measured.
+        .env("RUST_LOG", "info")
+        .kill_on_drop(true);
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(File::create(&log_path)?)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", options.server.display()))?;
+
+    let made = options.warmup + options.writes;
+    let user = ScriptedUser::answering((0..made).map(|_| Answer::Approve));
+    let outcome = match connect(transport, &user, era).await {
+        Ok(client) => {
+            let figures = measure(&client, &user, options).await;
+            let closed = client.cancel().await;
+            match (figures, closed) {
+                (Ok(figures), Ok(_)) => Ok(figures),
+                (Ok(_), Err(e)) => Err(format!("closing the connection: {e}").into()),
+                (Err(e), _) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    };
+    outcome.map_err(|e| format!("{e}\nserver log (last lines):\n{}", log_tail(&log_path)).into())
+}
+
+/// `count` events in `elapsed`, per second.
+fn per_second(count: u32, elapsed: Duration) -> f64 {
+    f64::from(count) / elapsed.as_secs_f64()
+}
+
+/// The middle value (the upper of the two middle ones for an even count).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let options = match parse(std::env::args_os().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !options.server.is_file() {
+        eprintln!(
+            "no server at {}: build it first (cargo build --release -p store-server) or pass \
+             --server PATH",
+            options.server.display()
+        );
+        return ExitCode::from(2);
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("note: this bench is a debug build; use cargo run --release for figures");
+    }
+    println!(
+        "server: {}, database in {} (writes {}, reads {}, warm-up {}, runs {})",
+        options.server.display(),
+        options.dir.display(),
+        options.writes,
+        options.reads,
+        options.warmup,
+        options.runs
+    );
+    for &era in &options.eras {
+        let name = era_name(era);
+        let mut write_rates = Vec::new();
+        let mut read_rates = Vec::new();
+        for _ in 0..options.runs {
+            let figures = match run(&options, era).await {
+                Ok(figures) => figures,
+                Err(e) => {
+                    eprintln!("era {name}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let writes = per_second(options.writes, figures.writes);
+            println!(
+                "approved writes: {} in {:.3} s = {writes:.1}/s (era {name})",
+                options.writes,
+                figures.writes.as_secs_f64()
+            );
+            write_rates.push(writes);
+            if options.reads > 0 {
+                let reads = per_second(options.reads, figures.reads);
+                println!(
+                    "reads: {} in {:.3} s = {reads:.1}/s (era {name})",
+                    options.reads,
+                    figures.reads.as_secs_f64()
+                );
+                read_rates.push(reads);
+            }
+        }
+        if options.runs > 1 {
+            if let Some(writes) = median(write_rates) {
+                println!(
+                    "median of {} runs (era {name}): approved writes {writes:.1}/s",
+                    options.runs
+                );
+            }
+            if let Some(reads) = median(read_rates) {
+                println!(
+                    "median of {} runs (era {name}): reads {reads:.1}/s",
+                    options.runs
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn defaults_to_a_thousand_writes_in_both_eras() {
+        let options = parse(args(&[])).unwrap();
+        assert_eq!(
+            (options.writes, options.reads, options.warmup, options.runs),
+            (1000, 1000, 50, 1)
+        );
+        assert_eq!(options.eras, Era::ALL);
+        assert!(options.server.ends_with("store-server"));
+    }
+
+    #[test]
+    fn takes_every_option() {
+        let options = parse(args(&[
+            "--writes",
+            "200",
+            "--reads",
+            "0",
+            "--warmup",
+            "0",
+            "--runs",
+            "3",
+            "--era",
+            "2026-07-28",
+            "--server",
+            "/x/store-server",
+            "--dir",
+            "/dev/shm",
+        ]))
+        .unwrap();
+        assert_eq!(
+            (options.writes, options.reads, options.warmup, options.runs),
+            (200, 0, 0, 3)
+        );
+        assert_eq!(options.eras, [Era::Rounds]);
+        assert_eq!(options.server, PathBuf::from("/x/store-server"));
+        assert_eq!(options.dir, PathBuf::from("/dev/shm"));
+    }
+
+    #[test]
+    fn refuses_bad_values() {
+        for bad in [
+            &["--writes", "0"][..],
+            &["--writes", "many"],
+            &["--era", "2025-11-25"],
+            &["--runs"],
+            &["--fast", "1"],
+            &["--writes", "4294967295", "--warmup", "1"],
+        ] {
+            assert!(parse(args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_median_of_three_is_the_middle_one() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(Vec::new()), None);
+    }
+}
