@@ -108,6 +108,7 @@ mod clock;
 mod error;
 mod ids;
 mod policy;
+mod render;
 mod round_trip;
 mod store;
 mod token;
@@ -127,6 +128,7 @@ pub use ids::{ApprovalId, ArgsDigest, ConfirmationToken, Principal, StateId, Tok
 pub use policy::{
     ApprovalPolicy, DEFAULT_APPROVAL_TTL, DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_TOKEN_TTL,
 };
+pub use render::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 pub use round_trip::{
     ROUND_TRIP_REFUSAL_MESSAGE, RoundTripRejection, open_round_trip, store_approval, take_approval,
     take_round_trip,
