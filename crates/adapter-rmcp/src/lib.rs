@@ -110,6 +110,7 @@ mod prompt;
 mod tools;
 mod write_path;
 
+pub use approval_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 pub use audit::{AuditRecord, AuditSink, JsonLinesSink, MemorySink, Outcome, TracingSink};
 pub use builder::WriteGuardBuilder;
 pub use elicit::INPUT_KEY;
