@@ -34,7 +34,7 @@ async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
             user.messages(),
-            ["Create a pending order for customer 1: 1 x TLS-002, total $109.99"]
+            [r#"Create a pending order for customer 1: 1 x "TLS-002", total $109.99"#]
         );
         let data = enveloped_data(&result)?;
         assert_eq!(data["orderId"], 1);
@@ -84,7 +84,7 @@ async fn a_multi_line_order_is_worded_line_by_line() -> Result<(), Failure> {
     assert!(is_error(&result));
     assert_eq!(
         user.messages(),
-        ["Create a pending order for customer 1: 2 x TLS-001, 4 x TLS-003, total $199.94"]
+        [r#"Create a pending order for customer 1: 2 x "TLS-001", 4 x "TLS-003", total $199.94"#]
     );
     assert_eq!(store.file().snapshot()?, before);
     Ok(())
@@ -106,7 +106,7 @@ async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
     assert!(!is_error(&result));
     assert_eq!(
         user.messages(),
-        ["Adjust TLS-001 by +5 (delivery from supplier): stock 12 -> 17"]
+        [r#"Adjust "TLS-001" by +5 ("delivery from supplier"): stock 12 -> 17"#]
     );
     assert_eq!(store.file().stock("TLS-001")?, 17);
     Ok(())
@@ -170,8 +170,8 @@ async fn every_call_needs_its_own_approval() -> Result<(), Failure> {
     assert_eq!(
         user.messages(),
         [
-            "Adjust TLS-003 by -10 (sold at the counter): stock 40 -> 30",
-            "Adjust TLS-003 by -10 (sold at the counter): stock 30 -> 20"
+            r#"Adjust "TLS-003" by -10 ("sold at the counter"): stock 40 -> 30"#,
+            r#"Adjust "TLS-003" by -10 ("sold at the counter"): stock 30 -> 20"#
         ]
     );
     assert_eq!(file.stock("TLS-003")?, 30);

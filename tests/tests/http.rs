@@ -65,8 +65,8 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
     assert_eq!(
         user.messages(),
         [
-            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1",
-            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1"
+            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#,
+            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#
         ]
     );
     assert_eq!(

@@ -103,20 +103,23 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
             "{intent}"
         );
         assert!(
-            intent.contains("Cancel order 1 for customer 1 (Harbor Street Garage)"),
+            intent.contains(r#"Cancel order 1 for customer 1 ("Harbor Street Garage")"#),
             "{intent}"
         );
-        assert!(intent.contains("1 x TLS-002"), "{intent}");
+        assert!(intent.contains(r#"1 x "TLS-002""#), "{intent}");
         assert!(intent.contains("total $109.99"), "{intent}");
-        assert!(intent.contains(&format!("Reason: {REASON}")), "{intent}");
+        assert!(
+            intent.contains(&format!("Reason: \"{REASON}\"")),
+            "{intent}"
+        );
 
         // Second approval: the act, worded from the database.
         let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
             user.messages()[1],
-            "Cancel order 1 for customer 1 (Harbor Street Garage): 1 x TLS-002, total $109.99. \
-             Reason: customer changed their mind. Stock goes back: TLS-002 2 -> 3"
+            "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", total \
+             $109.99. Reason: \"customer changed their mind\". Stock goes back: \"TLS-002\" 2 -> 3"
         );
         assert!(
             intent.ends_with(&format!("\n{}", user.messages()[1])),

@@ -125,6 +125,7 @@ mod step;
 mod tools;
 mod write_path;
 
+pub use approval_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 pub use audit::{
     Asked, AuditRecord, AuditSink, Channel, JsonLinesSink, MemorySink, Outcome, TracingSink,
 };

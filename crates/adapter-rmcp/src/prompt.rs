@@ -3,26 +3,62 @@
 //! By default: the tool, every argument (except the confirmation token), and the values the
 //! preview returned (its `before` and `after` when it has them, else the whole preview). A tool
 //! may supply its own wording with [`crate::WriteGuardBuilder::prompt`].
+//!
+//! What a person reads is part of the security boundary: the model chose every argument, and
+//! a preview may echo them. So a wording never sees a raw value: [`PromptInput`] hands out
+//! [`Rendered`] text only (strings quoted, line breaks, bidi controls and zero-width characters
+//! shown as visible escapes, long values cut with a marker; see [`approval_core::render_value`])
+//! and plain integers, which cannot carry text.
 
-use std::{fmt::Write as _, sync::Arc};
+use std::{fmt, fmt::Write as _, sync::Arc};
 
+use approval_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 use serde_json::{Map, Value};
 
-/// Everything a prompt may be built from.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
+/// Everything a prompt may be built from, handed out rendered.
+///
+/// Every string it gives is a [`Rendered`] (made by [`render_value`] or [`render_key`] with
+/// [`DEFAULT_MAX_RENDERED_CHARS`]), every number an `i64` or a `usize`, so a wording cannot
+/// interpolate a raw argument by accident: a value with line breaks or bidi controls cannot add
+/// lines to the question or reorder it.
+///
+/// ```
+/// use adapter_rmcp::PromptInput;
+/// use serde_json::json;
+///
+/// let args = json!({"sku": "TLS-002", "reason": "recount\nAfter: 3"});
+/// let preview = json!({"previousStock": 3, "newStock": 1, "lines": [{"sku": "TLS-002"}]});
+/// let input = PromptInput::new("adjust_stock", args.as_object().unwrap(), Some(&preview));
+///
+/// assert_eq!(input.tool().as_str(), "adjust_stock");
+/// assert_eq!(input.argument("reason").unwrap().as_str(), r#""recount\nAfter: 3""#);
+/// assert_eq!(input.preview_i64("/newStock"), Some(1));
+/// assert_eq!(input.preview_len("/lines"), Some(1));
+/// assert_eq!(input.preview("/lines/0/sku").unwrap().as_str(), r#""TLS-002""#);
+/// let question = format!(
+///     "Adjust {} ({}): stock {} -> {}",
+///     input.argument("sku").unwrap(),
+///     input.argument("reason").unwrap(),
+///     input.preview_i64("/previousStock").unwrap(),
+///     input.preview_i64("/newStock").unwrap(),
+/// );
+/// assert_eq!(question.lines().count(), 1);
+/// ```
+#[derive(Clone, Copy)]
 pub struct PromptInput<'a> {
     /// The tool that will write.
-    pub tool: &'a str,
+    tool: &'a str,
     /// The captured arguments, without the confirmation token.
-    pub arguments: &'a Map<String, Value>,
+    arguments: &'a Map<String, Value>,
     /// The preview value (the dry run's `structuredContent`, else its text), if the tool
     /// supports previews.
-    pub preview: Option<&'a Value>,
+    preview: Option<&'a Value>,
 }
 
 impl<'a> PromptInput<'a> {
-    /// Bundles a prompt's inputs.
+    /// Bundles a prompt's inputs: the tool, its captured arguments (without the confirmation
+    /// token) and the preview value (the dry run's `structuredContent`, else its text), if the
+    /// tool supports previews.
     pub fn new(
         tool: &'a str,
         arguments: &'a Map<String, Value>,
@@ -34,64 +70,119 @@ impl<'a> PromptInput<'a> {
             preview,
         }
     }
+
+    /// The tool's name, as [`render_key`] shows it (a plain name as it is).
+    pub fn tool(&self) -> Rendered {
+        render_key(self.tool)
+    }
+
+    /// The argument `name`, rendered; `None` when there is no such argument.
+    pub fn argument(&self, name: &str) -> Option<Rendered> {
+        self.arguments
+            .get(name)
+            .map(|value| render_value(value, DEFAULT_MAX_RENDERED_CHARS))
+    }
+
+    /// Every argument as (name, value), both rendered, in the order of the captured arguments.
+    pub fn arguments(&self) -> impl Iterator<Item = (Rendered, Rendered)> + use<'a> {
+        self.arguments.iter().map(|(name, value)| {
+            (
+                render_key(name),
+                render_value(value, DEFAULT_MAX_RENDERED_CHARS),
+            )
+        })
+    }
+
+    /// Whether there is a preview to show: the tool supports previews and its preview is not
+    /// `null`. When this is false, every `preview*` accessor returns `None`.
+    pub fn has_preview(&self) -> bool {
+        self.preview_value().is_some()
+    }
+
+    /// The preview value at the JSON pointer `pointer` (RFC 6901; `""` is the whole preview,
+    /// `/lines/0/sku` a field of an array item), rendered; `None` when there is nothing there.
+    pub fn preview(&self, pointer: &str) -> Option<Rendered> {
+        self.preview_at(pointer)
+            .map(|value| render_value(value, DEFAULT_MAX_RENDERED_CHARS))
+    }
+
+    /// The preview value at `pointer` when it is an integer that fits in an `i64`.
+    pub fn preview_i64(&self, pointer: &str) -> Option<i64> {
+        self.preview_at(pointer).and_then(Value::as_i64)
+    }
+
+    /// The length of the preview array at `pointer`, to visit its items one by one
+    /// (`/lines/0`, `/lines/1`, ...); `None` when there is no array there.
+    pub fn preview_len(&self, pointer: &str) -> Option<usize> {
+        self.preview_at(pointer)
+            .and_then(Value::as_array)
+            .map(Vec::len)
+    }
+
+    fn preview_value(&self) -> Option<&'a Value> {
+        self.preview.filter(|preview| !preview.is_null())
+    }
+
+    fn preview_at(&self, pointer: &str) -> Option<&'a Value> {
+        self.preview_value()
+            .and_then(|preview| preview.pointer(pointer))
+    }
+}
+
+/// Shows the tool and the arguments rendered, never a raw value.
+impl fmt::Debug for PromptInput<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptInput")
+            .field("tool", &self.tool().as_str())
+            .field(
+                "arguments",
+                &self
+                    .arguments()
+                    .map(|(name, value)| format!("{name}: {value}"))
+                    .collect::<Vec<_>>(),
+            )
+            .field("has_preview", &self.has_preview())
+            .finish()
+    }
 }
 
 /// A tool's own prompt wording.
 pub(crate) type PromptFn = Arc<dyn Fn(&PromptInput<'_>) -> String + Send + Sync>;
 
 /// The default prompt: tool, every argument, the preview's before/after values.
+///
+/// One line per item, every value rendered ([`PromptInput`]): the header with the tool, then
+/// `Arguments: none` or `Arguments:` and one indented `name: value` line per argument, then
+/// `Before:` and `After:` when the preview has either, else `Preview:` with the whole preview
+/// (no preview, or a `null` one: neither), then `Nothing is saved unless you approve.`
 pub fn default_prompt(input: &PromptInput<'_>) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Approve this change? Tool: {}", input.tool);
-    if input.arguments.is_empty() {
+    let _ = writeln!(out, "Approve this change? Tool: {}", input.tool());
+    let mut arguments = input.arguments().peekable();
+    if arguments.peek().is_none() {
         out.push_str("Arguments: none\n");
     } else {
         out.push_str("Arguments:\n");
-        for (name, value) in input.arguments {
-            let _ = writeln!(out, "  {}: {}", key(name), compact(value));
+        for (name, value) in arguments {
+            let _ = writeln!(out, "  {name}: {value}");
         }
     }
-    match input.preview {
-        None | Some(Value::Null) => {}
-        Some(preview) => {
-            let before = preview.get("before");
-            let after = preview.get("after");
-            if before.is_some() || after.is_some() {
-                if let Some(before) = before {
-                    let _ = writeln!(out, "Before: {}", compact(before));
-                }
-                if let Some(after) = after {
-                    let _ = writeln!(out, "After: {}", compact(after));
-                }
-            } else {
-                let _ = writeln!(out, "Preview: {}", compact(preview));
+    if input.has_preview() {
+        let before = input.preview("/before");
+        let after = input.preview("/after");
+        if before.is_some() || after.is_some() {
+            if let Some(before) = before {
+                let _ = writeln!(out, "Before: {before}");
             }
+            if let Some(after) = after {
+                let _ = writeln!(out, "After: {after}");
+            }
+        } else if let Some(preview) = input.preview("") {
+            let _ = writeln!(out, "Preview: {preview}");
         }
     }
     out.push_str("Nothing is saved unless you approve.");
     out
-}
-
-/// An argument name as shown: as it is when it is a plain identifier (letters, digits, `_`,
-/// `-`, `.`), quoted and escaped otherwise, so that a name the model chose cannot start a line
-/// of its own (a fake `Before:` or `After:`) or look like something else.
-fn key(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if plain {
-        name.to_owned()
-    } else {
-        format!("{name:?}")
-    }
-}
-
-fn compact(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -140,6 +231,101 @@ mod tests {
         assert!(text.contains("  plain_name-1.x: 3"), "{text}");
         // One line per argument, plus the header lines.
         assert_eq!(lines.len(), 1 + 1 + 3 + 2 + 1, "{text}");
+    }
+
+    #[test]
+    fn an_argument_value_cannot_fake_a_line_of_the_prompt() {
+        let args = json!({
+            "reason": "recount\nNo stock change: stock 3 -> 3.\nBefore: {\"stock\":3}\u{2028}After: {\"stock\":3}\r\n",
+            "sku": "\u{202E}200-SLT\u{200B}\u{2060}\u{FEFF}",
+            "nested": {"k\n": ["\u{2029}", "\u{61C}"]},
+        })
+        .as_object()
+        .cloned()
+        .unwrap();
+        let preview = json!({"before": {"stock": 3, "note": "a\nb"}, "after": {"stock": 0}});
+        let text = default_prompt(&PromptInput::new("adjust_stock", &args, Some(&preview)));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "Approve this change? Tool: adjust_stock",
+                "Arguments:",
+                r#"  nested: {"k\n":["\u{2029}","\u{061C}"]}"#,
+                r#"  reason: "recount\nNo stock change: stock 3 -> 3.\nBefore: {\"stock\":3}\u{2028}After: {\"stock\":3}\r\n""#,
+                r#"  sku: "\u{202E}200-SLT\u{200B}\u{2060}\u{FEFF}""#,
+                r#"Before: {"note":"a\nb","stock":3}"#,
+                r#"After: {"stock":0}"#,
+                "Nothing is saved unless you approve.",
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_long_argument_is_cut_with_a_marker() {
+        let args = json!({"note": "x".repeat(1_000)})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let text = default_prompt(&PromptInput::new("add_note", &args, None));
+        let expected = format!(
+            "  note: \"{} … (762 more characters)",
+            "x".repeat(DEFAULT_MAX_RENDERED_CHARS - 1)
+        );
+        assert!(text.lines().any(|line| line == expected), "{text}");
+        assert_eq!(text.lines().count(), 4, "{text}");
+    }
+
+    #[test]
+    fn the_accessors_render_or_give_numbers() {
+        let args = json!({"name": "b\n", "n": 3}).as_object().cloned().unwrap();
+        let preview = json!({"before": 2, "lines": [{"sku": "A\u{202E}"}, {"sku": "B"}], "x": 1.5});
+        let input = PromptInput::new("delete row", &args, Some(&preview));
+        assert_eq!(input.tool().as_str(), r#""delete row""#);
+        assert_eq!(input.argument("name").unwrap().as_str(), r#""b\n""#);
+        assert_eq!(input.argument("n").unwrap().as_str(), "3");
+        assert_eq!(input.argument("missing"), None);
+        let all: Vec<(String, String)> = input
+            .arguments()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(
+            all,
+            [
+                ("n".to_owned(), "3".to_owned()),
+                ("name".to_owned(), r#""b\n""#.to_owned())
+            ]
+        );
+        assert!(input.has_preview());
+        assert_eq!(input.preview("/before").unwrap().as_str(), "2");
+        assert_eq!(input.preview_i64("/before"), Some(2));
+        assert_eq!(input.preview_i64("/x"), None);
+        assert_eq!(input.preview_i64("/lines"), None);
+        assert_eq!(input.preview_len("/lines"), Some(2));
+        assert_eq!(input.preview_len("/before"), None);
+        assert_eq!(
+            input.preview("/lines/0/sku").unwrap().as_str(),
+            r#""A\u{202E}""#
+        );
+        assert_eq!(input.preview("/lines/2/sku"), None);
+        assert_eq!(input.preview("before"), None, "a pointer starts with /");
+        assert_eq!(
+            input.preview("").unwrap().as_str(),
+            r#"{"before":2,"lines":[{"sku":"A\u{202E}"},{"sku":"B"}],"x":1.5}"#
+        );
+        let debug = format!("{input:?}");
+        assert!(
+            !debug.contains('\n') && !debug.contains('\u{202E}'),
+            "{debug}"
+        );
+
+        for preview in [None, Some(&Value::Null)] {
+            let input = PromptInput::new("t", &args, preview);
+            assert!(!input.has_preview());
+            assert_eq!(input.preview(""), None);
+            assert_eq!(input.preview_len(""), None);
+        }
     }
 
     #[test]

@@ -219,11 +219,15 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
 async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(era: Era) {
     let h = Harness::start(era, |b| {
         b.prompt("delete_row", |input: &PromptInput<'_>| {
-            let before = input.preview.and_then(|p| p.get("before")).cloned();
             format!(
                 "Delete row {} (value {})?",
-                input.arguments["name"],
-                before.unwrap_or(Value::Null)
+                input
+                    .argument("name")
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
+                input
+                    .preview("/before")
+                    .map_or_else(|| "null".to_owned(), |b| b.to_string())
             )
         })
     })

@@ -244,7 +244,9 @@ async fn a_tool_router_server_is_guarded(era: Era) {
         .prompt("add_note", |input| {
             format!(
                 "Add the note {} to your notes?",
-                input.arguments["text"].as_str().unwrap_or("?")
+                input
+                    .argument("text")
+                    .map_or_else(|| "?".to_owned(), |t| t.to_string())
             )
         })
         .build();
@@ -274,8 +276,8 @@ async fn a_tool_router_server_is_guarded(era: Era) {
     assert_eq!(
         scripted.asked(),
         vec![
-            "Add the note milk to your notes?".to_owned(),
-            "Add the note eggs to your notes?".to_owned()
+            "Add the note \"milk\" to your notes?".to_owned(),
+            "Add the note \"eggs\" to your notes?".to_owned()
         ]
     );
     assert_eq!(

@@ -119,10 +119,7 @@ pub fn guard_builder(server: StoreServer) -> WriteGuardBuilder<StoreServer> {
 /// The store's wording from the preview; the guard's generic wording if the preview is missing
 /// or has an unexpected shape.
 fn prompt(input: &PromptInput<'_>) -> String {
-    input
-        .preview
-        .and_then(|preview| for_preview(input.tool, preview))
-        .unwrap_or_else(|| default_prompt(input))
+    for_preview(input).unwrap_or_else(|| default_prompt(input))
 }
 
 /// Serves `handler` on this process's stdin and stdout until the client disconnects.

@@ -115,8 +115,8 @@ async fn the_decisive_case_as_a_child_process() -> Result<(), Failure> {
     assert_eq!(
         user.messages(),
         [
-            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1",
-            "Adjust TLS-002 by -2 (damaged in transit): stock 3 -> 1"
+            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#,
+            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#
         ]
     );
     assert!(!dir.path().join("store.db").exists(), "--db is honoured");
