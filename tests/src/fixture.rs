@@ -3,12 +3,13 @@
 
 use std::{path::PathBuf, sync::Arc};
 
-use adapter_rmcp::{MemorySink, WriteGuard};
+use adapter_rmcp::{MemorySink, WriteGuard, WriteGuardBuilder};
 use approval_core::ManualClock;
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, ServiceExt,
     model::ProtocolVersion,
     service::{RoleClient, RunningService},
+    transport::IntoTransport,
 };
 use store_server::{Db, StoreServer, guard_builder};
 use tempfile::TempDir;
@@ -68,11 +69,15 @@ impl Store {
 
     /// The guard the binary builds, with writes on or off, this store's clock and audit sink.
     pub fn guard(&self, writes_enabled: bool) -> WriteGuard<StoreServer> {
+        self.guard_builder(writes_enabled).build()
+    }
+
+    /// [`Store::guard`] before `.build()`, for a test that changes one more thing.
+    pub fn guard_builder(&self, writes_enabled: bool) -> WriteGuardBuilder<StoreServer> {
         guard_builder(StoreServer::new(Arc::clone(&self.db)))
             .writes_enabled(writes_enabled)
             .clock(Arc::new(self.clock.clone()))
             .audit(self.audit.clone())
-            .build()
     }
 
     /// Serves a guard with writes enabled and connects `user` to it in process (legacy era).
@@ -93,16 +98,30 @@ pub async fn connect(
             let _ = running.waiting().await;
         }
     });
+    connect_over(client_io, user, era).await
+}
+
+/// Connects `user` over any client transport (an in-memory pipe, a child process, streamable
+/// HTTP) speaking `era`, and checks that the server agreed to that era.
+pub async fn connect_over<T, E, A>(
+    transport: T,
+    user: &ScriptedUser,
+    era: Era,
+) -> Result<Client, Failure>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let expected = match era {
         Era::Legacy => ProtocolVersion::LATEST_WITH_INITIALIZE,
         Era::Rounds => ProtocolVersion::V_2026_07_28,
     };
     let client = match era {
-        Era::Legacy => user.clone().serve(client_io).await?,
+        Era::Legacy => user.clone().serve(transport).await?,
         Era::Rounds => {
             user.clone()
                 .serve_with_lifecycle(
-                    client_io,
+                    transport,
                     ClientLifecycleMode::Discover {
                         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                     },

@@ -6,14 +6,16 @@
 //! through a connection of its own.
 
 mod fixture;
+mod race;
 mod results;
 mod sqlite;
 mod user;
 
-pub use fixture::{Client, Era, Store, connect};
+pub use fixture::{Client, Era, Store, connect, connect_over};
+pub use race::{HeldApprovals, Round, Tally, approve_round, ask_once, hold_approvals, tally};
 pub use results::{call, enveloped_data, is_error, message, structured, text};
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};
-pub use user::{Answer, Asked, ScriptedUser, SideEffect};
+pub use user::{Answer, Asked, Gate, ScriptedUser, SideEffect};
 
 /// What a helper returns when something unexpected happens; tests `?` or unwrap it.
 pub type Failure = Box<dyn std::error::Error + Send + Sync>;

@@ -1,7 +1,7 @@
 //! A client that plays the user: it answers the server's approval questions from a script and
 //! remembers every question it was asked.
 
-use std::{collections::VecDeque, sync::Arc};
+use std::{collections::VecDeque, future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use approval_core::ManualClock;
 use parking_lot::Mutex;
@@ -14,6 +14,9 @@ use rmcp::{
     service::{RequestContext, RoleClient},
 };
 use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::Failure;
 
 /// Something the scripted user does while the server waits for an answer (before answering).
 pub type SideEffect = Box<dyn FnOnce() + Send>;
@@ -60,6 +63,14 @@ pub enum Answer {
         /// The answer given afterwards.
         then: Box<Answer>,
     },
+    /// Wait at `gate` until the test opens it, then answer: the question stays open (and
+    /// shown) meanwhile.
+    Held {
+        /// The gate the answer waits at.
+        gate: Gate,
+        /// The answer given once the gate opens.
+        then: Box<Answer>,
+    },
 }
 
 impl Answer {
@@ -78,6 +89,66 @@ impl Answer {
             effect: Box::new(effect),
             then: Box::new(then),
         }
+    }
+
+    /// [`Answer::Held`].
+    pub fn held(gate: &Gate, then: Answer) -> Self {
+        Self::Held {
+            gate: gate.clone(),
+            then: Box::new(then),
+        }
+    }
+}
+
+/// Holds answers back until the test opens it, and counts the questions waiting at it, so a
+/// test can let every question be asked (and shown) before any of them is answered, or change
+/// the data while a question is open. Clones share the gate.
+#[derive(Clone)]
+pub struct Gate {
+    waiting: watch::Sender<usize>,
+    open: watch::Sender<bool>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gate {
+    /// A closed gate with nobody waiting.
+    pub fn new() -> Self {
+        Self {
+            waiting: watch::Sender::new(0),
+            open: watch::Sender::new(false),
+        }
+    }
+
+    /// Waits until at least `n` questions have arrived at the gate; an error after `within`.
+    pub async fn wait_for_questions(&self, n: usize, within: Duration) -> Result<(), Failure> {
+        let mut waiting = self.waiting.subscribe();
+        match tokio::time::timeout(within, waiting.wait_for(|arrived| *arrived >= n)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(closed)) => Err(closed.into()),
+            Err(_) => Err(format!(
+                "{} of {n} questions arrived within {within:?}",
+                *self.waiting.borrow()
+            )
+            .into()),
+        }
+    }
+
+    /// Opens the gate: every held answer, and every later one, goes through.
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+
+    /// Arrives at the gate and waits until it is open.
+    async fn pass(&self) {
+        let mut open = self.open.subscribe();
+        self.waiting.send_modify(|arrived| *arrived += 1);
+        // The sender lives in `self`, so the wait cannot fail; it only ends when opened.
+        let _ = open.wait_for(|open| *open).await;
     }
 }
 
@@ -146,37 +217,46 @@ impl ScriptedUser {
     }
 }
 
-fn respond(answer: Answer) -> Result<ElicitResult, ErrorData> {
-    let accept =
-        |content: Value| Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content));
-    match answer {
-        Answer::Approve => accept(json!({"approve": true})),
-        Answer::ApproveFalse => accept(json!({"approve": false})),
-        Answer::ApproveMissing => accept(json!({})),
-        Answer::ApproveNotBoolean => accept(json!({"approve": "yes"})),
-        Answer::AcceptWithoutContent => Ok(ElicitResult::new(ElicitationAction::Accept)),
-        Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
-        Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
-        Answer::Fail => Err(ErrorData::internal_error(
-            "the client could not show the form",
-            None,
-        )),
-        Answer::Raw { action, content } => {
-            let result = ElicitResult::new(action);
-            Ok(match content {
-                Some(content) => result.with_content(content),
-                None => result,
-            })
+/// The answer, once given (an answer that waits is a boxed future: it may wait for another).
+type Response = Pin<Box<dyn Future<Output = Result<ElicitResult, ErrorData>> + Send>>;
+
+fn respond(answer: Answer) -> Response {
+    Box::pin(async move {
+        let accept =
+            |content: Value| Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content));
+        match answer {
+            Answer::Approve => accept(json!({"approve": true})),
+            Answer::ApproveFalse => accept(json!({"approve": false})),
+            Answer::ApproveMissing => accept(json!({})),
+            Answer::ApproveNotBoolean => accept(json!({"approve": "yes"})),
+            Answer::AcceptWithoutContent => Ok(ElicitResult::new(ElicitationAction::Accept)),
+            Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Answer::Fail => Err(ErrorData::internal_error(
+                "the client could not show the form",
+                None,
+            )),
+            Answer::Raw { action, content } => {
+                let result = ElicitResult::new(action);
+                Ok(match content {
+                    Some(content) => result.with_content(content),
+                    None => result,
+                })
+            }
+            Answer::Late { clock, by, then } => {
+                clock.advance(by);
+                respond(*then).await
+            }
+            Answer::After { effect, then } => {
+                effect();
+                respond(*then).await
+            }
+            Answer::Held { gate, then } => {
+                gate.pass().await;
+                respond(*then).await
+            }
         }
-        Answer::Late { clock, by, then } => {
-            clock.advance(by);
-            respond(*then)
-        }
-        Answer::After { effect, then } => {
-            effect();
-            respond(*then)
-        }
-    }
+    })
 }
 
 impl ClientHandler for ScriptedUser {
@@ -205,7 +285,7 @@ impl ClientHandler for ScriptedUser {
         };
         self.state.asked.lock().push(asked);
         let next = self.state.answers.lock().pop_front();
-        respond(next.unwrap_or(Answer::Decline))
+        respond(next.unwrap_or(Answer::Decline)).await
     }
 
     fn get_info(&self) -> ClientConfig {

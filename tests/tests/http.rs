@@ -9,16 +9,28 @@
     missing_docs
 )]
 
-use adapter_rmcp::Outcome;
+use std::sync::Arc;
+
+use adapter_rmcp::{Outcome, PrincipalRequest, WriteGuard};
+use approval_core::Principal;
 use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
+use store_server::StoreServer;
 use workspace_tests::{
-    Answer, Client, Failure, ScriptedUser, Store, call, enveloped_data, is_error, message,
+    Answer, Client, Era, Failure, Movement, ScriptedUser, Store, call, connect_over,
+    enveloped_data, hold_approvals, is_error, message, tally,
 };
 
 /// Serves `store`'s guard (writes on) on an ephemeral loopback port; returns the endpoint and
 /// a handle that stops the server when dropped.
 async fn serve(store: &Store) -> Result<(String, tokio::sync::oneshot::Sender<()>), Failure> {
+    serve_guard(store.guard(true)).await
+}
+
+/// Serves `guard` as [`serve`] does.
+async fn serve_guard(
+    guard: WriteGuard<StoreServer>,
+) -> Result<(String, tokio::sync::oneshot::Sender<()>), Failure> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!(
         "http://{}{}",
@@ -26,7 +38,6 @@ async fn serve(store: &Store) -> Result<(String, tokio::sync::oneshot::Sender<()
         store_server::HTTP_PATH
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let guard = store.guard(true);
     tokio::spawn(async move {
         let shutdown = async {
             let _ = stopped.await;
@@ -130,5 +141,58 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
         store.audit.last().unwrap().reason.as_deref(),
         Some("other-principal")
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
+    const N: usize = 10;
+    for era in Era::ALL {
+        let store = Store::new()?;
+        let file = store.file();
+        // 2026-07-28 requests carry no HTTP session, so this deployment names the person the
+        // way an authenticating layer would: every request here is the same signed-in person.
+        let signed_in = |_: &PrincipalRequest<'_>| Some(Principal::new("subject:store-keeper"));
+        let guard = store
+            .guard_builder(true)
+            .principal(Arc::new(signed_in))
+            .build();
+        let (url, _stop) = serve_guard(guard).await?;
+        let user = ScriptedUser::answering([]);
+        let transport = StreamableHttpClientTransport::from_uri(url);
+        let client = connect_over(transport, &user, era).await?;
+        let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "race"});
+
+        let held = hold_approvals(&client, &user, era, "adjust_stock", &arguments, N).await?;
+        assert_eq!(
+            held.prompts(),
+            vec!["Adjust TLS-002 by +1 (race): stock 3 -> 4"; N],
+            "{era:?}"
+        );
+        let results = held.apply_all().await?;
+
+        let tally = tally(&results)?;
+        assert_eq!(tally.applied.len(), 1, "{era:?}: {tally:?}");
+        assert_eq!(tally.stale, N - 1, "{era:?}: {tally:?}");
+        assert!(tally.other.is_empty(), "{era:?}: {tally:?}");
+        assert_eq!(tally.applied[0]["previousStock"], 3, "{era:?}");
+        assert_eq!(tally.applied[0]["newStock"], 4, "{era:?}");
+        assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
+        assert_eq!(
+            file.movements()?,
+            [Movement {
+                sku: "TLS-002".into(),
+                delta: 1,
+                reason: "race".into()
+            }],
+            "{era:?}"
+        );
+        let outcomes = store.audit.outcomes();
+        let count = |outcome| outcomes.iter().filter(|o| **o == outcome).count();
+        assert_eq!(count(Outcome::Approved), N, "{era:?}: {outcomes:?}");
+        assert_eq!(count(Outcome::Applied), 1, "{era:?}: {outcomes:?}");
+        assert_eq!(count(Outcome::Stale), N - 1, "{era:?}: {outcomes:?}");
+        client.cancel().await?;
+    }
     Ok(())
 }

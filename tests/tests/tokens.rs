@@ -277,7 +277,8 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
     let user = ScriptedUser::answering([
         Answer::Approve,
         // The user approves the cancellation, but the stock changes while they look: the guard
-        // spends the token, sees the change and refuses.
+        // spends the token, and the cancellation, comparing inside its own transaction, finds
+        // a different restock and rolls back.
         Answer::after(
             move || {
                 behind

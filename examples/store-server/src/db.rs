@@ -1,11 +1,18 @@
 //! The store's SQLite database: schema, seed data and the business operations.
 //!
-//! Every write is one function that runs inside a SQLite transaction and checks every business
-//! rule on the way (stock never negative, enough stock for every order line, the order exists and
-//! is pending). [`Mode::Preview`] runs exactly the same code and then rolls the transaction back,
-//! so a preview fails for exactly the reasons the real write would; [`Mode::Apply`] commits.
-//! The real write never trusts an earlier preview: it checks everything again in its own
-//! transaction.
+//! Every write is one function that runs inside one immediate SQLite transaction and checks
+//! every business rule on the way (stock never negative, enough stock for every order line, the
+//! order exists and is pending). [`Mode::Preview`] runs exactly the same code and then rolls the
+//! transaction back, so a preview fails for exactly the reasons the real write would;
+//! [`Mode::Apply`] commits. The real write never trusts an earlier preview: it checks everything
+//! again in its own transaction.
+//!
+//! [`Mode::ApplyIfUnchanged`] is the compare-and-apply that an approved write needs: the same
+//! code again, then, still inside the transaction and before it commits, the change exactly as a
+//! preview would report it now (the JSON the tool returns as its result) goes to a comparison
+//! the caller supplies. It commits only if the comparison accepts it; otherwise it rolls back
+//! and returns [`DbError::Changed`]. Nothing can write between that comparison and the commit:
+//! the transaction holds SQLite's write lock from its first statement.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,6 +21,7 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The schema version written to `PRAGMA user_version` once the schema exists.
 const SCHEMA_VERSION: i64 = 1;
@@ -154,6 +162,13 @@ pub enum DbError {
     /// A money amount or a stock level does not fit.
     #[error("the amounts in this request are too large")]
     Overflow,
+    /// A compare-and-apply found that the change is no longer the one that was previewed (the
+    /// data changed in between); nothing was written.
+    #[error("the data changed since this change was previewed")]
+    Changed,
+    /// The change could not be turned into JSON to compare it with the previewed one.
+    #[error("could not encode the change to compare it: {0}")]
+    Encode(#[from] serde_json::Error),
     /// The database file has a schema this program does not know.
     #[error("database schema version {0} is not supported (expected {SCHEMA_VERSION})")]
     UnsupportedSchema(i64),
@@ -171,18 +186,34 @@ impl DbError {
     pub fn is_business_rule(&self) -> bool {
         !matches!(
             self,
-            Self::UnsupportedSchema(_) | Self::TaskFailed(_) | Self::Sqlite(_)
+            Self::Encode(_) | Self::UnsupportedSchema(_) | Self::TaskFailed(_) | Self::Sqlite(_)
         )
     }
 }
 
-/// Whether a write is only previewed (rolled back) or applied (committed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+/// Whether a write is only previewed (rolled back), applied (committed), or applied only if it is
+/// still the change that was previewed (compare-and-apply).
+#[derive(Clone, Copy)]
+pub enum Mode<'a> {
     /// Run every check and every statement, then roll the transaction back.
     Preview,
     /// Run every check and every statement, then commit.
     Apply,
+    /// Run every check and every statement; then, in the same transaction, pass the change
+    /// exactly as a preview would report it now (the JSON of what [`Mode::Preview`] returns; for
+    /// an order, without its id) to the function. `true`: commit. `false`: roll back and return
+    /// [`DbError::Changed`].
+    ApplyIfUnchanged(&'a dyn Fn(&Value) -> bool),
+}
+
+impl std::fmt::Debug for Mode<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Preview => f.write_str("Preview"),
+            Self::Apply => f.write_str("Apply"),
+            Self::ApplyIfUnchanged(_) => f.write_str("ApplyIfUnchanged(..)"),
+        }
+    }
 }
 
 /// Formats an amount of cents as dollars, for example `$109.99`.
@@ -516,53 +547,67 @@ impl Db {
     /// Changes a product's stock by `delta` and records a stock movement.
     ///
     /// Rules: the sku exists, delta is non-zero and within bounds, the reason is present, and the
-    /// stock never goes below zero.
+    /// stock never goes below zero. What a compare-and-apply compares is the whole result,
+    /// previous and new stock included.
     pub fn adjust_stock(
         &self,
         request: &StockAdjustmentRequest,
-        mode: Mode,
+        mode: Mode<'_>,
     ) -> Result<StockAdjustment, DbError> {
-        self.write(mode, |tx| {
-            check_reason(&request.reason)?;
-            if request.delta == 0 || request.delta.unsigned_abs() > MAX_ABS_DELTA.unsigned_abs() {
-                return Err(DbError::BadDelta {
-                    delta: request.delta,
-                });
-            }
-            let product = find_product(tx, &request.sku)?;
-            let new_stock = product
-                .stock
-                .checked_add(request.delta)
-                .ok_or(DbError::Overflow)?;
-            if new_stock < 0 {
-                return Err(DbError::NegativeStock {
+        self.write(
+            mode,
+            |done| serde_json::to_value(done),
+            |tx| {
+                check_reason(&request.reason)?;
+                if request.delta == 0 || request.delta.unsigned_abs() > MAX_ABS_DELTA.unsigned_abs()
+                {
+                    return Err(DbError::BadDelta {
+                        delta: request.delta,
+                    });
+                }
+                let product = find_product(tx, &request.sku)?;
+                let new_stock = product
+                    .stock
+                    .checked_add(request.delta)
+                    .ok_or(DbError::Overflow)?;
+                if new_stock < 0 {
+                    return Err(DbError::NegativeStock {
+                        sku: product.sku,
+                        stock: product.stock,
+                        delta: request.delta,
+                    });
+                }
+                move_stock(tx, &product.sku, request.delta, &request.reason)?;
+                Ok(StockAdjustment {
                     sku: product.sku,
-                    stock: product.stock,
+                    name: product.name,
                     delta: request.delta,
-                });
-            }
-            move_stock(tx, &product.sku, request.delta, &request.reason)?;
-            Ok(StockAdjustment {
-                sku: product.sku,
-                name: product.name,
-                delta: request.delta,
-                reason: request.reason.clone(),
-                previous_stock: product.stock,
-                new_stock,
-            })
-        })
+                    reason: request.reason.clone(),
+                    previous_stock: product.stock,
+                    new_stock,
+                })
+            },
+        )
     }
 
     /// Creates a pending order and takes its lines out of stock.
     ///
     /// Rules: the customer exists, there is at least one line and not too many, every sku exists
     /// and appears once, every quantity is positive, and there is enough stock for every line.
+    /// What a compare-and-apply compares is the result without its order id (a preview has
+    /// none), every line's previous and new stock included; the applied result has the id.
     pub fn create_order(
         &self,
         request: &OrderRequest,
-        mode: Mode,
+        mode: Mode<'_>,
     ) -> Result<OrderPlacement, DbError> {
-        let mut placement = self.write(mode, |tx| {
+        let as_previewed = |placement: &OrderPlacement| {
+            serde_json::to_value(OrderPlacement {
+                order_id: None,
+                ..placement.clone()
+            })
+        };
+        let mut placement = self.write(mode, as_previewed, |tx| {
             if request.lines.is_empty() {
                 return Err(DbError::EmptyOrder);
             }
@@ -633,7 +678,7 @@ impl Db {
                 total_cents,
             })
         })?;
-        if mode == Mode::Preview {
+        if matches!(mode, Mode::Preview) {
             // Nothing was created: the id the rolled-back insert got means nothing.
             placement.order_id = None;
         }
@@ -642,60 +687,68 @@ impl Db {
 
     /// Cancels a pending order and puts its lines back in stock.
     ///
-    /// Rules: the order exists and is pending, and the reason is present.
+    /// Rules: the order exists and is pending, and the reason is present. What a
+    /// compare-and-apply compares is the whole result: the order's status before and after, and
+    /// every line's previous and new stock.
     pub fn cancel_order(
         &self,
         request: &CancellationRequest,
-        mode: Mode,
+        mode: Mode<'_>,
     ) -> Result<OrderCancellation, DbError> {
-        self.write(mode, |tx| {
-            check_reason(&request.reason)?;
-            let order = find_order(tx, request.order_id)?;
-            if order.status != "pending" {
-                return Err(DbError::OrderNotPending {
+        self.write(
+            mode,
+            |done| serde_json::to_value(done),
+            |tx| {
+                check_reason(&request.reason)?;
+                let order = find_order(tx, request.order_id)?;
+                if order.status != "pending" {
+                    return Err(DbError::OrderNotPending {
+                        order_id: order.order_id,
+                        status: order.status,
+                    });
+                }
+                tx.execute(
+                    "UPDATE orders SET status = 'cancelled' WHERE id = ?1 AND status = 'pending'",
+                    [order.order_id],
+                )?;
+                let reason = format!("order {} cancelled: {}", order.order_id, request.reason);
+                let mut lines = Vec::with_capacity(order.lines.len());
+                for line in &order.lines {
+                    let product = find_product(tx, &line.sku)?;
+                    let new_stock = product
+                        .stock
+                        .checked_add(line.quantity)
+                        .ok_or(DbError::Overflow)?;
+                    move_stock(tx, &line.sku, line.quantity, &reason)?;
+                    lines.push(RestockedLine {
+                        sku: line.sku.clone(),
+                        quantity: line.quantity,
+                        previous_stock: product.stock,
+                        new_stock,
+                    });
+                }
+                Ok(OrderCancellation {
                     order_id: order.order_id,
-                    status: order.status,
-                });
-            }
-            tx.execute(
-                "UPDATE orders SET status = 'cancelled' WHERE id = ?1 AND status = 'pending'",
-                [order.order_id],
-            )?;
-            let reason = format!("order {} cancelled: {}", order.order_id, request.reason);
-            let mut lines = Vec::with_capacity(order.lines.len());
-            for line in &order.lines {
-                let product = find_product(tx, &line.sku)?;
-                let new_stock = product
-                    .stock
-                    .checked_add(line.quantity)
-                    .ok_or(DbError::Overflow)?;
-                move_stock(tx, &line.sku, line.quantity, &reason)?;
-                lines.push(RestockedLine {
-                    sku: line.sku.clone(),
-                    quantity: line.quantity,
-                    previous_stock: product.stock,
-                    new_stock,
-                });
-            }
-            Ok(OrderCancellation {
-                order_id: order.order_id,
-                customer_id: order.customer_id,
-                customer_name: order.customer_name,
-                previous_status: order.status,
-                status: "cancelled".to_owned(),
-                reason: request.reason.clone(),
-                lines,
-                total: order.total,
-                total_cents: order.total_cents,
-            })
-        })
+                    customer_id: order.customer_id,
+                    customer_name: order.customer_name,
+                    previous_status: order.status,
+                    status: "cancelled".to_owned(),
+                    reason: request.reason.clone(),
+                    lines,
+                    total: order.total,
+                    total_cents: order.total_cents,
+                })
+            },
+        )
     }
 
-    /// Runs `f` in an immediate transaction, then rolls back (preview) or commits (apply).
-    /// An error from `f` drops the transaction, which rolls it back.
+    /// Runs `f` in an immediate transaction, then rolls back (preview), commits (apply), or
+    /// compares `as_previewed` of its result and commits only if the comparison accepts it
+    /// (compare-and-apply). An error from `f` drops the transaction, which rolls it back.
     fn write<T>(
         &self,
-        mode: Mode,
+        mode: Mode<'_>,
+        as_previewed: impl FnOnce(&T) -> Result<Value, serde_json::Error>,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         let mut conn = self.conn.lock();
@@ -704,6 +757,14 @@ impl Db {
         match mode {
             Mode::Preview => tx.rollback()?,
             Mode::Apply => tx.commit()?,
+            Mode::ApplyIfUnchanged(unchanged) => {
+                // Still inside the transaction: nothing else can write until it ends.
+                if !unchanged(&as_previewed(&out)?) {
+                    tx.rollback()?;
+                    return Err(DbError::Changed);
+                }
+                tx.commit()?;
+            }
         }
         Ok(out)
     }
@@ -1170,6 +1231,160 @@ mod tests {
         ));
     }
 
+    /// The JSON a preview of `request` returns now: what the tool returns as its structured
+    /// content, so what the guard shows and later compares.
+    fn adjust_preview(db: &Db, request: &StockAdjustmentRequest) -> Value {
+        serde_json::to_value(db.adjust_stock(request, Mode::Preview).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_compare_that_fails_rolls_back() {
+        let (_dir, path, db) = temp_db();
+        let request = adjust("TLS-002", 1, "race");
+        let expected = adjust_preview(&db, &request);
+        let before = snapshot(&path);
+        let seen = std::cell::RefCell::new(Vec::new());
+        let refuse = |fresh: &Value| {
+            seen.borrow_mut().push(fresh.clone());
+            false
+        };
+
+        let err = db
+            .adjust_stock(&request, Mode::ApplyIfUnchanged(&refuse))
+            .unwrap_err();
+
+        assert!(matches!(err, DbError::Changed), "{err}");
+        assert!(err.is_business_rule());
+        // The comparison saw exactly what a preview returns, once.
+        assert_eq!(seen.into_inner(), [expected]);
+        assert_eq!(snapshot(&path), before);
+        assert_eq!(stock_in_file(&path, "TLS-002"), 3);
+        assert_eq!(count_in_file(&path, "stock_movements"), 0);
+    }
+
+    #[test]
+    fn a_compare_that_passes_commits() {
+        let (_dir, path, db) = temp_db();
+        let request = adjust("TLS-002", 1, "race");
+        let approved = adjust_preview(&db, &request);
+        let unchanged = |fresh: &Value| *fresh == approved;
+
+        let done = db
+            .adjust_stock(&request, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap();
+
+        assert_eq!((done.previous_stock, done.new_stock), (3, 4));
+        assert_eq!(serde_json::to_value(&done).unwrap(), approved);
+        assert_eq!(stock_in_file(&path, "TLS-002"), 4);
+        let movements = db.list_stock_movements("TLS-002").unwrap();
+        assert_eq!(movements.len(), 1);
+        assert_eq!(
+            (movements[0].delta, movements[0].reason.as_str()),
+            (1, "race")
+        );
+    }
+
+    #[test]
+    fn another_connection_writing_between_preview_and_apply_makes_it_stale() {
+        let (_dir, path, db) = temp_db();
+        let request = adjust("TLS-002", 1, "race");
+        let approved = adjust_preview(&db, &request);
+        // Another program on the same file, with its own connection, sells one.
+        let other = Db::open(&path).unwrap();
+        other
+            .adjust_stock(&adjust("TLS-002", -1, "sold"), Mode::Apply)
+            .unwrap();
+        let after_the_sale = snapshot(&path);
+        let unchanged = |fresh: &Value| *fresh == approved;
+
+        let err = db
+            .adjust_stock(&request, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap_err();
+
+        assert!(matches!(err, DbError::Changed), "{err}");
+        assert_eq!(snapshot(&path), after_the_sale);
+        assert_eq!(stock_in_file(&path, "TLS-002"), 2);
+        assert_eq!(count_in_file(&path, "stock_movements"), 1);
+        // Without a comparison (no guard asked), the same write applies on the new stock.
+        let direct = db.adjust_stock(&request, Mode::Apply).unwrap();
+        assert_eq!((direct.previous_stock, direct.new_stock), (2, 3));
+    }
+
+    #[test]
+    fn an_order_compares_without_its_id_and_is_placed_with_it() {
+        let (_dir, path, db) = temp_db();
+        let request = order(1, &[("TLS-002", 2)]);
+        let approved =
+            serde_json::to_value(db.create_order(&request, Mode::Preview).unwrap()).unwrap();
+        assert_eq!(approved.get("orderId"), None, "a preview has no order id");
+        let unchanged = |fresh: &Value| *fresh == approved;
+
+        let placed = db
+            .create_order(&request, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap();
+
+        let id = placed.order_id.unwrap();
+        assert_eq!(db.get_order(id).unwrap().status, "pending");
+        assert_eq!(stock_in_file(&path, "TLS-002"), 1);
+
+        // A second order previewed on stock 1, then the stock changes: not placed.
+        let second = order(1, &[("TLS-002", 1)]);
+        let approved =
+            serde_json::to_value(db.create_order(&second, Mode::Preview).unwrap()).unwrap();
+        Db::open(&path)
+            .unwrap()
+            .adjust_stock(&adjust("TLS-002", 5, "delivery"), Mode::Apply)
+            .unwrap();
+        let before = snapshot(&path);
+        let unchanged = |fresh: &Value| *fresh == approved;
+        let err = db
+            .create_order(&second, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap_err();
+        assert!(matches!(err, DbError::Changed), "{err}");
+        assert_eq!(snapshot(&path), before);
+        assert_eq!(count_in_file(&path, "orders"), 1);
+    }
+
+    #[test]
+    fn a_cancellation_compares_its_status_and_its_restock() {
+        let (_dir, path, db) = temp_db();
+        let id = db
+            .create_order(&order(1, &[("TLS-002", 1)]), Mode::Apply)
+            .unwrap()
+            .order_id
+            .unwrap();
+        let request = cancel(id, "customer changed their mind");
+        let approved =
+            serde_json::to_value(db.cancel_order(&request, Mode::Preview).unwrap()).unwrap();
+        let unchanged = |fresh: &Value| *fresh == approved;
+
+        // The stock the restock was shown on ("2 -> 3") moves: stale, the order stays pending.
+        let other = Db::open(&path).unwrap();
+        other
+            .adjust_stock(&adjust("TLS-002", 1, "found one"), Mode::Apply)
+            .unwrap();
+        let before = snapshot(&path);
+        let err = db
+            .cancel_order(&request, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap_err();
+        assert!(matches!(err, DbError::Changed), "{err}");
+        assert_eq!(snapshot(&path), before);
+        assert_eq!(db.get_order(id).unwrap().status, "pending");
+
+        // Cancelled elsewhere meanwhile: the rule itself fails now, and nothing is written.
+        let approved =
+            serde_json::to_value(db.cancel_order(&request, Mode::Preview).unwrap()).unwrap();
+        other.cancel_order(&request, Mode::Apply).unwrap();
+        let before = snapshot(&path);
+        let unchanged = |fresh: &Value| *fresh == approved;
+        let err = db
+            .cancel_order(&request, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap_err();
+        assert!(matches!(err, DbError::OrderNotPending { .. }), "{err}");
+        assert_eq!(snapshot(&path), before);
+        assert_eq!(stock_in_file(&path, "TLS-002"), 4);
+    }
+
     #[test]
     fn money_is_formatted_in_dollars() {
         assert_eq!(format_cents(10999), "$109.99");
@@ -1282,6 +1497,41 @@ mod tests {
 
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(48))]
+
+            /// A compare-and-apply against the preview taken before another connection's write
+            /// commits exactly when that write left the previewed product alone, and otherwise
+            /// writes nothing at all.
+            #[test]
+            fn compare_and_apply_commits_only_on_the_state_it_showed(
+                delta in -4i64..5,
+                between in proptest::option::of((0usize..3, -4i64..5)),
+            ) {
+                let (_dir, path, db) = temp_db();
+                let skus = ["TLS-001", "TLS-002", "TLS-003"];
+                let request = adjust("TLS-002", delta, "prop");
+                let Ok(preview) = db.adjust_stock(&request, Mode::Preview) else {
+                    return Ok(()); // a refused preview asks nobody: nothing to apply
+                };
+                let approved = serde_json::to_value(&preview).unwrap();
+                let other = Db::open(&path).unwrap();
+                let touched = between.is_some_and(|(i, d)| {
+                    other.adjust_stock(&adjust(skus[i], d, "between"), Mode::Apply).is_ok()
+                        && skus[i] == "TLS-002"
+                });
+                let before = snapshot(&path);
+                let unchanged = |fresh: &Value| *fresh == approved;
+
+                let applied = db.adjust_stock(&request, Mode::ApplyIfUnchanged(&unchanged));
+
+                if touched {
+                    let err = applied.unwrap_err();
+                    prop_assert!(err.is_business_rule(), "{}", err);
+                    prop_assert_eq!(snapshot(&path), before);
+                } else {
+                    prop_assert_eq!(applied.unwrap(), preview);
+                    prop_assert_eq!(stock_in_file(&path, "TLS-002"), 3 + delta);
+                }
+            }
 
             /// Whatever sequence of adjustments arrives, the stock never goes below zero, every
             /// refused request leaves the file untouched, and the stock equals the seed plus the

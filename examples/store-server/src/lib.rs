@@ -1,30 +1,58 @@
 //! A reference inventory and order MCP server on SQLite, guarded by `adapter-rmcp`.
 //!
 //! This crate is what a team's own server looks like once it uses the guard: a plain rmcp
-//! server ([`StoreServer`]) whose write tools honour the preview signal, wrapped in
+//! server ([`StoreServer`]) whose write tools do what the guard asks of them
+//! ([`adapter_rmcp::WriteStep`]: a dry run, or a compare-and-apply), wrapped in
 //! [`adapter_rmcp::WriteGuard`] by [`guard_builder`].
 //!
 //! # What it decides, and what it does not
 //!
 //! It decides the store's business rules (stock never negative, enough stock for every order
 //! line, only a pending order can be cancelled) and checks them in one SQLite transaction per
-//! write, which a preview rolls back and an apply commits ([`Db`], [`Mode`]). It decides the
-//! words of each approval question ([`for_preview`]). It does **not** decide whether a write
-//! may happen: the guard does (writes enabled, the user's approval, confirmation tokens, the
+//! write, which a preview rolls back and an apply commits ([`Db`], [`Mode`]). An approved apply
+//! is a compare-and-apply ([`Mode::ApplyIfUnchanged`]): inside the transaction that applies, it
+//! recomputes the preview and commits only if it equals the one the person approved, else it
+//! rolls back and the guard answers that the data changed and nothing was saved. It decides the
+//! words of each approval question ([`for_preview`]). It does **not** decide whether a write may
+//! happen: the guard does (writes enabled, the user's approval, confirmation tokens, the
 //! untrusted-data envelope).
 //!
 //! - Reads: `list_products`, `get_product`, `list_orders`, `get_order`,
 //!   `list_stock_movements`, `list_reviews`.
 //! - Writes, each previewed in a rolled-back SQLite transaction and applied only after the user
-//!   approves the exact change: `adjust_stock`, `create_order`, and `cancel_order`, which also
-//!   needs a confirmation token from `prepare_admin_action`.
+//!   approves the exact change, on exactly the state the preview showed: `adjust_stock`,
+//!   `create_order`, and `cancel_order`, which also needs a confirmation token from
+//!   `prepare_admin_action`.
 //! - Writes are refused unless `MCP_WRITES_ENABLED=true`.
+//!
+//! # What the previews pin
+//!
+//! The previews pin the absolute before and after that the person reads, not only the change:
+//! `adjust_stock` its `previousStock` and `newStock` (the question says "stock 3 -> 4"),
+//! `create_order` the priced lines with each line's previous and new stock, `cancel_order` the
+//! order's status before and after and each line's restock, previous and new stock. The
+//! question claims those numbers, so the compare must hold them: a person who approved
+//! "3 -> 4" approved a write onto stock 3, and an apply onto any other stock is not what they
+//! saw. That is what stops a model from collecting several approvals of one `+1`, each shown
+//! "3 -> 4", and sending the approved applies at once: exactly one lands, the others are stale
+//! and save nothing.
+//!
+//! The price is paid by honest concurrent writers to one product: every write to a sku between
+//! a question and its apply makes that approval stale, so nothing of it is saved and the person
+//! has to be asked again. Measured over streamable HTTP with 8 clients each sending 20 approved
+//! `+1`s to one sku at the same time, most of the approvals came back stale; every one that
+//! applied landed on the stock its question showed, and the final stock was exactly the seed
+//! plus the applied ones, one movement each. A tool that wants a write to land on whatever
+//! state is current would pin less in its preview (only the change and the facts that must
+//! hold) and must then not show absolute numbers in its question; this store chose to show
+//! them. See the `adapter_rmcp::WriteStep` docs.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use rmcp::ServerHandler;
-//! use store_server::{Db, Mode, StockAdjustmentRequest, StoreServer, guard_builder};
+//! use serde_json::Value;
+//! use store_server::{Db, DbError, Mode, StockAdjustmentRequest, StoreServer, guard_builder};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let db = Arc::new(Db::open(dir.path().join("store.db"))?); // created and seeded
@@ -38,6 +66,16 @@
 //! let preview = db.adjust_stock(&request, Mode::Preview)?;
 //! assert_eq!((preview.previous_stock, preview.new_stock), (3, 1));
 //! assert_eq!(db.get_product("TLS-002")?.stock, 3);
+//!
+//! // The person approves "stock 3 -> 1"; meanwhile someone else adds one. The approved apply
+//! // compares inside its transaction, finds "4 -> 2", and writes nothing.
+//! let approved = serde_json::to_value(&preview)?;
+//! let found_one = StockAdjustmentRequest { delta: 1, reason: "found one".into(), ..request.clone() };
+//! db.adjust_stock(&found_one, Mode::Apply)?;
+//! let unchanged = |fresh: &Value| *fresh == approved;
+//! let stale = db.adjust_stock(&request, Mode::ApplyIfUnchanged(&unchanged));
+//! assert!(matches!(stale, Err(DbError::Changed)));
+//! assert_eq!(db.get_product("TLS-002")?.stock, 4);
 //!
 //! // What the binary serves: the server inside the guard (here with writes off).
 //! let guard = guard_builder(StoreServer::new(db)).writes_enabled(false).build();

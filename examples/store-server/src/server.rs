@@ -1,13 +1,36 @@
 //! The MCP server: one rmcp tool per store operation.
 //!
-//! This server knows nothing about approvals. Its write tools do two things for the guard that
-//! wraps it: they read the out-of-band preview signal ([`adapter_rmcp::is_preview`]) and, when it
-//! is set, run the write in a transaction that is rolled back; and they return structured
-//! content with the before and after values, which the guard shows to the user and compares
-//! before applying.
+//! This server knows nothing about approvals. Each write tool reads what the guard that wraps
+//! it asks of this call, out of band ([`adapter_rmcp::write_step`], never an argument the model
+//! could set), and matches it exhaustively:
+//!
+//! - [`WriteStep::Preview`]: run the write in a transaction that is rolled back
+//!   ([`Mode::Preview`]) and return the change as structured content with the before and after
+//!   values, which the guard shows to the person.
+//! - [`WriteStep::Apply`]: the person approved. Run the write again in one immediate SQLite
+//!   transaction and, before it commits, compare the change as a preview would report it now
+//!   with the approved preview ([`ApprovedPreview::check`](adapter_rmcp::ApprovedPreview::check));
+//!   commit only if it is unchanged ([`Mode::ApplyIfUnchanged`]). A business rule that held at
+//!   the preview and fails now is reported as stale too
+//!   ([`ApprovedPreview::stale`](adapter_rmcp::ApprovedPreview::stale)). Either way the
+//!   transaction rolls back and the guard tells the person the data changed.
+//! - [`WriteStep::Direct`]: no guard step (the server runs without the guard, or the guard was
+//!   not told that the tool previews): apply as usual ([`Mode::Apply`]).
+//!
+//! # What the previews pin
+//!
+//! Everything in a tool's result is compared, so the previews pin the absolute before and after
+//! the person reads: `adjust_stock` its `previousStock` and `newStock` ("stock 3 -> 4"),
+//! `create_order` each line's previous and new stock with the prices and the total (the order id
+//! is left out: a preview has none, and the applied result fills it in), `cancel_order` the
+//! order's status before and after and each line's restock. The question claims those numbers,
+//! so the compare must hold them. The price: any write to a product between a question and its
+//! apply makes the approval stale, so under concurrent writers to one sku many approvals are
+//! refused and asked again (see the crate docs).
 
 use std::sync::Arc;
 
+use adapter_rmcp::{WriteStep, write_step};
 use rmcp::{
     ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Json, wrapper::Parameters},
@@ -17,6 +40,7 @@ use rmcp::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::db::{
     CancellationRequest, Db, DbError, Mode, Order, OrderCancellation, OrderLineRequest,
@@ -161,13 +185,36 @@ impl StoreServer {
             .await
             .unwrap_or_else(|join| Err(DbError::TaskFailed(join.to_string())))
     }
-}
 
-/// Whether this call is the guard's dry run.
-fn mode(context: &RequestContext<RoleServer>) -> Mode {
-    match adapter_rmcp::write_step(context) {
-        adapter_rmcp::WriteStep::Preview => Mode::Preview,
-        adapter_rmcp::WriteStep::Apply(_) | adapter_rmcp::WriteStep::Direct => Mode::Apply,
+    /// Runs one write on a blocking thread in the mode the guard's `step` asks for.
+    ///
+    /// On an approved apply the write compares, inside the transaction that applies, the change
+    /// as a preview would report it now with the approved preview, and commits only if
+    /// [`ApprovedPreview::check`](adapter_rmcp::ApprovedPreview::check) says it is unchanged.
+    /// A business rule that held at the preview and fails now means the data changed too: it
+    /// is reported with [`ApprovedPreview::stale`](adapter_rmcp::ApprovedPreview::stale).
+    async fn write<T: Send + 'static>(
+        &self,
+        step: WriteStep,
+        call: impl FnOnce(&Db, Mode<'_>) -> Result<T, DbError> + Send + 'static,
+    ) -> Result<T, DbError> {
+        self.run(move |db| match step {
+            WriteStep::Preview => call(db, Mode::Preview),
+            WriteStep::Apply(approved) => {
+                let unchanged = |fresh: &Value| approved.check(fresh).is_ok();
+                let applied = call(db, Mode::ApplyIfUnchanged(&unchanged));
+                if let Err(err) = &applied
+                    && err.is_business_rule()
+                {
+                    // Rolled back. The same arguments passed every rule at the preview, so a
+                    // rule that fails now (or the comparison itself) says the data changed.
+                    approved.stale();
+                }
+                applied
+            }
+            WriteStep::Direct => call(db, Mode::Apply),
+        })
+        .await
     }
 }
 
@@ -343,13 +390,13 @@ impl StoreServer {
         Parameters(args): Parameters<AdjustStockArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<StockAdjustment>, String> {
-        let mode = mode(&context);
+        let step = write_step(&context);
         let request = StockAdjustmentRequest {
             sku: args.sku,
             delta: args.delta,
             reason: args.reason,
         };
-        self.run(move |db| db.adjust_stock(&request, mode))
+        self.write(step, move |db, mode| db.adjust_stock(&request, mode))
             .await
             .map(Json)
             .map_err(write_error)
@@ -372,7 +419,7 @@ impl StoreServer {
         Parameters(args): Parameters<CreateOrderArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<OrderPlacement>, String> {
-        let mode = mode(&context);
+        let step = write_step(&context);
         let request = OrderRequest {
             customer_id: args.customer_id,
             lines: args
@@ -384,7 +431,7 @@ impl StoreServer {
                 })
                 .collect(),
         };
-        self.run(move |db| db.create_order(&request, mode))
+        self.write(step, move |db, mode| db.create_order(&request, mode))
             .await
             .map(Json)
             .map_err(write_error)
@@ -408,13 +455,13 @@ impl StoreServer {
         Parameters(args): Parameters<CancelOrderArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<OrderCancellation>, String> {
-        let mode = mode(&context);
+        let step = write_step(&context);
         // The guard has already checked and spent the token; the tool does not look at it.
         let request = CancellationRequest {
             order_id: args.order_id,
             reason: args.reason,
         };
-        self.run(move |db| db.cancel_order(&request, mode))
+        self.write(step, move |db, mode| db.cancel_order(&request, mode))
             .await
             .map(Json)
             .map_err(write_error)

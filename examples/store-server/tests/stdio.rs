@@ -10,42 +10,30 @@
     missing_docs
 )]
 
+mod common;
+
 use std::{
     io::{BufRead, BufReader, Write},
     path::Path,
     process::{Command as StdCommand, Stdio},
 };
 
-use rmcp::{ServiceExt, transport::TokioChildProcess};
+use common::{EXE, HttpChild, launch_stdio};
 use serde_json::{Value, json};
-use tokio::process::Command;
 use workspace_tests::{
-    Answer, Client, Failure, FileView, ScriptedUser, call, enveloped_data, is_error, structured,
-    text,
+    Answer, Client, Era, Failure, FileView, ScriptedUser, call, enveloped_data, is_error,
+    structured, text,
 };
 
-const EXE: &str = env!("CARGO_BIN_EXE_store-server");
-
 /// Starts `store-server` in `dir` with `args`, `MCP_WRITES_ENABLED` set to `writes` (or unset),
-/// and connects `user` to it.
+/// and connects `user` to it (legacy era).
 async fn launch(
     dir: &Path,
     args: &[&str],
     writes: Option<&str>,
     user: &ScriptedUser,
 ) -> Result<Client, Failure> {
-    let mut command = Command::new(EXE);
-    command
-        .current_dir(dir)
-        .args(args)
-        .env_remove("MCP_WRITES_ENABLED");
-    if let Some(value) = writes {
-        command.env("MCP_WRITES_ENABLED", value);
-    }
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()?;
-    Ok(user.clone().serve(transport).await?)
+    Ok(launch_stdio(dir, args, writes, user, Era::Legacy).await?.0)
 }
 
 fn adjust() -> Value {
@@ -225,41 +213,18 @@ fn stdout_carries_protocol_messages_only() -> Result<(), Failure> {
 #[cfg(unix)]
 #[tokio::test]
 async fn with_http_it_serves_the_guarded_store_and_stops_on_ctrl_c() -> Result<(), Failure> {
-    use rmcp::transport::StreamableHttpClientTransport;
-    use tokio::io::{AsyncBufReadExt, BufReader as AsyncBufReader};
-
     let dir = tempfile::tempdir()?;
-    let mut child = Command::new(EXE)
-        .current_dir(dir.path())
-        .args(["--http", "127.0.0.1:0"])
-        .env("MCP_WRITES_ENABLED", "true")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
     // The server logs the address it bound (port 0 picks a free one).
-    let mut stderr = AsyncBufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = stderr
-            .next_line()
-            .await?
-            .ok_or("server exited before serving")?;
-        if let Some(at) = line.find("serving streamable HTTP at ") {
-            break line[at + "serving streamable HTTP at ".len()..]
-                .trim()
-                .to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
-    assert!(url.ends_with("/mcp"), "{url}");
+    let mut server = HttpChild::start(dir.path(), &[], Some("true")).await?;
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    assert!(server.url.ends_with("/mcp"), "{}", server.url);
 
     let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
-    let client = user
-        .clone()
-        .serve(StreamableHttpClientTransport::from_uri(url))
-        .await?;
+    let client = server.connect(&user, Era::Legacy).await?;
     let file = FileView::new(dir.path().join("store.db"));
 
     let declined = call(&client, "adjust_stock", adjust()).await?;
@@ -272,14 +237,14 @@ async fn with_http_it_serves_the_guarded_store_and_stops_on_ctrl_c() -> Result<(
     assert_eq!(file.movements()?.len(), 1);
 
     // Ctrl-C with the session still open: the server ends it and exits cleanly.
-    let pid = child.id().ok_or("no pid")?.to_string();
+    let pid = server.child.id().ok_or("no pid")?.to_string();
     let signal = StdCommand::new("kill").args(["-INT", &pid]).status()?;
     assert!(signal.success());
-    let status = child.wait().await?;
+    let status = server.child.wait().await?;
     assert!(status.success(), "{status:?}");
     let stdout = {
         let mut out = String::new();
-        tokio::io::AsyncReadExt::read_to_string(&mut child.stdout.take().unwrap(), &mut out)
+        tokio::io::AsyncReadExt::read_to_string(&mut server.child.stdout.take().unwrap(), &mut out)
             .await?;
         out
     };

@@ -1,0 +1,147 @@
+//! Starting the `store-server` binary as a child process, over stdio or streamable HTTP, and
+//! reading its log (stderr), where the default audit sink writes one line per decision.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::{path::Path, process::Stdio, sync::Arc};
+
+use parking_lot::Mutex;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    process::{Child, Command},
+};
+use workspace_tests::{Client, Era, Failure, ScriptedUser, connect_over};
+
+pub const EXE: &str = env!("CARGO_BIN_EXE_store-server");
+
+/// The text the binary logs once it listens over HTTP, before the URL.
+const SERVING_AT: &str = "serving streamable HTTP at ";
+
+/// The binary's stderr, line by line, collected in the background.
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    /// Collects every line of `stream` until it closes.
+    pub fn collect(stream: impl AsyncRead + Unpin + Send + 'static) -> Self {
+        let log = Self::default();
+        let lines = log.0.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stream).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                lines.lock().push(line);
+            }
+        });
+        log
+    }
+
+    /// Every line so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().clone()
+    }
+
+    /// The audit outcomes logged so far, in order: the `outcome=` field of each line the
+    /// default audit sink (`adapter_rmcp::audit`) wrote.
+    pub fn outcomes(&self) -> Vec<String> {
+        self.lines()
+            .iter()
+            .filter(|line| line.contains("adapter_rmcp::audit"))
+            .filter_map(|line| {
+                line.split_whitespace()
+                    .find_map(|field| field.strip_prefix("outcome="))
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+
+    /// The logged outcomes once there are at least `n` (the log is read in the background), or
+    /// whatever was logged after a few seconds.
+    pub async fn outcomes_when(&self, n: usize) -> Vec<String> {
+        for _ in 0..100 {
+            if self.outcomes().len() >= n {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        self.outcomes()
+    }
+
+    /// How many of the logged outcomes are `outcome`.
+    pub fn count(&self, outcome: adapter_rmcp::Outcome) -> usize {
+        self.outcomes()
+            .iter()
+            .filter(|logged| logged.as_str() == outcome.as_str())
+            .count()
+    }
+}
+
+/// The binary command in `dir` with `args`, `MCP_WRITES_ENABLED` set to `writes` (or unset).
+pub fn command(dir: &Path, args: &[&str], writes: Option<&str>) -> Command {
+    let mut command = Command::new(EXE);
+    command
+        .current_dir(dir)
+        .args(args)
+        .env_remove("MCP_WRITES_ENABLED")
+        .env("RUST_LOG", "info");
+    if let Some(value) = writes {
+        command.env("MCP_WRITES_ENABLED", value);
+    }
+    command
+}
+
+/// Starts the binary over stdio (see [`command`]) and connects `user` to it in `era`; its
+/// stderr is collected in the returned [`Log`].
+pub async fn launch_stdio(
+    dir: &Path,
+    args: &[&str],
+    writes: Option<&str>,
+    user: &ScriptedUser,
+    era: Era,
+) -> Result<(Client, Log), Failure> {
+    let (transport, stderr) = TokioChildProcess::builder(command(dir, args, writes))
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let log = stderr.map(Log::collect).unwrap_or_default();
+    Ok((connect_over(transport, user, era).await?, log))
+}
+
+/// The binary serving streamable HTTP on a free loopback port. Killed when dropped.
+pub struct HttpChild {
+    pub child: Child,
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// Its stderr after the line that named the URL.
+    pub log: Log,
+}
+
+impl HttpChild {
+    /// Starts `store-server --http 127.0.0.1:0 ARGS` (see [`command`]) and waits until it says
+    /// where it listens.
+    pub async fn start(dir: &Path, args: &[&str], writes: Option<&str>) -> Result<Self, Failure> {
+        let mut child = command(dir, &[&["--http", "127.0.0.1:0"], args].concat(), writes)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut stderr = BufReader::new(child.stderr.take().ok_or("no stderr")?);
+        let url = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).await? == 0 {
+                return Err("the server exited before serving".into());
+            }
+            if let Some(at) = line.find(SERVING_AT) {
+                break line[at + SERVING_AT.len()..].trim().to_owned();
+            }
+        };
+        let log = Log::collect(stderr);
+        Ok(Self { child, url, log })
+    }
+
+    /// Connects `user` to the endpoint in `era`.
+    pub async fn connect(&self, user: &ScriptedUser, era: Era) -> Result<Client, Failure> {
+        let transport = StreamableHttpClientTransport::from_uri(self.url.clone());
+        connect_over(transport, user, era).await
+    }
+}

@@ -1,0 +1,231 @@
+//! The race the compare-and-apply closes, against the built `store-server` binary: ten
+//! approvals of one `+1`, each shown "3 -> 4", applied at once, land exactly once. Over stdio
+//! in both protocol eras, over streamable HTTP in the legacy era (the 2026-07-28 era has no
+//! HTTP sessions, and the binary refuses writes it cannot attribute). The audit outcomes are
+//! read from the binary's log (stderr), where its default audit sink writes them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use adapter_rmcp::Outcome;
+use common::{HttpChild, Log, launch_stdio};
+use serde_json::{Value, json};
+use workspace_tests::{
+    Answer, Client, Era, Failure, FileView, Movement, ScriptedUser, call, hold_approvals, is_error,
+    tally,
+};
+
+/// How many approvals the model collects before it sends the applies.
+const N: usize = 10;
+
+fn plus_one() -> Value {
+    json!({"sku": "TLS-002", "delta": 1, "reason": "race"})
+}
+
+fn count(outcomes: &[String], outcome: Outcome) -> usize {
+    outcomes
+        .iter()
+        .filter(|o| o.as_str() == outcome.as_str())
+        .count()
+}
+
+/// Collects N approvals on one connection, applies them at once, and checks the file and the
+/// logged audit outcomes: exactly one applied, N - 1 stale.
+async fn race(
+    client: &Client,
+    user: &ScriptedUser,
+    era: Era,
+    file: &FileView,
+    log: &Log,
+) -> Result<(), Failure> {
+    let held = hold_approvals(client, user, era, "adjust_stock", &plus_one(), N).await?;
+    assert_eq!(
+        held.prompts(),
+        vec!["Adjust TLS-002 by +1 (race): stock 3 -> 4"; N],
+        "{era:?}"
+    );
+    assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
+
+    let results = held.apply_all().await?;
+
+    let tally = tally(&results)?;
+    assert_eq!(tally.applied.len(), 1, "{era:?}: {tally:?}");
+    assert_eq!(tally.stale, N - 1, "{era:?}: {tally:?}");
+    assert!(tally.other.is_empty(), "{era:?}: {tally:?}");
+    assert_eq!(tally.applied[0]["previousStock"], 3, "{era:?}");
+    assert_eq!(tally.applied[0]["newStock"], 4, "{era:?}");
+    assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
+    assert_eq!(
+        file.movements()?,
+        [Movement {
+            sku: "TLS-002".into(),
+            delta: 1,
+            reason: "race".into()
+        }],
+        "{era:?}"
+    );
+    let outcomes = log.outcomes_when(2 * N).await;
+    assert_eq!(
+        count(&outcomes, Outcome::Approved),
+        N,
+        "{era:?}: {outcomes:?}"
+    );
+    assert_eq!(
+        count(&outcomes, Outcome::Applied),
+        1,
+        "{era:?}: {outcomes:?}"
+    );
+    assert_eq!(
+        count(&outcomes, Outcome::Stale),
+        N - 1,
+        "{era:?}: {outcomes:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_stdio_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("store.db");
+        let user = ScriptedUser::answering([]);
+        let (client, log) = launch_stdio(
+            dir.path(),
+            &["--db", db.to_str().unwrap()],
+            Some("true"),
+            &user,
+            era,
+        )
+        .await?;
+
+        race(&client, &user, era, &FileView::new(&db), &log).await?;
+
+        client.cancel().await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
+    // The legacy era: each HTTP session is its own person. (The 2026-07-28 era has no sessions
+    // over HTTP; see the next test.)
+    let era = Era::Legacy;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("store.db");
+    let server =
+        HttpChild::start(dir.path(), &["--db", db.to_str().unwrap()], Some("true")).await?;
+    let user = ScriptedUser::answering([]);
+    let client = server.connect(&user, era).await?;
+
+    race(&client, &user, era, &FileView::new(&db), &server.log).await?;
+
+    client.cancel().await?;
+    Ok(())
+}
+
+/// Over streamable HTTP in the 2026-07-28 era requests carry no session, and the binary has no
+/// authentication layer: it cannot tell who asks, so it refuses every write before anyone is
+/// asked. Ten concurrent calls save nothing. (The race itself over HTTP in this era, with an
+/// authenticated principal, is in `tests/tests/http.rs`.)
+#[tokio::test]
+async fn over_sessionless_http_the_binary_refuses_writes_it_cannot_attribute() -> Result<(), Failure>
+{
+    let era = Era::Rounds;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("store.db");
+    let file = FileView::new(&db);
+    let server =
+        HttpChild::start(dir.path(), &["--db", db.to_str().unwrap()], Some("true")).await?;
+    let user = ScriptedUser::answering([]);
+    let client = server.connect(&user, era).await?;
+    let before = file.snapshot()?;
+
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..N {
+        let peer = client.peer().clone();
+        calls.spawn(async move {
+            let params = rmcp::model::CallToolRequestParams::new("adjust_stock")
+                .with_arguments(plus_one().as_object().unwrap().clone());
+            peer.call_tool_once(params).await
+        });
+    }
+    let mut refused = 0;
+    while let Some(response) = calls.join_next().await {
+        match response?? {
+            rmcp::model::CallToolResponse::Complete(result) => {
+                assert!(is_error(&result), "{result:?}");
+                refused += 1;
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    assert_eq!(refused, N);
+    assert!(user.asked().is_empty());
+    assert_eq!(file.snapshot()?, before);
+    let outcomes = server.log.outcomes_when(N).await;
+    assert_eq!(
+        outcomes,
+        vec![Outcome::RefusedNoPrincipal.as_str(); N],
+        "{outcomes:?}"
+    );
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_stdio_a_second_writer_between_ask_and_apply_makes_it_stale() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("store.db");
+        let file = FileView::new(&db);
+        let args = ["--db", db.to_str().unwrap()];
+        let user = ScriptedUser::answering([]);
+        let (client, log) = launch_stdio(dir.path(), &args, Some("true"), &user, era).await?;
+        // Another program on the same file: a second server process, with its own person.
+        let other_user = ScriptedUser::answering([Answer::Approve]);
+        let (other, _other_log) =
+            launch_stdio(dir.path(), &args, Some("true"), &other_user, era).await?;
+
+        let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), 1).await?;
+        assert_eq!(
+            held.prompts(),
+            ["Adjust TLS-002 by +1 (race): stock 3 -> 4"],
+            "{era:?}"
+        );
+        let sale = call(
+            &other,
+            "adjust_stock",
+            json!({"sku": "TLS-002", "delta": -1, "reason": "sold at the counter"}),
+        )
+        .await?;
+        assert!(!is_error(&sale), "{era:?}: {sale:?}");
+
+        let tally = tally(&held.apply_all().await?)?;
+
+        assert_eq!(tally.stale, 1, "{era:?}: {tally:?}");
+        assert!(tally.applied.is_empty(), "{era:?}: {tally:?}");
+        assert_eq!(file.stock("TLS-002")?, 2, "{era:?}");
+        assert_eq!(
+            file.movements()?,
+            [Movement {
+                sku: "TLS-002".into(),
+                delta: -1,
+                reason: "sold at the counter".into()
+            }],
+            "{era:?}"
+        );
+        let outcomes = log.outcomes_when(2).await;
+        assert_eq!(outcomes, ["approved", "stale"], "{era:?}");
+        client.cancel().await?;
+        other.cancel().await?;
+    }
+    Ok(())
+}

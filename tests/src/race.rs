@@ -1,0 +1,220 @@
+//! Approvals held open and then applied together, in either protocol era: every question is
+//! asked (and its prompt shown) before any approved apply reaches the server. This is how a
+//! model races itself: it collects several approvals of one change, each shown on the same
+//! state, and sends the approved applies at once.
+
+use std::time::Duration;
+
+use adapter_rmcp::{INPUT_KEY, STALE_MESSAGE};
+use rmcp::{
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses, JsonObject},
+    service::{Peer, RoleClient},
+};
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use crate::{
+    Failure,
+    fixture::{Client, Era},
+    results::{enveloped_data, is_error, text},
+    user::{Answer, Gate, ScriptedUser},
+};
+
+/// How long a held question may take to arrive before the helper gives up.
+const ASKED_WITHIN: Duration = Duration::from_secs(10);
+
+/// One 2026-07-28 input round the server opened and nobody answered yet.
+#[derive(Debug, Clone)]
+pub struct Round {
+    /// The question the person is shown.
+    pub message: String,
+    tool: String,
+    arguments: JsonObject,
+    request_state: String,
+}
+
+/// Calls `tool` once, without answering: the server must answer with an input round that asks
+/// the person (2026-07-28 era).
+pub async fn ask_once(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: &Value,
+) -> Result<Round, Failure> {
+    let arguments = object(arguments)?;
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+    let input = match peer.call_tool_once(params).await? {
+        CallToolResponse::InputRequired(input) => input,
+        other => return Err(format!("expected an input round, got {other:?}").into()),
+    };
+    let request = input
+        .input_requests
+        .as_ref()
+        .and_then(|requests| requests.get(INPUT_KEY))
+        .ok_or("the input round asks nothing")?;
+    let message = serde_json::to_value(request)?
+        .pointer("/params/message")
+        .and_then(Value::as_str)
+        .ok_or("the input request has no message")?
+        .to_owned();
+    let request_state = input.request_state.ok_or("the input round has no state")?;
+    Ok(Round {
+        message,
+        tool: tool.to_owned(),
+        arguments,
+        request_state,
+    })
+}
+
+/// Retries `round` with the person's approval (`accept`, `approve: true`).
+pub async fn approve_round(
+    peer: &Peer<RoleClient>,
+    round: &Round,
+) -> Result<CallToolResult, Failure> {
+    let mut responses = InputResponses::new();
+    responses.insert(
+        INPUT_KEY.to_owned(),
+        json!({"action": "accept", "content": {"approve": true}}),
+    );
+    let mut params =
+        CallToolRequestParams::new(round.tool.clone()).with_arguments(round.arguments.clone());
+    params.request_state = Some(round.request_state.clone());
+    params.input_responses = Some(responses);
+    match peer.call_tool_once(params).await? {
+        CallToolResponse::Complete(result) => Ok(result),
+        other => Err(format!("expected a final result, got {other:?}").into()),
+    }
+}
+
+/// Approvals that were asked and given but not yet applied. Made by [`hold_approvals`].
+pub struct HeldApprovals {
+    prompts: Vec<String>,
+    pending: Pending,
+}
+
+enum Pending {
+    /// Calls in flight, their answers held at the gate.
+    Legacy {
+        gate: Gate,
+        calls: Vec<tokio::task::JoinHandle<Result<CallToolResult, rmcp::ServiceError>>>,
+    },
+    /// Input rounds, their approved retries not sent yet.
+    Rounds {
+        peer: Peer<RoleClient>,
+        rounds: Vec<Round>,
+    },
+}
+
+/// Calls `tool` with `arguments` `n` times and lets the server ask every time, holding every
+/// answer back: returns once all `n` questions were asked.
+///
+/// - Legacy era: the `n` calls are in flight and `user` (the client's handler) has been asked
+///   `n` times; each answer is an approval held at one gate.
+/// - 2026-07-28 era: `n` calls came back with input rounds; `user` is not involved (the
+///   approved retries are built by [`approve_round`]).
+pub async fn hold_approvals(
+    client: &Client,
+    user: &ScriptedUser,
+    era: Era,
+    tool: &str,
+    arguments: &Value,
+    n: usize,
+) -> Result<HeldApprovals, Failure> {
+    let peer = client.peer().clone();
+    match era {
+        Era::Legacy => {
+            let gate = Gate::new();
+            let asked_before = user.asked().len();
+            user.script((0..n).map(|_| Answer::held(&gate, Answer::Approve)));
+            let arguments = object(arguments)?;
+            let calls = (0..n)
+                .map(|_| {
+                    let peer = peer.clone();
+                    let params = CallToolRequestParams::new(tool.to_owned())
+                        .with_arguments(arguments.clone());
+                    tokio::spawn(async move { peer.call_tool(params).await })
+                })
+                .collect();
+            gate.wait_for_questions(n, ASKED_WITHIN).await?;
+            let prompts = user.messages().split_off(asked_before);
+            Ok(HeldApprovals {
+                prompts,
+                pending: Pending::Legacy { gate, calls },
+            })
+        }
+        Era::Rounds => {
+            let mut rounds = Vec::with_capacity(n);
+            for _ in 0..n {
+                rounds.push(ask_once(&peer, tool, arguments).await?);
+            }
+            Ok(HeldApprovals {
+                prompts: rounds.iter().map(|round| round.message.clone()).collect(),
+                pending: Pending::Rounds { peer, rounds },
+            })
+        }
+    }
+}
+
+impl HeldApprovals {
+    /// The question each approval answered, in the order they were asked.
+    pub fn prompts(&self) -> &[String] {
+        &self.prompts
+    }
+
+    /// Lets every approval through at once (legacy: opens the gate; 2026-07-28: sends every
+    /// approved retry concurrently) and returns the final results, in the order they arrived.
+    pub async fn apply_all(self) -> Result<Vec<CallToolResult>, Failure> {
+        let mut results = Vec::new();
+        match self.pending {
+            Pending::Legacy { gate, calls } => {
+                gate.open();
+                for call in calls {
+                    results.push(call.await??);
+                }
+            }
+            Pending::Rounds { peer, rounds } => {
+                let mut retries = JoinSet::new();
+                for round in rounds {
+                    let peer = peer.clone();
+                    retries.spawn(async move { approve_round(&peer, &round).await });
+                }
+                while let Some(result) = retries.join_next().await {
+                    results.push(result??);
+                }
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// The final results of approved applies, sorted by what the guard answered.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// The data (inside the envelope) of every result that applied.
+    pub applied: Vec<Value>,
+    /// How many were refused as stale, with exactly [`STALE_MESSAGE`].
+    pub stale: usize,
+    /// The text of every other result.
+    pub other: Vec<String>,
+}
+
+/// Sorts `results` into applied, stale and anything else.
+pub fn tally(results: &[CallToolResult]) -> Result<Tally, Failure> {
+    let mut tally = Tally::default();
+    for result in results {
+        if !is_error(result) {
+            tally.applied.push(enveloped_data(result)?.clone());
+        } else if text(result) == STALE_MESSAGE {
+            tally.stale += 1;
+        } else {
+            tally.other.push(text(result));
+        }
+    }
+    Ok(tally)
+}
+
+fn object(arguments: &Value) -> Result<JsonObject, Failure> {
+    match arguments {
+        Value::Object(arguments) => Ok(arguments.clone()),
+        _ => Err("arguments must be a JSON object".into()),
+    }
+}
