@@ -57,7 +57,7 @@ async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), 
             }]
         );
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             [Outcome::Approved, Outcome::Applied]
         );
     }
@@ -177,7 +177,7 @@ async fn every_call_needs_its_own_approval() -> Result<(), Failure> {
     assert_eq!(file.stock("TLS-003")?, 30);
     assert_eq!(file.movements()?.len(), 1);
     assert_eq!(
-        store.audit.outcomes(),
+        store.audit.decisions(),
         [Outcome::Approved, Outcome::Applied, Outcome::Declined]
     );
     Ok(())

@@ -45,7 +45,7 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
         assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
         assert!(file.movements()?.is_empty(), "{era:?}");
         assert_eq!(file.snapshot()?, before, "{era:?}");
-        assert_eq!(store.audit.outcomes(), [Outcome::Declined], "{era:?}");
+        assert_eq!(store.audit.decisions(), [Outcome::Declined], "{era:?}");
         client.cancel().await?;
     }
     Ok(())
@@ -83,7 +83,7 @@ async fn approved_stock_change_lands_exactly_once() -> Result<(), Failure> {
         assert_eq!(file.stock("TLS-001")?, 12);
         assert_eq!(file.stock("TLS-003")?, 40);
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             [Outcome::Approved, Outcome::Applied],
             "{era:?}"
         );

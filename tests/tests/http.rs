@@ -81,7 +81,7 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
         ]
     );
     assert_eq!(
-        store.audit.outcomes(),
+        store.audit.decisions(),
         [Outcome::Declined, Outcome::Approved, Outcome::Applied]
     );
     client.cancel().await?;
@@ -166,7 +166,7 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
         let held = hold_approvals(&client, &user, era, "adjust_stock", &arguments, N).await?;
         assert_eq!(
             held.prompts(),
-            vec!["Adjust TLS-002 by +1 (race): stock 3 -> 4"; N],
+            vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; N],
             "{era:?}"
         );
         let results = held.apply_all().await?;
@@ -187,7 +187,7 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
             }],
             "{era:?}"
         );
-        let outcomes = store.audit.outcomes();
+        let outcomes = store.audit.decisions();
         let count = |outcome| outcomes.iter().filter(|o| **o == outcome).count();
         assert_eq!(count(Outcome::Approved), N, "{era:?}: {outcomes:?}");
         assert_eq!(count(Outcome::Applied), 1, "{era:?}: {outcomes:?}");

@@ -155,7 +155,7 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
             assert_eq!(file.stock("TLS-002")?, 3, "{case}");
             assert!(file.movements()?.is_empty(), "{case}");
             assert_eq!(file.snapshot()?, before, "{case}");
-            assert_eq!(store.audit.outcomes(), [Outcome::Declined], "{case}");
+            assert_eq!(store.audit.decisions(), [Outcome::Declined], "{case}");
             client.cancel().await?;
         }
     }
@@ -209,7 +209,7 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
             assert_eq!(file.stock("TLS-002")?, 2, "{case}");
             assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
             assert_eq!(file.snapshot()?, before, "{case}");
-            assert_eq!(store.audit.outcomes(), [Outcome::Declined], "{case}");
+            assert_eq!(store.audit.decisions(), [Outcome::Declined], "{case}");
             client.cancel().await?;
         }
     }
@@ -266,7 +266,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
             assert_eq!(file.snapshot()?, before, "{case}");
             assert_eq!(
-                store.audit.outcomes(),
+                store.audit.decisions(),
                 [Outcome::Approved, Outcome::TokenIssued, Outcome::Declined],
                 "{case}"
             );

@@ -40,7 +40,7 @@ async fn ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Fai
         // Every question was asked on the same state, before any apply.
         assert_eq!(
             held.prompts(),
-            vec!["Adjust TLS-002 by +1 (race): stock 3 -> 4"; N],
+            vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; N],
             "{era:?}"
         );
         assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
@@ -65,7 +65,7 @@ async fn ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Fai
             }],
             "{era:?}"
         );
-        let outcomes = store.audit.outcomes();
+        let outcomes = store.audit.decisions();
         assert_eq!(count(&outcomes, Outcome::Approved), N, "{era:?}");
         assert_eq!(count(&outcomes, Outcome::Applied), 1, "{era:?}");
         assert_eq!(count(&outcomes, Outcome::Stale), N - 1, "{era:?}");
@@ -88,7 +88,7 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
         let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), 1).await?;
         assert_eq!(
             held.prompts(),
-            ["Adjust TLS-002 by +1 (race): stock 3 -> 4"],
+            [r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#],
             "{era:?}"
         );
         // Meanwhile another person approves a sale of the same product on their connection.
@@ -118,7 +118,7 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
             "{era:?}"
         );
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             [
                 Outcome::Approved,
                 Outcome::Applied,
@@ -147,7 +147,7 @@ async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), F
         let held = hold_approvals(&client, &user, era, "create_order", &order, 1).await?;
         assert_eq!(
             held.prompts(),
-            ["Create a pending order for customer 1: 2 x TLS-002, total $219.98"],
+            [r#"Create a pending order for customer 1: 2 x "TLS-002", total $219.98"#],
             "{era:?}"
         );
         let sale = call(
@@ -201,7 +201,7 @@ async fn a_write_to_another_product_in_between_does_not_make_it_stale() -> Resul
         assert_eq!(file.stock("TLS-001")?, 11, "{era:?}");
         assert_eq!(file.movements()?.len(), 2, "{era:?}");
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             [
                 Outcome::Approved,
                 Outcome::Applied,

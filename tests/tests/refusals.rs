@@ -57,7 +57,7 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
     assert!(user.asked().is_empty());
     assert_eq!(user.unused_answers(), 3);
     assert_eq!(file.snapshot()?, before);
-    assert_eq!(store.audit.outcomes(), [Outcome::RefusedDisabled; 4]);
+    assert_eq!(store.audit.decisions(), [Outcome::RefusedDisabled; 4]);
 
     // Reads keep working.
     let products = call(&client, "list_products", json!({})).await?;
@@ -79,7 +79,7 @@ async fn a_client_that_cannot_ask_its_user_cannot_write() -> Result<(), Failure>
         assert!(is_error(&result), "{era:?}");
         assert!(text(&result).contains("cannot ask"), "{}", text(&result));
         assert_eq!(file.snapshot()?, before, "{era:?}");
-        assert_eq!(store.audit.outcomes(), [Outcome::RefusedNoElicitation]);
+        assert_eq!(store.audit.decisions(), [Outcome::RefusedNoElicitation]);
     }
     Ok(())
 }
@@ -114,7 +114,7 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
             assert_eq!(file.stock("TLS-002")?, 3, "{era:?} {outcome:?}");
             assert!(file.movements()?.is_empty(), "{era:?} {outcome:?}");
             assert_eq!(file.snapshot()?, before, "{era:?} {outcome:?}");
-            assert_eq!(store.audit.outcomes(), [*outcome], "{era:?}");
+            assert_eq!(store.audit.decisions(), [*outcome], "{era:?}");
         }
     }
     Ok(())
@@ -130,7 +130,7 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
     let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
     assert!(is_error(&result), "{result:?}");
     assert_eq!(store.file().snapshot()?, before);
-    assert_eq!(store.audit.outcomes(), [Outcome::AskFailed]);
+    assert_eq!(store.audit.decisions(), [Outcome::AskFailed]);
 
     // Input rounds: the client cannot produce an answer, so it never retries; the approval is
     // left open and nothing is written.
@@ -144,7 +144,7 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
             .is_err()
     );
     assert_eq!(store.file().snapshot()?, before);
-    assert!(!store.audit.outcomes().contains(&Outcome::Applied));
+    assert!(!store.audit.decisions().contains(&Outcome::Applied));
     Ok(())
 }
 
@@ -167,7 +167,7 @@ async fn an_answer_after_two_minutes_writes_nothing() -> Result<(), Failure> {
             text(&result)
         );
         assert_eq!(file.snapshot()?, before, "{era:?}");
-        assert_eq!(store.audit.outcomes(), [Outcome::Expired], "{era:?}");
+        assert_eq!(store.audit.decisions(), [Outcome::Expired], "{era:?}");
     }
     Ok(())
 }
@@ -263,7 +263,7 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
         assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
         assert_eq!(file.snapshot()?, before, "{era:?}");
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             vec![Outcome::PreviewFailed; cases.len()],
             "{era:?}"
         );
@@ -301,7 +301,7 @@ async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<
         assert_eq!(file.stock("TLS-002")?, 5, "{era:?}");
         assert!(file.movements()?.is_empty(), "{era:?}");
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             [Outcome::Approved, Outcome::Stale],
             "{era:?}"
         );
@@ -328,6 +328,6 @@ async fn arguments_the_guard_cannot_capture_are_refused() -> Result<(), Failure>
     assert!(is_error(&result), "{result:?}");
     assert!(user.asked().is_empty());
     assert_eq!(store.file().snapshot()?, before);
-    assert_eq!(store.audit.outcomes(), [Outcome::BadArguments]);
+    assert_eq!(store.audit.decisions(), [Outcome::BadArguments]);
     Ok(())
 }

@@ -147,7 +147,7 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
             ]
         );
         assert_eq!(
-            store.audit.outcomes(),
+            store.audit.decisions(),
             [
                 Outcome::Approved,
                 Outcome::TokenIssued,
@@ -255,9 +255,9 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
         assert_eq!(file.snapshot()?, before, "{what}");
         assert_eq!(last_decision(&store), expected, "{what}");
         assert!(
-            !store.audit.outcomes().contains(&Outcome::Applied),
+            !store.audit.decisions().contains(&Outcome::Applied),
             "{what}: {:?}",
-            store.audit.outcomes()
+            store.audit.decisions()
         );
     }
     // Neither order was touched.
@@ -380,7 +380,7 @@ async fn declining_the_intent_issues_no_token() -> Result<(), Failure> {
     assert!(!text(&result).contains("confirmationToken"));
     assert!(result.structured_content.is_none());
     assert_eq!(store.file().snapshot()?, before);
-    assert_eq!(store.audit.outcomes(), [Outcome::Declined]);
+    assert_eq!(store.audit.decisions(), [Outcome::Declined]);
     Ok(())
 }
 
@@ -424,7 +424,7 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
             (Outcome::PreviewFailed, Some("preview failed".to_owned())),
             "{era:?}"
         );
-        assert_eq!(store.audit.outcomes(), [Outcome::PreviewFailed], "{era:?}");
+        assert_eq!(store.audit.decisions(), [Outcome::PreviewFailed], "{era:?}");
     }
     Ok(())
 }

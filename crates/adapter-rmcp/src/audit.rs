@@ -152,6 +152,19 @@ impl std::fmt::Display for Outcome {
 }
 
 /// One event on the write path.
+///
+/// Every record of one call carries the same [`approval_id`](Self::approval_id) once the call
+/// has one, so asked → approved / declined / expired → applied / stale can be joined. The
+/// `asked` record ([`Asked`]) carries the approval's expiry, the protocol era, the channel, the
+/// SHA-256 of the question as sent and, by default, the question itself and the captured
+/// arguments, so the records alone say what the person was shown and what was applied (the
+/// apply uses exactly those arguments). Values that must not be logged are redacted with
+/// [`WriteGuardBuilder::redact`](crate::WriteGuardBuilder::redact) or
+/// [`redact_with`](crate::WriteGuardBuilder::redact_with): a redacted argument is recorded as
+/// `{"redacted": "<sha-256 of its canonical JSON>"}` and the call's question text is left out
+/// (it may quote the value). `confirmationToken` is always redacted. The default records
+/// everything else, because an approval trail that cannot say what was approved does not do
+/// its job: redact what your tools take that is secret or personal.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct AuditRecord {
@@ -490,6 +503,16 @@ impl MemorySink {
     /// The outcomes so far, oldest first.
     pub fn outcomes(&self) -> Vec<Outcome> {
         self.records.lock().iter().map(|r| r.outcome).collect()
+    }
+
+    /// The decisions so far, oldest first: every outcome except [`Outcome::Asked`].
+    pub fn decisions(&self) -> Vec<Outcome> {
+        self.records
+            .lock()
+            .iter()
+            .map(|r| r.outcome)
+            .filter(|o| *o != Outcome::Asked)
+            .collect()
     }
 
     /// The most recent record.

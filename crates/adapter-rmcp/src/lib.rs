@@ -12,8 +12,9 @@
 //!
 //! 1. Classify the tool. A read goes to the inner server, then into the envelope (unless the
 //!    read is [trusted](WriteGuardBuilder::trust_read)).
-//! 2. Writes disabled: refuse. Then capture the arguments once (not an object, too large or
-//!    too deep: refuse); every later step uses exactly these. A request that lets the inner
+//! 2. Who is asking, writes enabled, the arguments captured once (not an object, too large or
+//!    too deep: refuse; every later step uses exactly these), in the order of approval-core's
+//!    [`admit`](approval_core::admit). A request that lets the inner
 //!    server answer with a task (it declares the tasks extension and the inner server supports
 //!    it) is refused too: a task would apply after the guard has finished with the call.
 //! 3. The client cannot be asked (no form elicitation): refuse, unless
@@ -32,15 +33,21 @@
 //!    2-minute clock: an `elicitation/create` form below protocol 2026-07-28 (the approval is
 //!    taken back from the store, once, when the answer arrives), an `InputRequiredResult` with
 //!    a server-bound single-use `requestState` from 2026-07-28 on. In both eras a store that
-//!    is down, or a user with too many open approvals, is a refusal.
-//! 7. Only `accept` with `approve: true` continues.
+//!    is down, or a user with too many open approvals, is a refusal. Every argument and
+//!    preview value reaches the question through one renderer ([`render_value`]): a value
+//!    cannot add lines to it or reorder it. One [`Outcome::Asked`] record says what was shown.
+//! 7. Only `accept` with `approve: true` continues: approval-core's decision consumes the
+//!    pending approval and returns an [`approval_core::Approved`], the only value the apply
+//!    takes.
 //! 8. If the client cancelled the request meanwhile, refuse. Spend the token, then apply with
 //!    the same captured arguments as a compare-and-apply: the tool sees
 //!    [`WriteStep::Apply`] with the approved preview, recomputes the preview inside the
 //!    transaction that applies and commits only if [`ApprovedPreview::check`] says unchanged
 //!    (else "the data changed since you approved; nothing was saved"). There is no separate
 //!    re-run call.
-//! 9. Wrap the result, record the decision.
+//! 9. Wrap the result, record the decision. Every record of the call carries the same
+//!    approval id, so `asked` → `approved` → `applied` / `stale` can be joined (see
+//!    [`AuditRecord`] for what is recorded and how to redact).
 //!
 //! Every refusal is a tool result with `isError: true` that says what happened, that nothing
 //! was saved and what the user can do; the inner tool's apply is never called, and one
@@ -55,8 +62,8 @@
 //! [opts in](WriteGuardBuilder::preview) must compute the change without making it on
 //! [`WriteStep::Preview`] and compare on [`WriteStep::Apply`] (the guard refuses to vouch for
 //! an apply that did not compare). A tool that does not opt in gets [`WriteStep::Direct`]: the
-//! person approves its exact arguments, but nothing pins the state the write lands on. It does not support write tools that need their own input rounds or
-//! tasks. The name [`PREPARE_ADMIN_ACTION`] is reserved.
+//! person approves its exact arguments, but nothing pins the state the write lands on. It
+//! does not support write tools that need their own input rounds or tasks. The name [`PREPARE_ADMIN_ACTION`] is reserved.
 //!
 //! # Example
 //!

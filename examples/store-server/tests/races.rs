@@ -48,7 +48,7 @@ async fn race(
     let held = hold_approvals(client, user, era, "adjust_stock", &plus_one(), N).await?;
     assert_eq!(
         held.prompts(),
-        vec!["Adjust TLS-002 by +1 (race): stock 3 -> 4"; N],
+        vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; N],
         "{era:?}"
     );
     assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
@@ -197,7 +197,7 @@ async fn over_stdio_a_second_writer_between_ask_and_apply_makes_it_stale() -> Re
         let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), 1).await?;
         assert_eq!(
             held.prompts(),
-            ["Adjust TLS-002 by +1 (race): stock 3 -> 4"],
+            [r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#],
             "{era:?}"
         );
         let sale = call(

@@ -41,8 +41,8 @@ impl Log {
         self.0.lock().clone()
     }
 
-    /// The audit outcomes logged so far, in order: the `outcome=` field of each line the
-    /// default audit sink (`adapter_rmcp::audit`) wrote.
+    /// The audit decisions logged so far, in order: the `outcome=` field of each line the
+    /// default audit sink (`adapter_rmcp::audit`) wrote, except the `asked` records.
     pub fn outcomes(&self) -> Vec<String> {
         self.lines()
             .iter()
@@ -52,6 +52,7 @@ impl Log {
                     .find_map(|field| field.strip_prefix("outcome="))
                     .map(str::to_owned)
             })
+            .filter(|outcome| outcome != adapter_rmcp::Outcome::Asked.as_str())
             .collect()
     }
 
