@@ -58,6 +58,8 @@ pub enum Outcome {
     RefusedNoElicitation,
     /// The server could not tell who is asking; nothing written.
     RefusedNoPrincipal,
+    /// The caller's verified credential lacks the scope writes need; nothing written.
+    RefusedScope,
     /// The arguments were not an object, too large, too deep or not representable.
     BadArguments,
     /// The confirmation token was missing, unknown, expired, spent or bound to something else.
@@ -110,6 +112,7 @@ impl Outcome {
             Self::RefusedDisabled => "refused-disabled",
             Self::RefusedNoElicitation => "refused-no-elicitation",
             Self::RefusedNoPrincipal => "refused-no-principal",
+            Self::RefusedScope => "refused-scope",
             Self::BadArguments => "bad-arguments",
             Self::TokenRejected => "token-rejected",
             Self::PreviewFailed => "preview-failed",

@@ -3,7 +3,10 @@
 use std::{
     collections::{HashMap, HashSet},
     fmt,
-    sync::{Arc, atomic::AtomicU8},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU8},
+    },
 };
 
 use approval_core::{ApprovalPolicy, ArgLimits, Clock, MemoryStore, Store, SystemClock};
@@ -42,6 +45,7 @@ pub struct WriteGuardBuilder<S> {
     audit: Arc<dyn AuditSink>,
     redaction: Redaction,
     principal: Arc<dyn PrincipalResolver>,
+    write_scope: Option<String>,
     allow_without_elicitation: bool,
 }
 
@@ -74,6 +78,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
             audit: Arc::new(TracingSink),
             redaction: Redaction::default(),
             principal: Arc::new(PerConnection),
+            write_scope: None,
             allow_without_elicitation: false,
         }
     }
@@ -212,10 +217,20 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
-    /// Who is asking (default: [`PerConnection`]).
+    /// Who is asking (default: [`PerConnection`]). See [`crate::PrincipalResolver`] for which
+    /// resolver fits which transport.
     #[must_use]
     pub fn principal(mut self, resolver: Arc<dyn PrincipalResolver>) -> Self {
         self.principal = resolver;
+        self
+    }
+
+    /// Requires `scope` for every write: a caller whose verified credential does not grant it
+    /// ([`crate::PrincipalResolver::grants`]) is refused before anyone is asked, with a message
+    /// naming the scope, and nothing is saved. Reads are not affected. Default: no scope.
+    #[must_use]
+    pub fn write_scope(mut self, scope: impl Into<String>) -> Self {
+        self.write_scope = Some(scope.into());
         self
     }
 
@@ -268,10 +283,13 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 audit: self.audit,
                 redaction: self.redaction,
                 principal: self.principal,
+                write_scope: self.write_scope,
                 allow_without_elicitation: self.allow_without_elicitation,
+                warned_stateless: AtomicBool::new(false),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),
             }),
             connection: ConnectionId::random(),
+            handshake: AtomicBool::new(false),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::{
     fmt,
     sync::{
         Arc,
-        atomic::{AtomicU8, Ordering},
+        atomic::{AtomicBool, AtomicU8, Ordering},
     },
 };
 
@@ -66,7 +66,10 @@ pub(crate) struct Shared<S> {
     pub(crate) audit: Arc<dyn AuditSink>,
     pub(crate) redaction: Redaction,
     pub(crate) principal: Arc<dyn PrincipalResolver>,
+    pub(crate) write_scope: Option<String>,
     pub(crate) allow_without_elicitation: bool,
+    /// Whether the warning about stateless HTTP writes without a principal was logged.
+    pub(crate) warned_stateless: AtomicBool,
     /// What the last complete `tools/list` said about token-gated tools, so that `get_tool`
     /// (which cannot read the list itself) agrees with it: [`GATED_UNKNOWN`], [`GATED_YES`] or
     /// [`GATED_NO`].
@@ -86,10 +89,14 @@ const GATED_NO: u8 = 2;
 /// Cloning is cheap (the configuration, store and audit sink are shared), and **each clone is a
 /// new connection** for the default [`crate::PerConnection`] principal: serve one clone per
 /// connection, for example `move || Ok(guard.clone())` as rmcp's streamable-HTTP service
-/// factory.
+/// factory. A clone has answered no `initialize` handshake yet
+/// ([`crate::PrincipalRequest::began_with_handshake`]).
 pub struct WriteGuard<S> {
     pub(crate) shared: Arc<Shared<S>>,
     pub(crate) connection: ConnectionId,
+    /// This value answered an `initialize` handshake: it serves a connection (a session over
+    /// streamable HTTP), not one stateless request.
+    pub(crate) handshake: AtomicBool,
 }
 
 impl<S> Clone for WriteGuard<S> {
@@ -97,6 +104,7 @@ impl<S> Clone for WriteGuard<S> {
         Self {
             shared: Arc::clone(&self.shared),
             connection: ConnectionId::random(),
+            handshake: AtomicBool::new(false),
         }
     }
 }
@@ -207,6 +215,7 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + MaybeSendFuture + '_ {
+        self.handshake.store(true, Ordering::Release);
         self.shared.inner.initialize(request, context)
     }
 

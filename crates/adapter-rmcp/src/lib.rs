@@ -126,6 +126,8 @@ pub mod danger;
 mod elicit;
 mod error;
 mod guard;
+#[cfg(feature = "http")]
+pub mod http;
 mod principal;
 mod prompt;
 mod step;
@@ -141,8 +143,8 @@ pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use principal::{
-    AuthenticatedSubject, ConnectionId, FromAuthenticatedSubject, PerConnection, PrincipalRequest,
-    PrincipalResolver,
+    AuthenticatedSubject, ConnectionId, FromAuthenticatedSubject, LOCAL_PRINCIPAL, LocalMachine,
+    PerConnection, PrincipalRequest, PrincipalResolver,
 };
 pub use prompt::{PromptInput, default_prompt};
 pub use step::{ApprovedPreview, Stale, WriteStep, write_step, write_step_in};

@@ -7,12 +7,13 @@
 //! | # | gate | refuses when |
 //! |---|---|---|
 //! | 1 | [`Gate::Principal`] | the caller's principal is not known |
-//! | 2 | [`Gate::WritesEnabled`] | writes are not enabled |
-//! | 3 | [`Gate::Arguments`] | the arguments are not valid |
-//! | 4 | [`Gate::Task`] | the request lets the server answer with a task |
+//! | 2 | [`Gate::Scope`] | the server requires a scope for writes and the caller's credential lacks it |
+//! | 3 | [`Gate::WritesEnabled`] | writes are not enabled |
+//! | 4 | [`Gate::Arguments`] | the arguments are not valid |
+//! | 5 | [`Gate::Task`] | the request lets the server answer with a task |
 //! | – | (retry) | a retry carrying a `requestState` is [`Admission::Resume`]d: can-ask and the token were checked when the person was asked |
-//! | 5 | [`Gate::CanAsk`] | the client cannot be asked and the danger opt-in is off |
-//! | 6 | [`Gate::Token`] | the tool is token-gated and the token was rejected |
+//! | 6 | [`Gate::CanAsk`] | the client cannot be asked and the danger opt-in is off |
+//! | 7 | [`Gate::Token`] | the tool is token-gated and the token was rejected |
 //!
 //! A call that passes every gate is [`Admission::Ask`]ed, or, only when the client cannot be asked
 //! and the danger opt-in is on, [`Admission::ProceedWithoutAsking`].
@@ -22,6 +23,9 @@
 pub struct AdmissionFacts {
     /// The caller's principal was established from something the client cannot choose.
     pub principal_known: bool,
+    /// The caller may write: no scope is required for writes, or the caller's verified
+    /// credential grants it. Checked on every call, retries included.
+    pub scope_granted: bool,
     /// Writes are enabled for this server.
     pub writes_enabled: bool,
     /// The arguments passed the argument checks (an object, within the limits, canonical).
@@ -57,6 +61,8 @@ pub enum TokenGate {
 pub enum Gate {
     /// The caller's principal is not known.
     Principal,
+    /// The caller's credential lacks the scope the server requires for writes.
+    Scope,
     /// Writes are not enabled.
     WritesEnabled,
     /// The arguments are not valid.
@@ -74,6 +80,7 @@ impl Gate {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Principal => "principal",
+            Self::Scope => "scope",
             Self::WritesEnabled => "writes-enabled",
             Self::Arguments => "arguments",
             Self::Task => "task",
@@ -103,7 +110,7 @@ pub enum Admission {
 }
 
 /// Decides the admission of a write from `facts`: the first gate that refuses, in the order
-/// principal → writes enabled → arguments → task → (retry) → can ask → token; otherwise what to
+/// principal → scope → writes enabled → arguments → task → (retry) → can ask → token; otherwise what to
 /// do next. Pure: the same facts always give the same answer.
 ///
 /// ```
@@ -111,6 +118,7 @@ pub enum Admission {
 ///
 /// let facts = AdmissionFacts {
 ///     principal_known: true,
+///     scope_granted: true,
 ///     writes_enabled: true,
 ///     arguments_valid: true,
 ///     may_become_task: false,
@@ -128,6 +136,9 @@ pub enum Admission {
 pub fn admit(facts: &AdmissionFacts) -> Admission {
     if !facts.principal_known {
         return Admission::Refuse(Gate::Principal);
+    }
+    if !facts.scope_granted {
+        return Admission::Refuse(Gate::Scope);
     }
     if !facts.writes_enabled {
         return Admission::Refuse(Gate::WritesEnabled);
@@ -167,10 +178,10 @@ mod tests {
         TokenGate::Rejected,
     ];
 
-    /// Every combination of the facts: 2^7 × 4.
+    /// Every combination of the facts: 2^8 × 4.
     fn all_facts() -> Vec<AdmissionFacts> {
         let mut out = Vec::new();
-        for bits in 0u8..128 {
+        for bits in 0u16..256 {
             for token in TOKENS {
                 let bit = |i: u8| bits & (1 << i) != 0;
                 out.push(AdmissionFacts {
@@ -181,6 +192,7 @@ mod tests {
                     is_retry: bit(4),
                     can_ask: bit(5),
                     ask_bypass: bit(6),
+                    scope_granted: bit(7),
                     token,
                 });
             }
@@ -192,23 +204,23 @@ mod tests {
     /// rules do not rely on their order, and exactly one must hold for any facts.
     fn oracle(f: &AdmissionFacts) -> Admission {
         use Admission::*;
+        // Who is asking, and may they write at all.
+        let who = f.principal_known && f.scope_granted;
         // Every gate before the retry passed.
-        let pre = f.principal_known && f.writes_enabled && f.arguments_valid && !f.may_become_task;
+        let pre = who && f.writes_enabled && f.arguments_valid && !f.may_become_task;
         // A fresh call (not a retry) that may go on to the token, having passed can-ask.
         let fresh = pre && !f.is_retry && (f.can_ask || f.ask_bypass);
         let token_ok = f.token == TokenGate::NotGated || f.token == TokenGate::Accepted;
-        let rules: [(bool, Admission); 10] = [
+        let rules: [(bool, Admission); 11] = [
             (!f.principal_known, Refuse(Gate::Principal)),
+            (f.principal_known && !f.scope_granted, Refuse(Gate::Scope)),
+            (who && !f.writes_enabled, Refuse(Gate::WritesEnabled)),
             (
-                f.principal_known && !f.writes_enabled,
-                Refuse(Gate::WritesEnabled),
-            ),
-            (
-                f.principal_known && f.writes_enabled && !f.arguments_valid,
+                who && f.writes_enabled && !f.arguments_valid,
                 Refuse(Gate::Arguments),
             ),
             (
-                f.principal_known && f.writes_enabled && f.arguments_valid && f.may_become_task,
+                who && f.writes_enabled && f.arguments_valid && f.may_become_task,
                 Refuse(Gate::Task),
             ),
             (pre && f.is_retry, Resume),
@@ -233,7 +245,7 @@ mod tests {
     #[test]
     fn admit_agrees_with_the_oracle_on_every_combination() {
         let all = all_facts();
-        assert_eq!(all.len(), 512);
+        assert_eq!(all.len(), 1024);
         let mut seen = std::collections::HashSet::new();
         for facts in &all {
             let got = admit(facts);
@@ -241,12 +253,13 @@ mod tests {
             seen.insert(got);
         }
         // Every outcome is reachable.
-        assert_eq!(seen.len(), 6 + 4, "{seen:?}");
+        assert_eq!(seen.len(), 7 + 4, "{seen:?}");
     }
 
     fn ok() -> AdmissionFacts {
         AdmissionFacts {
             principal_known: true,
+            scope_granted: true,
             writes_enabled: true,
             arguments_valid: true,
             may_become_task: false,
@@ -260,7 +273,7 @@ mod tests {
     #[test]
     fn named_rows() {
         use Admission::*;
-        let rows: [(&str, AdmissionFacts, Admission); 12] = [
+        let rows: [(&str, AdmissionFacts, Admission); 14] = [
             ("a plain write is asked", ok(), Ask),
             (
                 "an unknown principal is refused before anything else",
@@ -272,6 +285,25 @@ mod tests {
                     ..ok()
                 },
                 Refuse(Gate::Principal),
+            ),
+            (
+                "a missing write scope is refused before writes-off and bad arguments",
+                AdmissionFacts {
+                    scope_granted: false,
+                    writes_enabled: false,
+                    arguments_valid: false,
+                    ..ok()
+                },
+                Refuse(Gate::Scope),
+            ),
+            (
+                "a retry without the write scope is refused, not resumed",
+                AdmissionFacts {
+                    scope_granted: false,
+                    is_retry: true,
+                    ..ok()
+                },
+                Refuse(Gate::Scope),
             ),
             (
                 "writes off comes before bad arguments",
@@ -404,6 +436,7 @@ mod tests {
     fn gate_names_are_distinct() {
         let all = [
             Gate::Principal,
+            Gate::Scope,
             Gate::WritesEnabled,
             Gate::Arguments,
             Gate::Task,

@@ -86,12 +86,16 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
-use adapter_rmcp::{PromptInput, WriteGuard, WriteGuardBuilder, default_prompt};
+use adapter_rmcp::{
+    FromAuthenticatedSubject, LocalMachine, PromptInput, WriteGuard, WriteGuardBuilder,
+    default_prompt,
+    http::{
+        AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource, LOOPBACK_ORIGINS,
+    },
+};
 use rmcp::{
     ServerHandler, ServiceExt,
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    },
+    transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService},
 };
 use tokio::net::TcpListener;
 
@@ -135,6 +139,9 @@ pub enum Error {
     /// The MCP session could not start or ended with an error.
     #[error("mcp: {0}")]
     Mcp(String),
+    /// The settings cannot be served as given.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// The guard around `server`, configured as this store needs it: previews and prompt wording for
@@ -173,44 +180,142 @@ pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
     Ok(())
 }
 
-/// An axum router serving `handler` over streamable HTTP at [`HTTP_PATH`].
+/// How the streamable-HTTP endpoint is exposed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// Accepted `Host` values (rmcp checks them, against DNS rebinding). Default: loopback.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted browser `Origin`s; any other `Origin` gets 403, requests without one pass.
+    /// Default: [`LOOPBACK_ORIGINS`].
+    pub allowed_origins: Vec<String>,
+    /// The most live sessions (older protocol era); idle ones close after five minutes.
+    pub max_sessions: usize,
+    /// Bearer-token auth in front of the endpoint, if any.
+    pub auth: Option<BearerAuth>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect(),
+            allowed_origins: LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            auth: None,
+        }
+    }
+}
+
+/// `Host` values a loopback server accepts.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// An axum router serving `handler` over streamable HTTP at [`HTTP_PATH`], with the default
+/// [`HttpOptions`]: loopback `Host` and `Origin` only, at most [`DEFAULT_MAX_SESSIONS`] sessions,
+/// no auth.
 ///
-/// Each MCP session gets its own clone of `handler` (for a [`WriteGuard`], its own principal);
-/// clones share the database and the approval store. Only loopback `Host` headers are accepted
-/// (rmcp's default, against DNS rebinding).
+/// Each MCP session gets its own clone of `handler` (for a [`WriteGuard`], its own connection);
+/// clones share the database and the approval store.
 pub fn http_router<S: ServerHandler + Clone>(handler: S) -> axum::Router {
-    router_with(handler, StreamableHttpServerConfig::default())
+    http_router_with(handler, &HttpOptions::default())
+}
+
+/// [`http_router`] with `options`.
+pub fn http_router_with<S: ServerHandler + Clone>(
+    handler: S,
+    options: &HttpOptions,
+) -> axum::Router {
+    router_with(handler, options, http_config(options))
+}
+
+fn http_config(options: &HttpOptions) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
+        .with_allowed_hosts(options.allowed_hosts.clone())
+        .with_allowed_origins(options.allowed_origins.clone())
 }
 
 fn router_with<S: ServerHandler + Clone>(
     handler: S,
+    options: &HttpOptions,
     config: StreamableHttpServerConfig,
 ) -> axum::Router {
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(BoundedSessions::new(options.max_sessions)),
         config,
     );
-    axum::Router::new().nest_service(HTTP_PATH, service)
+    let router = axum::Router::new().nest_service(HTTP_PATH, service);
+    match &options.auth {
+        Some(auth) => auth.protect(router),
+        None => router,
+    }
 }
 
-/// Serves `handler` over streamable HTTP on `listener` until `shutdown` completes; then ends
-/// every open MCP session (their event streams would otherwise keep the server alive) and
-/// returns once the connections are closed.
+/// Serves `handler` over streamable HTTP on `listener` with the default [`HttpOptions`] until
+/// `shutdown` completes; see [`serve_http_with`].
 pub async fn serve_http<S: ServerHandler + Clone>(
     listener: TcpListener,
     handler: S,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let config = StreamableHttpServerConfig::default();
+    serve_http_with(listener, handler, &HttpOptions::default(), shutdown).await
+}
+
+/// Serves `handler` over streamable HTTP on `listener` until `shutdown` completes; then ends
+/// every open MCP session (their event streams would otherwise keep the server alive) and
+/// returns once the connections are closed.
+pub async fn serve_http_with<S: ServerHandler + Clone>(
+    listener: TcpListener,
+    handler: S,
+    options: &HttpOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    let config = http_config(options);
     let sessions = config.cancellation_token.clone();
-    axum::serve(listener, router_with(handler, config))
+    let router = router_with(handler, options, config);
+    axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
             sessions.cancel();
         })
         .await?;
     Ok(())
+}
+
+/// Bearer-token settings of the `store-server` binary (`--auth-*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthSettings {
+    /// The required `iss`.
+    pub issuer: String,
+    /// The required `aud`.
+    pub audience: String,
+    /// A JWKS file, or an `https` URL.
+    pub jwks: String,
+    /// The scope writes need, if any.
+    pub write_scope: Option<String>,
+}
+
+impl AuthSettings {
+    /// Tokens from `issuer` for `audience`, verified with the keys at `jwks`.
+    pub fn new(
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+        jwks: impl Into<String>,
+    ) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            jwks: jwks.into(),
+            write_scope: None,
+        }
+    }
+
+    /// Writes need `scope`.
+    #[must_use]
+    pub fn with_write_scope(mut self, scope: impl Into<String>) -> Self {
+        self.write_scope = Some(scope.into());
+        self
+    }
 }
 
 /// What the `store-server` binary was asked to do.
@@ -221,6 +326,16 @@ pub struct Config {
     pub db: PathBuf,
     /// Serve streamable HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
+    /// Bearer-token auth (HTTP only). Without it, HTTP must bind loopback and the machine is
+    /// one principal.
+    pub auth: Option<AuthSettings>,
+    /// The URL clients use for the endpoint when it differs from `http://ADDR/mcp` (behind a
+    /// proxy): the metadata's `resource`, and its host is an accepted `Host`.
+    pub public_url: Option<String>,
+    /// Browser origins accepted besides loopback ones.
+    pub allow_origins: Vec<String>,
+    /// The most live HTTP sessions.
+    pub max_sessions: usize,
 }
 
 impl Config {
@@ -229,6 +344,10 @@ impl Config {
         Self {
             db: db.into(),
             http: None,
+            auth: None,
+            public_url: None,
+            allow_origins: Vec::new(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 
@@ -237,33 +356,164 @@ impl Config {
         self.http = Some(addr);
         self
     }
+
+    /// Bearer-token auth on the HTTP endpoint.
+    pub fn with_auth(mut self, auth: AuthSettings) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// The endpoint's public URL (behind a proxy).
+    pub fn with_public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into());
+        self
+    }
+
+    /// Accepts requests from the browser origin `origin` (`https://app.example.com`).
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allow_origins.push(origin.into());
+        self
+    }
+
+    /// At most `max` live HTTP sessions.
+    pub fn with_max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Refuses what must not start: auth without HTTP, HTTP to other machines without auth,
+    /// unusable origins or public URL.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`], saying why and what to pass.
+    pub fn check(&self) -> Result<(), Error> {
+        let Some(addr) = self.http else {
+            if self.auth.is_some() || self.public_url.is_some() || !self.allow_origins.is_empty() {
+                return Err(Error::Config(
+                    "--auth-*, --public-url and --allow-origin apply to --http only".to_owned(),
+                ));
+            }
+            return Ok(());
+        };
+        if self.auth.is_none() && !addr.ip().is_loopback() {
+            return Err(Error::Config(format!(
+                "refusing to serve {addr} without auth: without --auth-* every client is one \
+                 local person, so the server listens on loopback only. Bind 127.0.0.1 or [::1] \
+                 (and put a proxy in front), or pass --auth-issuer, --auth-audience and \
+                 --auth-jwks so each caller proves who they are"
+            )));
+        }
+        for origin in &self.allow_origins {
+            let scheme_ok = origin.starts_with("http://") || origin.starts_with("https://");
+            if !scheme_ok || origin.ends_with('/') {
+                return Err(Error::Config(format!(
+                    "--allow-origin {origin}: give an origin as a browser sends it, scheme, \
+                     host and optional port, such as https://app.example.com"
+                )));
+            }
+        }
+        if let Some(url) = &self.public_url
+            && authority(url).is_none()
+        {
+            return Err(Error::Config(format!(
+                "--public-url {url}: give the URL clients use for the endpoint, such as \
+                 https://mcp.example.com/mcp"
+            )));
+        }
+        if self.max_sessions == 0 {
+            return Err(Error::Config(
+                "--max-sessions must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The host (with port, if any) of an `http(s)://` URL.
+fn authority(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let host = rest.split(['/', '?', '#']).next()?;
+    (!host.is_empty() && !host.contains('@')).then_some(host)
 }
 
 /// Opens the database and serves the guarded store as `config` says, until the client
 /// disconnects (stdio) or the process gets Ctrl-C (HTTP).
+///
+/// Who is asking: over stdio, the connection; over HTTP without auth (loopback only), the local
+/// machine, one principal (`local`); over HTTP with auth, each verified subject (issuer +
+/// subject), and writes need the write scope when one is set.
 pub async fn run(config: Config) -> Result<(), Error> {
+    config.check()?;
     let db = Arc::new(Db::open(&config.db)?);
-    let guard = guard_builder(StoreServer::new(db)).build();
+    let Some(addr) = config.http else {
+        let guard = guard_builder(StoreServer::new(db)).build();
+        log_start(&config, &guard, "connection");
+        return serve_stdio(guard).await;
+    };
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let resource = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}{HTTP_PATH}"));
+    let mut options = HttpOptions {
+        max_sessions: config.max_sessions,
+        ..HttpOptions::default()
+    };
+    options
+        .allowed_origins
+        .extend(config.allow_origins.iter().cloned());
+    if let Some(url) = &config.public_url
+        && let Some(host) = authority(url)
+    {
+        options.allowed_hosts.push(host.to_owned());
+    }
+    let mut builder = guard_builder(StoreServer::new(db));
+    let principal = match &config.auth {
+        None => {
+            builder = builder.principal(Arc::new(LocalMachine));
+            "local"
+        }
+        Some(auth) => {
+            let jwks = JwksSource::parse(&auth.jwks).map_err(|e| Error::Config(e.to_string()))?;
+            let mut settings =
+                AuthConfig::new(&auth.issuer, &auth.audience, jwks, resource.clone());
+            builder = builder.principal(Arc::new(FromAuthenticatedSubject));
+            if let Some(scope) = &auth.write_scope {
+                settings = settings.with_write_scope(scope);
+                builder = builder.write_scope(scope);
+            }
+            options.auth = Some(
+                BearerAuth::new(settings)
+                    .await
+                    .map_err(|e| Error::Config(e.to_string()))?,
+            );
+            "bearer token (issuer + subject)"
+        }
+    };
+    let guard = builder.build();
+    log_start(&config, &guard, principal);
+    if config.auth.is_some() {
+        tracing::info!(%resource, "bearer tokens required; protected-resource metadata served");
+    }
+    tracing::info!("serving streamable HTTP at http://{local}{HTTP_PATH}");
+    serve_http_with(listener, guard, &options, async {
+        // If the signal handler cannot be installed, keep serving until killed.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
+    .await
+}
+
+fn log_start<S>(config: &Config, guard: &WriteGuard<S>, principal: &str) {
     tracing::info!(
         db = %config.db.display(),
         writes_enabled = guard.writes_enabled(),
+        principal,
         "store-server starting"
     );
-    match config.http {
-        None => serve_stdio(guard).await,
-        Some(addr) => {
-            let listener = TcpListener::bind(addr).await?;
-            tracing::info!(
-                "serving streamable HTTP at http://{}{HTTP_PATH}",
-                listener.local_addr()?
-            );
-            serve_http(listener, guard, async {
-                // If the signal handler cannot be installed, keep serving until killed.
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await
-        }
-    }
 }

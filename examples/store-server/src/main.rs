@@ -1,6 +1,8 @@
-//! `store-server [--db PATH] [--http ADDR]`: the reference store over stdio (default) or
-//! streamable HTTP. Logs go to stderr; in stdio mode stdout carries protocol messages only.
-//! Writes are refused unless `MCP_WRITES_ENABLED=true`.
+//! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
+//! FILE_OR_URL [--auth-write-scope SCOPE]] [--allow-origin URL]... [--public-url URL]
+//! [--max-sessions N]`: the reference store over stdio (default) or streamable HTTP. Logs go to
+//! stderr; in stdio mode stdout carries protocol messages only. Writes are refused unless
+//! `MCP_WRITES_ENABLED=true`.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -8,6 +10,11 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 /// Reference inventory and order MCP server on SQLite; every write needs the user's approval.
+///
+/// Over HTTP without --auth-*, the server listens on loopback only and every client on this
+/// machine is one person ("local"). With --auth-*, every request needs a bearer token (a JWT
+/// from the issuer, for the audience, signed by a key in the JWKS) and each verified subject is
+/// its own person.
 #[derive(Debug, Parser)]
 #[command(name = "store-server", version)]
 struct Cli {
@@ -17,6 +24,58 @@ struct Cli {
     /// Serve streamable HTTP at http://ADDR/mcp (for example 127.0.0.1:8080) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Require bearer tokens issued by URL (the `iss` claim).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["auth_audience", "auth_jwks", "http"]
+    )]
+    auth_issuer: Option<String>,
+    /// The audience tokens must be for (the `aud` claim).
+    #[arg(long, value_name = "AUD", requires = "auth_issuer")]
+    auth_audience: Option<String>,
+    /// The issuer's signing keys: a JWKS file, or an https URL (fetched and cached).
+    #[arg(long, value_name = "FILE_OR_URL", requires = "auth_issuer")]
+    auth_jwks: Option<String>,
+    /// The scope a token must grant for writes (reads need none).
+    #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
+    auth_write_scope: Option<String>,
+    /// Also accept requests from this browser origin (repeatable); loopback origins and
+    /// requests without an Origin header are always accepted, every other origin gets 403.
+    #[arg(long, value_name = "URL", requires = "http")]
+    allow_origin: Vec<String>,
+    /// The URL clients use for the endpoint, when a proxy serves it (https://mcp.example.com/mcp):
+    /// the protected-resource metadata names it, and its host is an accepted Host header.
+    #[arg(long, value_name = "URL", requires = "http")]
+    public_url: Option<String>,
+    /// The most live HTTP sessions (older protocol era); idle sessions close after 5 minutes.
+    #[arg(long, value_name = "N", default_value_t = adapter_rmcp::http::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
+}
+
+impl Cli {
+    fn config(self) -> store_server::Config {
+        let mut config = store_server::Config::new(self.db).with_max_sessions(self.max_sessions);
+        if let Some(addr) = self.http {
+            config = config.with_http(addr);
+        }
+        if let (Some(issuer), Some(audience), Some(jwks)) =
+            (self.auth_issuer, self.auth_audience, self.auth_jwks)
+        {
+            let mut auth = store_server::AuthSettings::new(issuer, audience, jwks);
+            if let Some(scope) = self.auth_write_scope {
+                auth = auth.with_write_scope(scope);
+            }
+            config = config.with_auth(auth);
+        }
+        if let Some(url) = self.public_url {
+            config = config.with_public_url(url);
+        }
+        for origin in self.allow_origin {
+            config = config.allow_origin(origin);
+        }
+        config
+    }
 }
 
 #[tokio::main]
@@ -29,11 +88,7 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
-    let mut config = store_server::Config::new(cli.db);
-    if let Some(addr) = cli.http {
-        config = config.with_http(addr);
-    }
-    match store_server::run(config).await {
+    match store_server::run(cli.config()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err}");
@@ -46,29 +101,89 @@ async fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    fn parse(args: &[&str]) -> Result<store_server::Config, clap::Error> {
+        let mut all = vec!["store-server"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map(Cli::config)
+    }
+
     #[test]
     fn defaults_to_stdio_on_store_db() {
-        let cli = Cli::try_parse_from(["store-server"]).unwrap();
-        assert_eq!(cli.db, PathBuf::from("store.db"));
-        assert_eq!(cli.http, None);
+        let config = parse(&[]).unwrap();
+        assert_eq!(config.db, PathBuf::from("store.db"));
+        assert_eq!(config.http, None);
+        assert_eq!(config.auth, None);
+        config.check().unwrap();
     }
 
     #[test]
     fn takes_db_and_http() {
-        let cli = Cli::try_parse_from([
-            "store-server",
-            "--db",
-            "/tmp/x.db",
-            "--http",
-            "127.0.0.1:8080",
-        ])
-        .unwrap();
-        assert_eq!(cli.db, PathBuf::from("/tmp/x.db"));
-        assert_eq!(cli.http, Some("127.0.0.1:8080".parse().unwrap()));
+        let config = parse(&["--db", "/tmp/x.db", "--http", "127.0.0.1:8080"]).unwrap();
+        assert_eq!(config.db, PathBuf::from("/tmp/x.db"));
+        assert_eq!(config.http, Some("127.0.0.1:8080".parse().unwrap()));
+        config.check().unwrap();
     }
 
     #[test]
     fn refuses_a_bad_address() {
-        assert!(Cli::try_parse_from(["store-server", "--http", "not-an-address"]).is_err());
+        assert!(parse(&["--http", "not-an-address"]).is_err());
+    }
+
+    #[test]
+    fn refuses_to_serve_other_machines_without_auth() {
+        let config = parse(&["--http", "0.0.0.0:8080"]).unwrap();
+        let error = config.check().unwrap_err().to_string();
+        assert!(error.contains("loopback"), "{error}");
+        assert!(error.contains("--auth-issuer"), "{error}");
+        let v6 = parse(&["--http", "[::]:8080"]).unwrap();
+        assert!(v6.check().is_err());
+        assert!(parse(&["--http", "[::1]:8080"]).unwrap().check().is_ok());
+    }
+
+    #[test]
+    fn auth_needs_all_three_settings_and_http() {
+        let auth = [
+            "--http",
+            "0.0.0.0:8080",
+            "--auth-issuer",
+            "https://issuer.example",
+            "--auth-audience",
+            "store",
+            "--auth-jwks",
+            "jwks.json",
+            "--auth-write-scope",
+            "store:write",
+        ];
+        let config = parse(&auth).unwrap();
+        config.check().unwrap();
+        let settings = config.auth.unwrap();
+        assert_eq!(settings.issuer, "https://issuer.example");
+        assert_eq!(settings.write_scope.as_deref(), Some("store:write"));
+        assert!(parse(&["--http", "127.0.0.1:1", "--auth-issuer", "https://i"]).is_err());
+        assert!(parse(&["--auth-audience", "store"]).is_err());
+        assert!(parse(&auth[2..]).is_err(), "auth without --http");
+    }
+
+    #[test]
+    fn origins_must_be_origins() {
+        let ok = parse(&[
+            "--http",
+            "127.0.0.1:1",
+            "--allow-origin",
+            "https://app.example",
+        ]);
+        let config = ok.unwrap();
+        assert_eq!(config.allow_origins, ["https://app.example"]);
+        config.check().unwrap();
+        for bad in ["app.example", "https://app.example/"] {
+            let config = parse(&["--http", "127.0.0.1:1", "--allow-origin", bad]).unwrap();
+            assert!(config.check().is_err(), "{bad}");
+        }
+        assert!(
+            parse(&["--max-sessions", "0", "--http", "127.0.0.1:1"])
+                .unwrap()
+                .check()
+                .is_err()
+        );
     }
 }

@@ -16,6 +16,8 @@ use rmcp::{
 };
 use write_policy::Classification;
 
+use std::sync::atomic::Ordering;
+
 use super::{Call, refusal::Refusal};
 use crate::{WriteGuard, audit::Outcome, elicit, principal::PrincipalRequest};
 
@@ -55,17 +57,25 @@ impl<S: ServerHandler> WriteGuard<S> {
     ) -> Result<Admitted, Refusal> {
         let state = request.request_state.take();
         let responses = request.input_responses.take();
-        let principal = self
-            .shared
-            .principal
-            .resolve(&PrincipalRequest::from_context(context, &self.connection));
+        let who = PrincipalRequest::from_context(context, &self.connection)
+            .with_handshake(self.handshake.load(Ordering::Acquire));
+        let resolver = &*self.shared.principal;
+        let principal = resolver.resolve(&who);
         call.principal.clone_from(&principal);
+        if principal.is_none() && who.http_parts().is_some() {
+            self.warn_stateless_once();
+        }
+        let scope_granted = match &self.shared.write_scope {
+            None => true,
+            Some(scope) => resolver.grants(&who, scope),
+        };
         let args = CapturedArgs::capture(request.arguments.as_ref(), &self.shared.policy.limits);
         if let Ok(args) = &args {
             call.digest = Some(args.digest());
         }
         let mut facts = AdmissionFacts {
             principal_known: principal.is_some(),
+            scope_granted,
             writes_enabled: self.shared.writes_enabled,
             arguments_valid: args.is_ok(),
             may_become_task: self.may_become_task(context),
@@ -81,6 +91,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         let mut token_rejection = TokenRejection::Missing;
         let next = loop {
             match admit(&facts) {
+                Admission::Refuse(Gate::Scope) => {
+                    return Err(Refusal::scope(
+                        self.shared.write_scope.as_deref().unwrap_or_default(),
+                    ));
+                }
                 Admission::Refuse(gate) => {
                     return Err(refuse_at(gate, args.as_ref().err(), token_rejection));
                 }
@@ -130,6 +145,20 @@ impl<S: ServerHandler> WriteGuard<S> {
             args,
             next,
         })
+    }
+
+    /// Logs, once per guard, why writes over stateless HTTP are refused.
+    fn warn_stateless_once(&self) {
+        if !self.shared.warned_stateless.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                server = %self.shared.server_name,
+                "a write over streamable HTTP was refused: the request has no session this \
+                 server issued and no verified credential, so nobody can be named as asking \
+                 (every 2026-07-28 request is stateless). Put a verified credential in front \
+                 (FromAuthenticatedSubject behind adapter_rmcp::http::BearerAuth) or, on a \
+                 loopback-only server, use LocalMachine. Logged once."
+            );
+        }
     }
 
     /// Whether the inner server may answer this call with a task (SEP-2663): the request
@@ -187,5 +216,7 @@ fn refuse_at(
              elicitation).",
         ),
         Gate::Token => Refusal::token(token),
+        // Refused with the scope's name by the caller; kept here so no gate goes unanswered.
+        Gate::Scope => Refusal::scope(""),
     }
 }

@@ -55,6 +55,20 @@ impl Refusal {
         }
     }
 
+    /// The caller's credential lacks the scope writes need. `scope` is the operator's setting,
+    /// never text from the client.
+    pub(crate) fn scope(scope: &str) -> Self {
+        Self::new(
+            Outcome::RefusedScope,
+            format!("missing scope {scope}"),
+            format!(
+                "This change needs the `{scope}` permission (OAuth scope), which your sign-in \
+                 does not grant, so nothing was saved and nobody was asked. Sign in with an \
+                 account that has it, or ask the server's operator for it."
+            ),
+        )
+    }
+
     pub(crate) fn stale(reason: &str) -> Self {
         Self::new(Outcome::Stale, reason, STALE_MESSAGE)
     }

@@ -1,0 +1,855 @@
+//! [`BearerAuth`]: an OAuth 2.1 resource server in front of an MCP endpoint.
+//!
+//! Every request to the protected routes must carry `Authorization: Bearer <JWT>`. The token's
+//! signature is checked against a JWKS (a file, or an `https` URL fetched and cached), then its
+//! `iss`, `aud`, `exp` and `nbf` (with a small leeway) and the presence of `sub`. A request that
+//! passes gets an [`AuthenticatedSubject`] (issuer, subject, scopes) in its extensions, where
+//! [`crate::FromAuthenticatedSubject`] makes it the principal. One that does not gets HTTP 401
+//! with `WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource"`
+//! (and `error="invalid_token"` when a token was sent), and never reaches the MCP service.
+//!
+//! The RFC 9728 protected-resource metadata document is served, unprotected, at
+//! `/.well-known/oauth-protected-resource` and at the same path followed by the endpoint's path.
+//!
+//! What it does not do: issue tokens, introspect opaque tokens, or accept symmetric (`HS*`) keys:
+//! a resource server verifies an authorization server's signatures, it does not share a secret
+//! with it.
+
+use std::{
+    fmt,
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use jsonwebtoken::{
+    Algorithm, DecodingKey, Validation,
+    errors::ErrorKind,
+    jwk::{AlgorithmParameters, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse},
+};
+use parking_lot::RwLock;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::AuthenticatedSubject;
+
+/// The RFC 9728 well-known path.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The default leeway for `exp` and `nbf`.
+pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
+
+/// How long a JWKS fetched from a URL is used before it is fetched again.
+pub const DEFAULT_JWKS_REFRESH: Duration = Duration::from_secs(10 * 60);
+
+/// A token whose `kid` is not in the cached JWKS makes the cache refetch, at most this often.
+const UNKNOWN_KID_REFETCH: Duration = Duration::from_secs(30);
+
+/// The largest JWKS document read.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
+
+/// The asymmetric algorithms a token may be signed with.
+const ALLOWED: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// Where the signing keys come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    /// A JWKS document on disk, read once when the layer is built.
+    File(PathBuf),
+    /// A JWKS document fetched from this URL, cached, fetched again after the refresh interval
+    /// or when a token names a key it does not hold. `https`, or `http` to a loopback host only.
+    Url(String),
+}
+
+impl JwksSource {
+    /// `https://…` or `http://` to a loopback host is a URL; anything else is a file path.
+    ///
+    /// # Errors
+    ///
+    /// An `http://` URL to a host other than loopback: keys fetched in the clear can be swapped.
+    pub fn parse(value: &str) -> Result<Self, AuthError> {
+        if value.starts_with("https://") {
+            return Ok(Self::Url(value.to_owned()));
+        }
+        if let Some(rest) = value.strip_prefix("http://") {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+            let name = if host.starts_with('[') {
+                host.split_once(']')
+                    .map_or(host, |(h, _)| h)
+                    .trim_start_matches('[')
+            } else {
+                host.split(':').next().unwrap_or_default()
+            };
+            let loopback = name == "localhost"
+                || name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if !loopback {
+                return Err(AuthError::Config(format!(
+                    "the JWKS URL {value} is plain http to another machine; use https"
+                )));
+            }
+            return Ok(Self::Url(value.to_owned()));
+        }
+        Ok(Self::File(PathBuf::from(value)))
+    }
+}
+
+/// What [`BearerAuth`] checks, and what its metadata document says.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AuthConfig {
+    /// The required `iss`, and the authorization server listed in the metadata.
+    pub issuer: String,
+    /// The required `aud` (one of the token's audiences).
+    pub audience: String,
+    /// The signing keys.
+    pub jwks: JwksSource,
+    /// The public URL of the MCP endpoint (`https://mcp.example.com/mcp`): the metadata's
+    /// `resource`, and the base of the metadata URL in `WWW-Authenticate`.
+    pub resource: String,
+    /// The scope writes need, listed in `scopes_supported`. Enforce it with
+    /// [`crate::WriteGuardBuilder::write_scope`]: the HTTP layer cannot tell a write from a read.
+    pub write_scope: Option<String>,
+    /// Leeway for `exp` and `nbf` (default [`DEFAULT_LEEWAY`]).
+    pub leeway: Duration,
+    /// How long a fetched JWKS is used (default [`DEFAULT_JWKS_REFRESH`]).
+    pub jwks_refresh: Duration,
+}
+
+impl AuthConfig {
+    /// Tokens from `issuer` for `audience`, signed by a key in `jwks`, for the endpoint whose
+    /// public URL is `resource`.
+    pub fn new(
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+        jwks: JwksSource,
+        resource: impl Into<String>,
+    ) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            jwks,
+            resource: resource.into(),
+            write_scope: None,
+            leeway: DEFAULT_LEEWAY,
+            jwks_refresh: DEFAULT_JWKS_REFRESH,
+        }
+    }
+
+    /// The scope writes need (see [`Self::write_scope`]).
+    #[must_use]
+    pub fn with_write_scope(mut self, scope: impl Into<String>) -> Self {
+        self.write_scope = Some(scope.into());
+        self
+    }
+
+    /// Leeway for `exp` and `nbf`.
+    #[must_use]
+    pub fn with_leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// The origin (scheme, host and port) of [`Self::resource`].
+    fn base(&self) -> &str {
+        let after_scheme = self.resource.find("://").map_or(0, |i| i + 3);
+        let end = self
+            .resource
+            .get(after_scheme..)
+            .and_then(|rest| rest.find('/'))
+            .map_or(self.resource.len(), |i| after_scheme + i);
+        self.resource.get(..end).unwrap_or(&self.resource)
+    }
+}
+
+/// Why [`BearerAuth`] could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// A setting is unusable.
+    #[error("auth configuration: {0}")]
+    Config(String),
+    /// The JWKS could not be read or fetched.
+    #[error("JWKS {source_name}: {message}")]
+    Jwks {
+        /// The file or URL.
+        source_name: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Why a request's credential was refused. The text goes into `error_description`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenRejection {
+    /// No `Authorization: Bearer` header.
+    Missing,
+    /// Not a JWT, or a header the layer does not accept.
+    Malformed,
+    /// An algorithm other than the asymmetric ones (`none` and `HS*` included).
+    Algorithm,
+    /// No key in the JWKS verifies the signature.
+    Signature,
+    /// `exp` is past.
+    Expired,
+    /// `nbf` is in the future.
+    NotYetValid,
+    /// `iss` is not the configured issuer.
+    Issuer,
+    /// `aud` does not hold the configured audience.
+    Audience,
+    /// A required claim (`exp`, `iss`, `aud`, `sub`) is missing or of the wrong type.
+    Claims,
+}
+
+impl TokenRejection {
+    /// The `error_description`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "no bearer token",
+            Self::Malformed => "the token is not a well-formed JWT",
+            Self::Algorithm => "the token's signing algorithm is not accepted",
+            Self::Signature => "the token's signature does not verify",
+            Self::Expired => "the token has expired",
+            Self::NotYetValid => "the token is not valid yet",
+            Self::Issuer => "the token is from another issuer",
+            Self::Audience => "the token is for another audience",
+            Self::Claims => "the token lacks a required claim",
+        }
+    }
+}
+
+impl fmt::Display for TokenRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One usable verification key.
+struct Key {
+    kid: Option<String>,
+    alg: Option<Algorithm>,
+    decoding: DecodingKey,
+    family: Family,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Rsa,
+    Ec,
+    Ed,
+}
+
+fn family_of(alg: Algorithm) -> Option<Family> {
+    match alg {
+        Algorithm::RS256
+        | Algorithm::RS384
+        | Algorithm::RS512
+        | Algorithm::PS256
+        | Algorithm::PS384
+        | Algorithm::PS512 => Some(Family::Rsa),
+        Algorithm::ES256 | Algorithm::ES384 => Some(Family::Ec),
+        Algorithm::EdDSA => Some(Family::Ed),
+        // HS* and anything newer.
+        _ => None,
+    }
+}
+
+fn key_algorithm(alg: KeyAlgorithm) -> Option<Algorithm> {
+    let alg = match alg {
+        KeyAlgorithm::RS256 => Algorithm::RS256,
+        KeyAlgorithm::RS384 => Algorithm::RS384,
+        KeyAlgorithm::RS512 => Algorithm::RS512,
+        KeyAlgorithm::PS256 => Algorithm::PS256,
+        KeyAlgorithm::PS384 => Algorithm::PS384,
+        KeyAlgorithm::PS512 => Algorithm::PS512,
+        KeyAlgorithm::ES256 => Algorithm::ES256,
+        KeyAlgorithm::ES384 => Algorithm::ES384,
+        KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+        _ => return None,
+    };
+    Some(alg)
+}
+
+/// The usable keys of a JWKS: public signature keys of the asymmetric families. Symmetric
+/// keys, encryption keys, unknown key types and malformed keys are left out.
+fn usable_keys(set: &JwkSet) -> Vec<Key> {
+    set.keys.iter().filter_map(usable_key).collect()
+}
+
+fn usable_key(jwk: &Jwk) -> Option<Key> {
+    if jwk
+        .common
+        .public_key_use
+        .as_ref()
+        .is_some_and(|u| *u != PublicKeyUse::Signature)
+    {
+        return None;
+    }
+    let alg = match jwk.common.key_algorithm {
+        Some(declared) => Some(key_algorithm(declared)?),
+        None => None,
+    };
+    let family = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Family::Rsa,
+        AlgorithmParameters::EllipticCurve(_) => Family::Ec,
+        AlgorithmParameters::OctetKeyPair(params) => {
+            // Ed25519 public keys are exactly 32 bytes; anything else is refused here rather
+            // than handed to the verifier.
+            let x = base64_url_len(&params.x)?;
+            if x != 32 {
+                return None;
+            }
+            Family::Ed
+        }
+        // Symmetric keys, unknown key types.
+        _ => return None,
+    };
+    if alg.is_some_and(|a| family_of(a) != Some(family)) {
+        return None;
+    }
+    let decoding = DecodingKey::from_jwk(jwk).ok()?;
+    Some(Key {
+        kid: jwk.common.key_id.clone(),
+        alg,
+        decoding,
+        family,
+    })
+}
+
+/// The decoded length of unpadded base64url text, if it is well formed.
+fn base64_url_len(text: &str) -> Option<usize> {
+    let ok = text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !ok || text.len() % 4 == 1 {
+        return None;
+    }
+    Some(text.len() * 3 / 4)
+}
+
+struct Cache {
+    keys: Arc<Vec<Key>>,
+    fetched: Instant,
+}
+
+struct Inner {
+    config: AuthConfig,
+    cache: RwLock<Cache>,
+    fetching: tokio::sync::Mutex<()>,
+    client: Option<ureq::Agent>,
+    metadata: Value,
+    challenge: String,
+}
+
+/// The bearer-token layer and the metadata routes. Cheap to clone.
+///
+/// ```no_run
+/// # async fn demo(mcp: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use adapter_rmcp::http::{AuthConfig, BearerAuth, JwksSource};
+///
+/// let config = AuthConfig::new(
+///     "https://auth.example.com",
+///     "https://mcp.example.com/mcp",
+///     JwksSource::parse("https://auth.example.com/.well-known/jwks.json")?,
+///     "https://mcp.example.com/mcp",
+/// )
+/// .with_write_scope("store:write");
+/// let auth = BearerAuth::new(config).await?;
+/// let app = auth.protect(mcp); // 401 without a valid token; metadata served
+/// // and in the guard: .principal(Arc::new(FromAuthenticatedSubject)).write_scope("store:write")
+/// # let _ = app; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct BearerAuth {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for BearerAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BearerAuth")
+            .field("issuer", &self.inner.config.issuer)
+            .field("audience", &self.inner.config.audience)
+            .field("jwks", &self.inner.config.jwks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BearerAuth {
+    /// Reads or fetches the JWKS and builds the layer.
+    ///
+    /// # Errors
+    ///
+    /// An empty issuer, audience or resource; a JWKS that cannot be read, fetched or parsed, or
+    /// holds no usable signature key.
+    pub async fn new(config: AuthConfig) -> Result<Self, AuthError> {
+        for (name, value) in [
+            ("issuer", &config.issuer),
+            ("audience", &config.audience),
+            ("resource", &config.resource),
+        ] {
+            if value.trim().is_empty() {
+                return Err(AuthError::Config(format!("the {name} is empty")));
+            }
+        }
+        if !(config.resource.starts_with("https://") || config.resource.starts_with("http://")) {
+            return Err(AuthError::Config(format!(
+                "the resource {} is not an http(s) URL",
+                config.resource
+            )));
+        }
+        let client = match &config.jwks {
+            JwksSource::File(_) => None,
+            JwksSource::Url(_) => Some(http_client()?),
+        };
+        let keys = load(&config.jwks, client.as_ref()).await?;
+        let metadata_url = format!("{}{METADATA_PATH}", config.base());
+        let mut scopes = Vec::new();
+        scopes.extend(config.write_scope.clone());
+        let metadata = json!({
+            "resource": config.resource,
+            "authorization_servers": [config.issuer],
+            "scopes_supported": scopes,
+            "bearer_methods_supported": ["header"],
+        });
+        let challenge = format!("Bearer resource_metadata=\"{metadata_url}\"");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                cache: RwLock::new(Cache {
+                    keys: Arc::new(keys),
+                    fetched: Instant::now(),
+                }),
+                fetching: tokio::sync::Mutex::new(()),
+                client,
+                metadata,
+                challenge,
+            }),
+        })
+    }
+
+    /// The RFC 9728 protected-resource metadata document.
+    pub fn metadata(&self) -> &Value {
+        &self.inner.metadata
+    }
+
+    /// `router` with every route behind the bearer check, plus the unprotected metadata routes.
+    pub fn protect(&self, router: Router) -> Router {
+        let protected = router.layer(middleware::from_fn_with_state(self.clone(), require));
+        protected.merge(self.metadata_routes())
+    }
+
+    /// The metadata document at [`METADATA_PATH`] and at that path followed by the resource's
+    /// path (RFC 9728 section 3.1).
+    pub fn metadata_routes(&self) -> Router {
+        let document = self.inner.metadata.clone();
+        let serve = move || {
+            let document = document.clone();
+            async move {
+                (
+                    [(header::CACHE_CONTROL, "max-age=300")],
+                    axum::Json(document),
+                )
+            }
+        };
+        let path = self
+            .inner
+            .config
+            .resource
+            .get(self.inner.config.base().len()..)
+            .unwrap_or_default()
+            .trim_end_matches('/');
+        let mut routes = Router::new().route(METADATA_PATH, get(serve.clone()));
+        if !path.is_empty() && path.starts_with('/') {
+            routes = routes.route(&format!("{METADATA_PATH}{path}"), get(serve));
+        }
+        routes
+    }
+
+    /// Checks an `Authorization` header value: the subject it proves, or why not.
+    pub async fn verify(
+        &self,
+        authorization: Option<&HeaderValue>,
+    ) -> Result<AuthenticatedSubject, TokenRejection> {
+        let value = authorization.ok_or(TokenRejection::Missing)?;
+        let value = value.to_str().map_err(|_| TokenRejection::Malformed)?;
+        let (scheme, token) = value.split_once(' ').ok_or(TokenRejection::Malformed)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(TokenRejection::Missing);
+        }
+        self.verify_token(token.trim()).await
+    }
+
+    /// Checks a bare JWT.
+    pub async fn verify_token(&self, token: &str) -> Result<AuthenticatedSubject, TokenRejection> {
+        let header = jsonwebtoken::decode_header(token).map_err(|error| match error.kind() {
+            ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => {
+                TokenRejection::Algorithm
+            }
+            _ => TokenRejection::Malformed,
+        })?;
+        let alg = header.alg;
+        let family = family_of(alg).ok_or(TokenRejection::Algorithm)?;
+        if !ALLOWED.contains(&alg) {
+            return Err(TokenRejection::Algorithm);
+        }
+        let mut keys = self.keys().await;
+        if let Some(kid) = &header.kid
+            && !keys.iter().any(|k| k.kid.as_ref() == Some(kid))
+        {
+            keys = self.refetch_for_unknown_kid().await;
+        }
+        let candidates = keys.iter().filter(|k| {
+            k.family == family
+                && k.alg.is_none_or(|a| a == alg)
+                && header
+                    .kid
+                    .as_ref()
+                    .is_none_or(|kid| k.kid.as_ref() == Some(kid))
+        });
+        let validation = self.validation(alg);
+        let mut rejection = TokenRejection::Signature;
+        for key in candidates {
+            match jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation) {
+                Ok(data) => return data.claims.into_subject(&self.inner.config.issuer),
+                Err(error) => {
+                    rejection = rejection_for(error.kind());
+                    if rejection != TokenRejection::Signature {
+                        // The signature verified and a claim is wrong: no other key changes that.
+                        return Err(rejection);
+                    }
+                }
+            }
+        }
+        Err(rejection)
+    }
+
+    fn validation(&self, alg: Algorithm) -> Validation {
+        let config = &self.inner.config;
+        let mut validation = Validation::new(alg);
+        validation.set_issuer(&[&config.issuer]);
+        validation.set_audience(&[&config.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = config.leeway.as_secs();
+        validation
+    }
+
+    /// The cached keys, fetched again first when a URL's copy is older than the refresh.
+    async fn keys(&self) -> Arc<Vec<Key>> {
+        let (keys, fetched) = {
+            let cache = self.inner.cache.read();
+            (Arc::clone(&cache.keys), cache.fetched)
+        };
+        if matches!(self.inner.config.jwks, JwksSource::Url(_))
+            && fetched.elapsed() >= self.inner.config.jwks_refresh
+        {
+            return self.refetch(self.inner.config.jwks_refresh).await;
+        }
+        keys
+    }
+
+    async fn refetch_for_unknown_kid(&self) -> Arc<Vec<Key>> {
+        match self.inner.config.jwks {
+            JwksSource::Url(_) => self.refetch(UNKNOWN_KID_REFETCH).await,
+            JwksSource::File(_) => Arc::clone(&self.inner.cache.read().keys),
+        }
+    }
+
+    /// Fetches the JWKS again unless a fetch happened within `min_age`. A failed fetch keeps the
+    /// old keys (and is logged), so a flaky key endpoint does not lock everyone out at once.
+    async fn refetch(&self, min_age: Duration) -> Arc<Vec<Key>> {
+        let _one_at_a_time = self.inner.fetching.lock().await;
+        {
+            let cache = self.inner.cache.read();
+            if cache.fetched.elapsed() < min_age {
+                return Arc::clone(&cache.keys);
+            }
+        }
+        match load(&self.inner.config.jwks, self.inner.client.as_ref()).await {
+            Ok(keys) => {
+                let keys = Arc::new(keys);
+                let mut cache = self.inner.cache.write();
+                cache.keys = Arc::clone(&keys);
+                cache.fetched = Instant::now();
+                keys
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not refresh the JWKS; keeping the keys it had");
+                let mut cache = self.inner.cache.write();
+                // Try again after the unknown-kid interval, not on every request.
+                cache.fetched = Instant::now()
+                    .checked_sub(self.inner.config.jwks_refresh)
+                    .and_then(|t| t.checked_add(UNKNOWN_KID_REFETCH))
+                    .unwrap_or_else(Instant::now);
+                Arc::clone(&cache.keys)
+            }
+        }
+    }
+
+    fn unauthorized(&self, rejection: TokenRejection) -> Response {
+        let challenge = if rejection == TokenRejection::Missing {
+            self.inner.challenge.clone()
+        } else {
+            format!(
+                "{}, error=\"invalid_token\", error_description=\"{}\"",
+                self.inner.challenge,
+                rejection.as_str()
+            )
+        };
+        let body = json!({
+            "error": if rejection == TokenRejection::Missing { "unauthorized" } else { "invalid_token" },
+            "error_description": rejection.as_str(),
+        });
+        let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}
+
+/// The middleware: verified requests go on with an [`AuthenticatedSubject`]; others get 401.
+async fn require(State(auth): State<BearerAuth>, mut request: Request, next: Next) -> Response {
+    match auth
+        .verify(request.headers().get(header::AUTHORIZATION))
+        .await
+    {
+        Ok(subject) => {
+            request.extensions_mut().insert(subject);
+            next.run(request).await
+        }
+        Err(rejection) => {
+            if rejection != TokenRejection::Missing {
+                tracing::info!(reason = rejection.as_str(), "bearer token refused");
+            }
+            auth.unauthorized(rejection)
+        }
+    }
+}
+
+fn rejection_for(kind: &ErrorKind) -> TokenRejection {
+    match kind {
+        ErrorKind::ExpiredSignature => TokenRejection::Expired,
+        ErrorKind::ImmatureSignature => TokenRejection::NotYetValid,
+        ErrorKind::InvalidIssuer => TokenRejection::Issuer,
+        ErrorKind::InvalidAudience => TokenRejection::Audience,
+        ErrorKind::MissingRequiredClaim(_) | ErrorKind::InvalidClaimFormat(_) => {
+            TokenRejection::Claims
+        }
+        ErrorKind::InvalidToken
+        | ErrorKind::Base64(_)
+        | ErrorKind::Json(_)
+        | ErrorKind::Utf8(_) => TokenRejection::Malformed,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => TokenRejection::Algorithm,
+        _ => TokenRejection::Signature,
+    }
+}
+
+/// The claims read after the library checked `exp`, `nbf`, `iss` and `aud`.
+#[derive(Deserialize)]
+struct Claims {
+    sub: Value,
+    iss: Value,
+    /// RFC 9068: space-separated.
+    #[serde(default)]
+    scope: Option<Value>,
+    /// Some issuers: an array (or a string).
+    #[serde(default)]
+    scp: Option<Value>,
+}
+
+impl Claims {
+    fn into_subject(self, issuer: &str) -> Result<AuthenticatedSubject, TokenRejection> {
+        let Value::String(sub) = self.sub else {
+            return Err(TokenRejection::Claims);
+        };
+        if sub.is_empty() || self.iss.as_str() != Some(issuer) {
+            return Err(TokenRejection::Claims);
+        }
+        let mut scopes: Vec<String> = Vec::new();
+        for claim in [self.scope, self.scp].into_iter().flatten() {
+            match claim {
+                Value::String(text) => scopes.extend(text.split(' ').map(str::to_owned)),
+                Value::Array(items) => {
+                    scopes.extend(items.into_iter().filter_map(|v| match v {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    }));
+                }
+                _ => return Err(TokenRejection::Claims),
+            }
+        }
+        scopes.retain(|s| !s.is_empty());
+        Ok(AuthenticatedSubject::new(sub)
+            .with_issuer(issuer)
+            .with_scopes(scopes))
+    }
+}
+
+fn http_client() -> Result<ureq::Agent, AuthError> {
+    let config = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(10)))
+        .max_redirects(0)
+        .https_only(false)
+        .http_status_as_error(false)
+        .build();
+    Ok(config.new_agent())
+}
+
+async fn load(source: &JwksSource, client: Option<&ureq::Agent>) -> Result<Vec<Key>, AuthError> {
+    let (name, bytes) = match source {
+        JwksSource::File(path) => {
+            let name = path.display().to_string();
+            let bytes = tokio::fs::read(path).await.map_err(|e| AuthError::Jwks {
+                source_name: name.clone(),
+                message: e.to_string(),
+            })?;
+            (name, bytes)
+        }
+        JwksSource::Url(url) => {
+            let Some(client) = client else {
+                return Err(AuthError::Config("no JWKS client".to_owned()));
+            };
+            (url.clone(), fetch(client.clone(), url.clone()).await?)
+        }
+    };
+    if bytes.len() > MAX_JWKS_BYTES {
+        return Err(AuthError::Jwks {
+            source_name: name,
+            message: format!("larger than {MAX_JWKS_BYTES} bytes"),
+        });
+    }
+    let set: JwkSet = serde_json::from_slice(&bytes).map_err(|e| AuthError::Jwks {
+        source_name: name.clone(),
+        message: format!("not a JWKS document: {e}"),
+    })?;
+    let keys = usable_keys(&set);
+    if keys.is_empty() {
+        return Err(AuthError::Jwks {
+            source_name: name,
+            message: "no usable signature key (RSA, EC P-256/P-384 or Ed25519)".to_owned(),
+        });
+    }
+    Ok(keys)
+}
+
+/// Fetches `url` on a blocking thread (ureq is synchronous), at most [`MAX_JWKS_BYTES`].
+async fn fetch(client: ureq::Agent, url: String) -> Result<Vec<u8>, AuthError> {
+    let source_name = url.clone();
+    let failed = move |message: String| AuthError::Jwks {
+        source_name: source_name.clone(),
+        message,
+    };
+    let fetched = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
+        let mut response = client
+            .get(&url)
+            .header("accept", "application/json")
+            .call()
+            .map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        response
+            .body_mut()
+            .with_config()
+            .limit(MAX_JWKS_BYTES as u64)
+            .read_to_vec()
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| failed(e.to_string()))?;
+    fetched.map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jwks_sources_refuse_plain_http_to_other_machines() {
+        assert_eq!(
+            JwksSource::parse("https://a.example/jwks.json").unwrap(),
+            JwksSource::Url("https://a.example/jwks.json".into())
+        );
+        for local in [
+            "http://127.0.0.1:9/jwks",
+            "http://localhost/jwks",
+            "http://[::1]:8080/jwks",
+        ] {
+            assert_eq!(
+                JwksSource::parse(local).unwrap(),
+                JwksSource::Url(local.into())
+            );
+        }
+        for remote in [
+            "http://a.example/jwks",
+            "http://127.0.0.1.evil.example/jwks",
+            "http://10.0.0.1/jwks",
+            "http://u@a.example/jwks",
+        ] {
+            assert!(JwksSource::parse(remote).is_err(), "{remote}");
+        }
+        assert_eq!(
+            JwksSource::parse("keys/jwks.json").unwrap(),
+            JwksSource::File("keys/jwks.json".into())
+        );
+    }
+
+    #[test]
+    fn the_base_is_the_resource_origin() {
+        let config =
+            |resource: &str| AuthConfig::new("i", "a", JwksSource::File("f".into()), resource);
+        assert_eq!(
+            config("http://127.0.0.1:8080/mcp").base(),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            config("https://mcp.example.com").base(),
+            "https://mcp.example.com"
+        );
+        assert_eq!(config("https://h/a/b").base(), "https://h");
+    }
+
+    #[test]
+    fn unusable_keys_are_left_out() {
+        let set: JwkSet = serde_json::from_value(json!({"keys": [
+            {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac"},
+            {"kty": "OKP", "crv": "Ed25519", "x": "AAAA", "kid": "short"},
+            {"kty": "OKP", "crv": "Ed25519", "use": "enc",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "enc"},
+            {"kty": "OKP", "crv": "Ed25519", "alg": "RS256",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "mismatch"},
+            {"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "good"}
+        ]}))
+        .unwrap();
+        let keys = usable_keys(&set);
+        let kids: Vec<_> = keys.iter().filter_map(|k| k.kid.as_deref()).collect();
+        assert_eq!(kids, ["good"]);
+    }
+}
