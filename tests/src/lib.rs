@@ -7,12 +7,14 @@
 
 mod fixture;
 mod race;
+mod raw;
 mod results;
 mod sqlite;
 mod user;
 
 pub use fixture::{Client, Era, Store, connect, connect_over};
 pub use race::{HeldApprovals, Round, Tally, approve_round, ask_once, hold_approvals, tally};
+pub use raw::{RawHttp, Reply, approve};
 pub use results::{call, enveloped_data, is_error, message, structured, text};
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};
 pub use user::{Answer, Asked, Gate, ScriptedUser, SideEffect};

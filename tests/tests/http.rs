@@ -196,3 +196,102 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
     }
     Ok(())
 }
+
+/// The default principal, [`adapter_rmcp::PerConnection`], over streamable HTTP: a 2026-07-28
+/// request is stateless, and rmcp does not check its `Mcp-Session-Id`. An invented one names
+/// nobody: the write is refused before anyone is asked, no round trip is opened, nothing saved.
+/// In the older era rmcp itself answers an invented session with 404.
+#[tokio::test]
+async fn over_http_an_invented_session_header_names_nobody() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let before = file.snapshot()?;
+    let (url, _stop) = serve(&store).await?;
+    let raw = workspace_tests::RawHttp::new(&url);
+    let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "invented"});
+
+    let reply = raw
+        .call_2026(
+            &[("mcp-session-id", "made-up-by-client")],
+            "adjust_stock",
+            &arguments,
+            None,
+        )
+        .await?;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.request_state(), None, "{reply:?}");
+    let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
+    assert!(is_error, "{text}");
+    assert!(text.contains("cannot tell who is asking"), "{text}");
+
+    let legacy = raw
+        .call_legacy("made-up-by-client", "adjust_stock", &arguments)
+        .await?;
+    assert_eq!(legacy.status, 404, "{legacy:?}");
+
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(store.audit.decisions(), [Outcome::RefusedNoPrincipal]);
+    assert!(store.audit.records().iter().all(|r| r.asked.is_none()));
+    Ok(())
+}
+
+/// A session id copied from another client's live session does not make a 2026-07-28 request
+/// that client: the stateless request is refused for want of a principal, so it can neither
+/// open a round trip in the other client's name nor finish one of theirs.
+#[tokio::test]
+async fn over_http_a_copied_session_header_cannot_act_for_its_session() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let (url, _stop) = serve(&store).await?;
+    let raw = workspace_tests::RawHttp::new(&url);
+    // The victim: a legacy session the server issued.
+    let init = raw.initialize(&[]).await?;
+    assert_eq!(init.status, 200, "{init:?}");
+    let session = init
+        .headers
+        .get("mcp-session-id")
+        .ok_or("no session id")?
+        .to_str()?
+        .to_owned();
+    let before = file.snapshot()?;
+
+    let arguments = json!({"sku": "TLS-002", "delta": -2, "reason": "copied"});
+    let opened = raw
+        .call_2026(
+            &[("mcp-session-id", &session)],
+            "adjust_stock",
+            &arguments,
+            None,
+        )
+        .await?;
+    assert_eq!(opened.request_state(), None, "{opened:?}");
+    let (is_error, text) = opened.tool_result().ok_or("no tool result")?;
+    assert!(
+        is_error && text.contains("cannot tell who is asking"),
+        "{text}"
+    );
+    // A retry with a forged state and an approval is refused at the same gate.
+    let forged = raw
+        .call_2026(
+            &[("mcp-session-id", &session)],
+            "adjust_stock",
+            &arguments,
+            Some((
+                "00000000-0000-4000-8000-000000000000",
+                workspace_tests::approve(),
+            )),
+        )
+        .await?;
+    let (is_error, text) = forged.tool_result().ok_or("no tool result")?;
+    assert!(
+        is_error && text.contains("cannot tell who is asking"),
+        "{text}"
+    );
+
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(
+        store.audit.decisions(),
+        [Outcome::RefusedNoPrincipal, Outcome::RefusedNoPrincipal]
+    );
+    Ok(())
+}

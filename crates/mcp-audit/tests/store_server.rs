@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use common::{audit, counts, names};
 use serde_json::{Value, json};
-use store_server::{Config, Db, StoreServer, guard_builder, http_router};
+use store_server::{AuthSettings, Config, Db, StoreServer, guard_builder, http_router};
 
 const SERVE_STDIO: &str = "serve-store-stdio";
 
@@ -45,6 +45,9 @@ const CASES: &[(&str, Case)] = &[
     }),
     ("the_text_report_of_the_reference_server", || {
         Box::pin(the_text_report_of_the_reference_server())
+    }),
+    ("the_metadata_of_the_reference_server_with_auth", || {
+        Box::pin(the_metadata_of_the_reference_server_with_auth())
     }),
 ];
 
@@ -255,4 +258,55 @@ async fn the_text_report_of_the_reference_server() {
             run.stdout
         );
     }
+}
+
+/// Dogfood: `mcp-audit metadata` on the reference server started as `store-server --http ADDR
+/// --auth-issuer … --auth-audience … --auth-jwks FILE --auth-write-scope store:write` would be.
+async fn the_metadata_of_the_reference_server_with_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    // RFC 8037's example Ed25519 public key: the metadata needs a usable key, not a token.
+    let key = json!({"kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA", "use": "sig",
+                     "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"});
+    std::fs::write(&jwks, json!({"keys": [key]}).to_string()).unwrap();
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let auth = AuthSettings::new("https://auth.example", "store", jwks.to_str().unwrap())
+        .with_write_scope("store:write");
+    let config = Config::new(dir.path().join("auth.db"))
+        .with_http(addr)
+        .with_auth(auth);
+    tokio::spawn(store_server::run(config));
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let url = format!("http://{addr}{}", store_server::HTTP_PATH);
+
+    let run = audit(["metadata", &url, "--json"], &[]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let r = run.json();
+    assert_eq!(r["metadata"]["resource"], url, "{r:#}");
+    assert_eq!(
+        r["metadata"]["authorization_servers"],
+        json!(["https://auth.example"])
+    );
+    assert_eq!(r["metadata"]["scopes_supported"], json!(["store:write"]));
+    // Only what a one-scope server on its own host is: the issuer lives elsewhere, and one
+    // scope cannot be granted in part. No mismatch between the resource and the endpoint.
+    let findings: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["finding"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        findings,
+        ["foreignAuthorizationServer", "singleScope"],
+        "{r:#}"
+    );
 }

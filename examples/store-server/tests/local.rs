@@ -1,0 +1,341 @@
+//! The binary over streamable HTTP without auth: loopback only, the machine is one person
+//! (`local`), browser origins checked, sessions bounded. Driven from outside: the official
+//! Python SDK, raw HTTP, and the SQLite file and the audit log as the proof.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use adapter_rmcp::Outcome;
+use common::{HttpChild, command};
+use serde_json::{Value, json};
+use workspace_tests::{Failure, FileView, Movement, RawHttp};
+
+/// The official Python SDK version the tests drive.
+const PYTHON_MCP: &str = "mcp==2.3.0";
+
+/// A venv with the official Python SDK, under the target directory: created on first use
+/// (`python3 -m venv`, then `pip install mcp==2.3.0`), reused afterwards.
+fn python() -> Result<PathBuf, Failure> {
+    static VENV: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = VENV.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-mcp-2.3.0");
+    let python = venv.join("bin").join("python");
+    let ready = venv.join(".installed");
+    if !ready.exists() {
+        let status = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .map_err(|e| format!("python3 -m venv (is Python 3 installed?): {e}"))?;
+        if !status.success() {
+            return Err(format!("python3 -m venv {} failed", venv.display()).into());
+        }
+        let status = std::process::Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .arg(PYTHON_MCP)
+            .status()?;
+        if !status.success() {
+            return Err(format!("pip install {PYTHON_MCP} failed (PyPI reachable?)").into());
+        }
+        std::fs::write(&ready, PYTHON_MCP)?;
+    }
+    Ok(python)
+}
+
+/// What `tests/python/store_client.py` printed.
+#[derive(Debug)]
+struct PyResult {
+    is_error: bool,
+    text: String,
+    elicitations: u64,
+}
+
+async fn python_adjust(
+    url: &str,
+    era: &str,
+    answer: &str,
+    reason: &str,
+) -> Result<PyResult, Failure> {
+    let python = tokio::task::spawn_blocking(python).await??;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/store_client.py");
+    let output = tokio::process::Command::new(python)
+        .arg(script)
+        .args(["--url", url, "--era", era, "--answer", answer])
+        .args(["--sku", "TLS-002", "--delta", "-1", "--reason", reason])
+        .output()
+        .await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("store_client.py failed: {stdout}{stderr}").into());
+    }
+    let value: Value = serde_json::from_str(stdout.trim())?;
+    Ok(PyResult {
+        is_error: value["isError"].as_bool().ok_or("no isError")?,
+        text: value["text"].as_str().ok_or("no text")?.to_owned(),
+        elicitations: value["elicitations"].as_u64().ok_or("no elicitations")?,
+    })
+}
+
+async fn start(dir: &Path, extra: &[&str]) -> Result<(HttpChild, PathBuf), Failure> {
+    let db = dir.join("store.db");
+    let mut args = vec!["--db", db.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Ok((HttpChild::start(dir, &args, Some("true")).await?, db))
+}
+
+#[tokio::test]
+async fn the_python_sdk_writes_after_approval_in_both_eras_and_a_decline_writes_nothing()
+-> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (server, db) = start(dir.path(), &[]).await?;
+    let file = FileView::new(&db);
+    let mut stock = file.stock("TLS-002")?;
+    let mut movements = Vec::new();
+    let mut decisions = 0;
+    for era in ["legacy", "2026-07-28"] {
+        let declined = python_adjust(&server.url, era, "decline", "declined").await?;
+        assert!(declined.is_error, "{era}: {declined:?}");
+        assert_eq!(declined.elicitations, 1, "{era}: {declined:?}");
+        assert!(
+            declined.text.contains("did not approve"),
+            "{era}: {declined:?}"
+        );
+        assert_eq!(file.stock("TLS-002")?, stock, "{era}");
+        assert_eq!(file.movements()?, movements, "{era}");
+
+        let reason = format!("python {era}");
+        let approved = python_adjust(&server.url, era, "approve", &reason).await?;
+        assert!(!approved.is_error, "{era}: {approved:?}");
+        assert_eq!(approved.elicitations, 1, "{era}: {approved:?}");
+        stock -= 1;
+        movements.push(Movement {
+            sku: "TLS-002".into(),
+            delta: -1,
+            reason,
+        });
+        assert_eq!(file.stock("TLS-002")?, stock, "{era}");
+        assert_eq!(file.movements()?, movements, "{era}");
+        decisions += 3; // declined; approved, applied
+    }
+    let outcomes = server.log.outcomes_when(decisions).await;
+    let declined = Outcome::Declined.as_str();
+    let approved = Outcome::Approved.as_str();
+    let applied = Outcome::Applied.as_str();
+    assert_eq!(
+        outcomes,
+        [declined, approved, applied, declined, approved, applied],
+        "{outcomes:?}"
+    );
+    let audit: Vec<_> = server
+        .log
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("adapter_rmcp::audit"))
+        .collect();
+    assert!(
+        audit.iter().all(|l| l.contains("principal=\"local\"")),
+        "{audit:#?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn without_auth_it_refuses_to_listen_beyond_loopback() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("store.db");
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let output = command(
+            dir.path(),
+            &["--db", db.to_str().unwrap(), "--http", addr],
+            Some("true"),
+        )
+        .output()
+        .await?;
+        assert!(!output.status.success(), "{addr}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("loopback"), "{stderr}");
+        assert!(stderr.contains("--auth-issuer"), "{stderr}");
+        assert!(!db.exists(), "nothing is opened before the check");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (server, db) = start(dir.path(), &["--allow-origin", "https://app.example"]).await?;
+    let file = FileView::new(&db);
+    let before = file.snapshot()?;
+    let raw = RawHttp::new(&server.url);
+    let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "from a web page"});
+
+    for origin in [
+        "http://evil.example",
+        "https://app.example.evil",
+        "http://app.example",
+        "null",
+    ] {
+        let init = raw.initialize(&[("origin", origin)]).await?;
+        assert_eq!(init.status, 403, "{origin}: {init:?}");
+        let call = raw
+            .call_2026(&[("origin", origin)], "adjust_stock", &arguments, None)
+            .await?;
+        assert_eq!(call.status, 403, "{origin}: {call:?}");
+    }
+    assert_eq!(file.snapshot()?, before);
+    assert!(
+        server.log.outcomes().is_empty(),
+        "{:?}",
+        server.log.outcomes()
+    );
+
+    for origin in [
+        None,
+        Some("https://app.example"),
+        Some("http://localhost:5173"),
+        Some("http://127.0.0.1:3000"),
+    ] {
+        let headers: Vec<(&str, &str)> = origin.iter().map(|o| ("origin", *o)).collect();
+        let init = raw.initialize(&headers).await?;
+        assert_eq!(init.status, 200, "{origin:?}: {init:?}");
+        let call = raw
+            .call_2026(&headers, "adjust_stock", &arguments, None)
+            .await?;
+        assert!(call.request_state().is_some(), "{origin:?}: {call:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_invented_legacy_session_is_not_found_and_saves_nothing() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (server, db) = start(dir.path(), &[]).await?;
+    let file = FileView::new(&db);
+    let before = file.snapshot()?;
+    let raw = RawHttp::new(&server.url);
+    let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "invented"});
+    let reply = raw
+        .call_legacy("made-up-by-client", "adjust_stock", &arguments)
+        .await?;
+    assert_eq!(reply.status, 404, "{reply:?}");
+    assert_eq!(file.snapshot()?, before);
+    assert!(server.log.outcomes().is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn sessions_are_bounded_and_a_closed_one_frees_its_place() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (server, _db) = start(dir.path(), &["--max-sessions", "2"]).await?;
+    let raw = RawHttp::new(&server.url);
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let init = raw.initialize(&[]).await?;
+        assert_eq!(init.status, 200, "{init:?}");
+        sessions.push(
+            init.headers
+                .get("mcp-session-id")
+                .ok_or("no session")?
+                .to_str()?
+                .to_owned(),
+        );
+    }
+    let third = raw.initialize(&[]).await?;
+    assert_ne!(third.status, 200, "{third:?}");
+    assert!(third.headers.get("mcp-session-id").is_none());
+    assert!(
+        server
+            .log
+            .lines()
+            .iter()
+            .any(|l| l.contains("has its maximum open")),
+        "{:#?}",
+        server.log.lines()
+    );
+
+    let closed = reqwest::Client::new()
+        .delete(&server.url)
+        .header("mcp-session-id", &sessions[0])
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await?;
+    assert!(closed.status().is_success(), "{closed:?}");
+    let mut reopened = None;
+    for _ in 0..50 {
+        let init = raw.initialize(&[]).await?;
+        if init.status == 200 {
+            reopened = Some(init);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        reopened.is_some(),
+        "the closed session's place was not freed"
+    );
+    Ok(())
+}
+
+/// The machine is one principal, so a client inventing a new `Mcp-Session-Id` for every call
+/// still holds at most 64 open approvals (the per-principal cap); the rest are refused before
+/// anyone is asked, and nothing is saved.
+#[tokio::test]
+async fn rotating_session_ids_cannot_hold_more_than_the_cap() -> Result<(), Failure> {
+    const CAP: usize = 64;
+    let dir = tempfile::tempdir()?;
+    let (server, db) = start(dir.path(), &[]).await?;
+    let file = FileView::new(&db);
+    let before = file.snapshot()?;
+    let raw = RawHttp::new(&server.url);
+    let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "flood"});
+    let mut opened = 0;
+    let mut refused = Vec::new();
+    for i in 0..CAP + 6 {
+        let session = format!("rotating-{i}");
+        let reply = raw
+            .call_2026(
+                &[("mcp-session-id", &session)],
+                "adjust_stock",
+                &arguments,
+                None,
+            )
+            .await?;
+        match reply.request_state() {
+            Some(_) => opened += 1,
+            None => refused.push(reply.tool_result().ok_or("no result")?),
+        }
+    }
+    assert_eq!(opened, CAP);
+    assert_eq!(refused.len(), 6);
+    for (is_error, text) in &refused {
+        assert!(is_error, "{text}");
+        assert!(text.contains("Too many approvals are waiting"), "{text}");
+    }
+    assert_eq!(file.snapshot()?, before);
+    let outcomes = server.log.outcomes_when(6).await;
+    assert_eq!(
+        outcomes,
+        vec![Outcome::StoreFailed.as_str(); 6],
+        "{outcomes:?}"
+    );
+    Ok(())
+}
