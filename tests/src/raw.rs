@@ -25,6 +25,11 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// A response header's value, if present and text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)?.to_str().ok()
+    }
+
     /// The JSON-RPC message: the body itself, or the last `data:` line of an event stream.
     pub fn message(&self) -> Option<Value> {
         if let Ok(value) = serde_json::from_str(&self.body) {

@@ -197,32 +197,70 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
     Ok(())
 }
 
+/// Everything the process logs, for the one test that reads the log.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines_with(&self, needle: &str) -> usize {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .filter(|line| line.contains(needle))
+            .count()
+    }
+}
+
 /// The default principal, [`adapter_rmcp::PerConnection`], over streamable HTTP: a 2026-07-28
 /// request is stateless, and rmcp does not check its `Mcp-Session-Id`. An invented one names
-/// nobody: the write is refused before anyone is asked, no round trip is opened, nothing saved.
-/// In the older era rmcp itself answers an invented session with 404.
+/// nobody: the write is refused before anyone is asked, no round trip is opened, nothing saved,
+/// and the server logs why, once. In the older era rmcp itself answers an invented session
+/// with 404.
 #[tokio::test]
 async fn over_http_an_invented_session_header_names_nobody() -> Result<(), Failure> {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish(),
+    )?;
     let store = Store::new()?;
     let file = store.file();
     let before = file.snapshot()?;
-    let (url, _stop) = serve(&store).await?;
+    let guard = store
+        .guard_builder(true)
+        .server_name("invented-session-test")
+        .build();
+    let (url, _stop) = serve_guard(guard).await?;
     let raw = workspace_tests::RawHttp::new(&url);
     let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "invented"});
 
-    let reply = raw
-        .call_2026(
-            &[("mcp-session-id", "made-up-by-client")],
-            "adjust_stock",
-            &arguments,
-            None,
-        )
-        .await?;
-    assert_eq!(reply.status, 200, "{reply:?}");
-    assert_eq!(reply.request_state(), None, "{reply:?}");
-    let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
-    assert!(is_error, "{text}");
-    assert!(text.contains("cannot tell who is asking"), "{text}");
+    for session in ["made-up-by-client", "another-one"] {
+        let reply = raw
+            .call_2026(
+                &[("mcp-session-id", session)],
+                "adjust_stock",
+                &arguments,
+                None,
+            )
+            .await?;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.request_state(), None, "{reply:?}");
+        let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
+        assert!(is_error, "{text}");
+        assert!(text.contains("cannot tell who is asking"), "{text}");
+    }
 
     let legacy = raw
         .call_legacy("made-up-by-client", "adjust_stock", &arguments)
@@ -230,8 +268,16 @@ async fn over_http_an_invented_session_header_names_nobody() -> Result<(), Failu
     assert_eq!(legacy.status, 404, "{legacy:?}");
 
     assert_eq!(file.snapshot()?, before);
-    assert_eq!(store.audit.decisions(), [Outcome::RefusedNoPrincipal]);
+    assert_eq!(
+        store.audit.decisions(),
+        [Outcome::RefusedNoPrincipal, Outcome::RefusedNoPrincipal]
+    );
     assert!(store.audit.records().iter().all(|r| r.asked.is_none()));
+    let warned = |c: &Captured| {
+        c.lines_with("server=invented-session-test")
+            .min(c.lines_with("no session this server issued"))
+    };
+    assert_eq!(warned(&captured), 1, "the warning is logged once per guard");
     Ok(())
 }
 

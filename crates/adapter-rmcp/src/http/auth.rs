@@ -508,6 +508,7 @@ impl BearerAuth {
             ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => {
                 TokenRejection::Algorithm
             }
+            _ if names_an_algorithm(token) => TokenRejection::Algorithm,
             _ => TokenRejection::Malformed,
         })?;
         let alg = header.alg;
@@ -670,11 +671,29 @@ fn rejection_for(kind: &ErrorKind) -> TokenRejection {
     }
 }
 
-/// The claims read after the library checked `exp`, `nbf`, `iss` and `aud`.
+/// Whether a JWT the library could not read has a JSON header naming some `alg` (`none`, or one
+/// the library does not know): then the algorithm is why it was refused.
+fn names_an_algorithm(token: &str) -> bool {
+    use base64::Engine;
+    let Some(encoded) = token.split('.').next() else {
+        return false;
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .is_some_and(|header| header.get("alg").is_some_and(Value::is_string))
+}
+
+/// The claims read after the library checked `exp`, `nbf`, `iss` and `aud`. `sub` and `iss` are
+/// optional here so that a token without them is refused as lacking a claim (the library's
+/// required-claims check), not as malformed.
 #[derive(Deserialize)]
 struct Claims {
-    sub: Value,
-    iss: Value,
+    #[serde(default)]
+    sub: Option<Value>,
+    #[serde(default)]
+    iss: Option<Value>,
     /// RFC 9068: space-separated.
     #[serde(default)]
     scope: Option<Value>,
@@ -685,10 +704,10 @@ struct Claims {
 
 impl Claims {
     fn into_subject(self, issuer: &str) -> Result<AuthenticatedSubject, TokenRejection> {
-        let Value::String(sub) = self.sub else {
+        let Some(Value::String(sub)) = self.sub else {
             return Err(TokenRejection::Claims);
         };
-        if sub.is_empty() || self.iss.as_str() != Some(issuer) {
+        if sub.is_empty() || self.iss.as_ref().and_then(Value::as_str) != Some(issuer) {
             return Err(TokenRejection::Claims);
         }
         let mut scopes: Vec<String> = Vec::new();

@@ -1,0 +1,1135 @@
+//! The `store-server` binary with `--auth-*`: every request to `/mcp` needs a bearer JWT from
+//! the configured issuer, for the configured audience, signed by a key in the JWKS file; each
+//! verified subject (issuer + `sub`) is its own person for approvals, `requestState` records,
+//! confirmation tokens and the per-person cap of open approvals; writes need `store:write`.
+//!
+//! The keys are Ed25519 pairs made in the test from random seeds; the JWKS file holds the
+//! public half of one of them. What is checked is state: the SQLite file (read through a
+//! connection of its own) and the audit records the binary's default sink writes to its log
+//! (stderr), not only the text a client reads.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use adapter_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
+use approval_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
+use common::{HttpChild, Log};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+use rmcp::{
+    model::{CallToolRequestParams, CallToolResponse, InputResponses, JsonObject},
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::{Value, json};
+use store_server::{Db, Mode, OrderLineRequest, OrderRequest};
+use tempfile::TempDir;
+use workspace_tests::{
+    Answer, Client, Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, call,
+    connect_over, is_error, text,
+};
+
+const ISSUER: &str = "https://issuer.test";
+const AUDIENCE: &str = "store-api";
+const WRITE_SCOPE: &str = "store:write";
+const KID: &str = "test-key-1";
+const READ_AND_WRITE: &str = "store:read store:write";
+
+// ---------------------------------------------------------------------------------------------
+// Keys and tokens
+// ---------------------------------------------------------------------------------------------
+
+/// An Ed25519 signing key made from a random seed.
+struct SigningKey {
+    key: EncodingKey,
+    kid: String,
+}
+
+impl SigningKey {
+    fn generate(kid: &str) -> Self {
+        // 32 bytes from two random UUIDs (a few fixed version bits do not matter in a test).
+        let mut seed = Vec::with_capacity(32);
+        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+        // PKCS#8 v1 wrapping of an Ed25519 private key: this header, then the 32-byte seed.
+        let mut der = vec![
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
+            0x04, 0x20,
+        ];
+        der.extend_from_slice(&seed);
+        Self {
+            key: EncodingKey::from_ed_der(&der),
+            kid: kid.to_owned(),
+        }
+    }
+
+    /// The public JWK, with `kid` and `alg: EdDSA`.
+    fn public_jwk(&self) -> Jwk {
+        let mut jwk = Jwk::from_encoding_key(&self.key, Algorithm::EdDSA).unwrap();
+        jwk.common.key_id = Some(self.kid.clone());
+        jwk
+    }
+
+    /// `claims` signed with EdDSA, with this key's `kid` in the header.
+    fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.key).unwrap()
+    }
+}
+
+fn now() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+/// Claims that pass every check, for `sub`, granting `scope`.
+fn claims(sub: &str, scope: &str) -> Value {
+    let now = now();
+    json!({
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": sub,
+        "iat": now,
+        "nbf": now - 5,
+        "exp": now + 600,
+        "scope": scope,
+    })
+}
+
+/// `claims` with `key` set to `value` (or removed, for `Value::Null`).
+fn with(mut claims: Value, key: &str, value: Value) -> Value {
+    let object = claims.as_object_mut().unwrap();
+    if value.is_null() {
+        object.remove(key);
+    } else {
+        object.insert(key.to_owned(), value);
+    }
+    claims
+}
+
+/// Unpadded base64url, for the hand-built `alg: none` token.
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            let index = (n >> (18 - 6 * i)) & 63;
+            out.push(char::from(ALPHABET[index as usize]));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_base64url_helper_itself() {
+    assert_eq!(base64url(b""), "");
+    assert_eq!(base64url(b"f"), "Zg");
+    assert_eq!(base64url(b"fo"), "Zm8");
+    assert_eq!(base64url(b"foo"), "Zm9v");
+    assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+    assert_eq!(
+        base64url(br#"{"alg":"none","typ":"JWT"}"#),
+        "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------------------------
+
+/// The binary in auth mode on a fresh store, with writes enabled.
+struct AuthServer {
+    _dir: TempDir,
+    db: PathBuf,
+    key: SigningKey,
+    server: HttpChild,
+}
+
+impl AuthServer {
+    async fn start() -> Result<Self, Failure> {
+        Self::start_with(|_| Ok(())).await
+    }
+
+    /// Starts it after `prepare` ran on the freshly created and seeded database file.
+    async fn start_with(
+        prepare: impl FnOnce(&Path) -> Result<(), Failure>,
+    ) -> Result<Self, Failure> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("store.db");
+        drop(Db::open(&db)?);
+        prepare(&db)?;
+        let key = SigningKey::generate(KID);
+        let jwks = dir.path().join("jwks.json");
+        std::fs::write(
+            &jwks,
+            serde_json::to_vec(&json!({"keys": [key.public_jwk()]}))?,
+        )?;
+        let server = HttpChild::start(
+            dir.path(),
+            &[
+                "--db",
+                db.to_str().unwrap(),
+                "--auth-issuer",
+                ISSUER,
+                "--auth-audience",
+                AUDIENCE,
+                "--auth-jwks",
+                jwks.to_str().unwrap(),
+                "--auth-write-scope",
+                WRITE_SCOPE,
+            ],
+            Some("true"),
+        )
+        .await?;
+        Ok(Self {
+            _dir: dir,
+            db,
+            key,
+            server,
+        })
+    }
+
+    fn file(&self) -> FileView {
+        FileView::new(&self.db)
+    }
+
+    fn log(&self) -> &Log {
+        &self.server.log
+    }
+
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    fn url(&self) -> &str {
+        &self.server.url
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    fn base(&self) -> &str {
+        self.url().strip_suffix("/mcp").unwrap()
+    }
+
+    /// A valid token for `sub` granting `scope`.
+    fn token(&self, sub: &str, scope: &str) -> String {
+        self.key.sign(&claims(sub, scope))
+    }
+
+    /// An rmcp client for `user`, speaking `era`, sending `token` on every request.
+    async fn connect(&self, token: &str, user: &ScriptedUser, era: Era) -> Result<Client, Failure> {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.url().to_owned()).auth_header(token);
+        connect_over(
+            StreamableHttpClientTransport::from_config(config),
+            user,
+            era,
+        )
+        .await
+    }
+
+    fn raw(&self) -> Raw {
+        Raw {
+            http: RawHttp::new(self.url()),
+            client: reqwest::Client::new(),
+        }
+    }
+}
+
+/// The principal the server names for `sub` of the test issuer.
+fn principal(sub: &str) -> String {
+    format!(r#"oauth:["{ISSUER}","{sub}"]"#)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw HTTP
+// ---------------------------------------------------------------------------------------------
+
+/// The endpoint spoken to by hand ([`RawHttp`]), with a bearer token or without: for what an
+/// rmcp client cannot send (no token, forged tokens, an invented `Mcp-Session-Id`).
+struct Raw {
+    http: RawHttp,
+    client: reqwest::Client,
+}
+
+impl Raw {
+    /// A 2026-07-28 `tools/call` with `authorization` (the whole header value) and `session` as
+    /// `Mcp-Session-Id`, if given.
+    async fn call_with(
+        &self,
+        authorization: Option<&str>,
+        session: Option<&str>,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Reply, Failure> {
+        let mut extra = Vec::new();
+        if let Some(authorization) = authorization {
+            extra.push(("authorization", authorization));
+        }
+        if let Some(session) = session {
+            extra.push(("mcp-session-id", session));
+        }
+        let call = self.http.call_2026(&extra, tool, arguments, None);
+        tokio::time::timeout(Duration::from_secs(10), call).await?
+    }
+
+    /// A 2026-07-28 `tools/call` of `tool` with `arguments`, with a bearer `token`.
+    async fn call_tool(
+        &self,
+        token: Option<&str>,
+        session: Option<&str>,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Reply, Failure> {
+        let authorization = token.map(|t| format!("Bearer {t}"));
+        self.call_with(authorization.as_deref(), session, tool, arguments)
+            .await
+    }
+
+    /// GETs `url`, without a token.
+    async fn get(&self, url: &str) -> Result<(u16, Option<String>, Value), Failure> {
+        let response = self.client.get(url).send().await?;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().map(str::to_owned))
+            .transpose()?;
+        let body = response.text().await?;
+        Ok((status, content_type, serde_json::from_str(&body)?))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The audit log
+// ---------------------------------------------------------------------------------------------
+
+/// One audit record the binary's default sink logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Record {
+    outcome: String,
+    principal: Option<String>,
+    tool: Option<String>,
+    reason: Option<String>,
+}
+
+/// The `key=value` fields of a log line; quoted values are unescaped (`\"`, `\\`).
+fn fields(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    let mut word = String::new();
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            word.clear();
+            continue;
+        }
+        if c != '=' {
+            word.push(c);
+            continue;
+        }
+        let key = std::mem::take(&mut word);
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some(escaped) = chars.next() {
+                            value.push(escaped);
+                        }
+                    }
+                    '"' => break,
+                    other => value.push(other),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                value.push(c);
+                chars.next();
+            }
+        }
+        out.push((key, value));
+    }
+    out
+}
+
+#[test]
+fn the_field_parser_itself() {
+    let line = r#"2026-01-01T00:00:00Z  WARN adapter_rmcp::audit: write refused time=2026 principal="oauth:[\"https://i\",\"a b\"]" tool=adjust_stock outcome=state-rejected reason="other-principal""#;
+    let fields = fields(line);
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(get("principal"), Some(r#"oauth:["https://i","a b"]"#));
+    assert_eq!(get("tool"), Some("adjust_stock"));
+    assert_eq!(get("outcome"), Some("state-rejected"));
+    assert_eq!(get("reason"), Some("other-principal"));
+}
+
+/// Every audit record logged so far, `asked` included, in order.
+fn records(log: &Log) -> Vec<Record> {
+    log.lines()
+        .iter()
+        .filter(|line| line.contains("adapter_rmcp::audit"))
+        .map(|line| {
+            let fields = fields(line);
+            let get = |k: &str| {
+                fields
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.clone())
+            };
+            Record {
+                outcome: get("outcome").unwrap_or_default(),
+                principal: get("principal"),
+                tool: get("tool"),
+                reason: get("reason"),
+            }
+        })
+        .collect()
+}
+
+/// The audit records once there are at least `n`, or whatever was logged after a few seconds.
+async fn records_when(log: &Log, n: usize) -> Vec<Record> {
+    for _ in 0..100 {
+        if records(log).len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    records(log)
+}
+
+fn with_outcome(records: &[Record], outcome: Outcome) -> Vec<Record> {
+    records
+        .iter()
+        .filter(|r| r.outcome == outcome.as_str())
+        .cloned()
+        .collect()
+}
+
+fn plus_one() -> Value {
+    json!({"sku": "TLS-002", "delta": 1, "reason": "recount"})
+}
+
+fn arguments(value: &Value) -> JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+/// The approving answer to the guard's question, for a 2026-07-28 retry.
+fn approving() -> InputResponses {
+    let mut responses = InputResponses::new();
+    responses.insert(
+        INPUT_KEY.to_owned(),
+        json!({"action": "accept", "content": {"approve": true}}),
+    );
+    responses
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Who may reach the endpoint
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn without_a_valid_token_every_request_is_401_and_nothing_reaches_the_guard()
+-> Result<(), Failure> {
+    let server = AuthServer::start().await?;
+    let file = server.file();
+    let before = file.snapshot()?;
+    let raw = server.raw();
+    let challenge = format!(
+        r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource""#,
+        server.base()
+    );
+
+    // No token at all: the bare challenge, exactly.
+    let reply = raw
+        .call_tool(None, None, "adjust_stock", &plus_one())
+        .await?;
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some(challenge.as_str()),
+        "{reply:?}"
+    );
+    // Another scheme is no bearer token either.
+    let basic = raw
+        .call_with(
+            Some("Basic YWxpY2U6c2VjcmV0"),
+            None,
+            "adjust_stock",
+            &plus_one(),
+        )
+        .await?;
+    assert_eq!(basic.status, 401, "{basic:?}");
+    assert_eq!(basic.header("www-authenticate"), Some(challenge.as_str()));
+
+    let good = claims("alice", READ_AND_WRITE);
+    let now = now();
+    let other_key = SigningKey::generate(KID);
+    let hs256 = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &good,
+        &EncodingKey::from_secret(b"a secret the issuer never had")?,
+    )?;
+    let alg_none = format!(
+        "{}.{}.",
+        base64url(br#"{"alg":"none","typ":"JWT"}"#),
+        base64url(good.to_string().as_bytes())
+    );
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "expired beyond the leeway",
+            server.key.sign(&with(
+                with(good.clone(), "exp", json!(now - 120)),
+                "iat",
+                json!(now - 900),
+            )),
+            "the token has expired",
+        ),
+        (
+            "not valid yet beyond the leeway",
+            server
+                .key
+                .sign(&with(good.clone(), "nbf", json!(now + 300))),
+            "the token is not valid yet",
+        ),
+        (
+            "another issuer",
+            server
+                .key
+                .sign(&with(good.clone(), "iss", json!("https://evil.test"))),
+            "the token is from another issuer",
+        ),
+        (
+            "another audience",
+            server
+                .key
+                .sign(&with(good.clone(), "aud", json!("another-api"))),
+            "the token is for another audience",
+        ),
+        (
+            "signed by another key under the same kid",
+            other_key.sign(&good),
+            "the token's signature does not verify",
+        ),
+        // Its description is checked in a_refused_token_is_described_by_its_documented_reason.
+        ("alg none", alg_none, ""),
+        (
+            "HS256",
+            hs256,
+            "the token's signing algorithm is not accepted",
+        ),
+        ("not a JWT", "not-a-jwt".to_owned(), ""),
+    ];
+    for (case, token, description) in &cases {
+        let reply = raw
+            .call_tool(Some(token), None, "adjust_stock", &plus_one())
+            .await?;
+        assert_eq!(reply.status, 401, "{case}: {reply:?}");
+        let header = reply
+            .header("www-authenticate")
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            header.starts_with(&format!("{challenge}, ")),
+            "{case}: {header}"
+        );
+        assert!(
+            header.contains(r#"error="invalid_token""#),
+            "{case}: {header}"
+        );
+        let body: Value = serde_json::from_str(&reply.body)?;
+        assert_eq!(body["error"], "invalid_token", "{case}: {body}");
+        if !description.is_empty() {
+            assert!(
+                header.contains(&format!(r#"error_description="{description}""#)),
+                "{case}: {header}"
+            );
+            assert_eq!(body["error_description"], *description, "{case}: {body}");
+        }
+    }
+    // A valid token passes (so the 401s above are the token checks', not the request's): a
+    // read, which the guard does not audit.
+    let read = raw
+        .call_tool(
+            Some(&server.token("alice", READ_AND_WRITE)),
+            None,
+            "get_product",
+            &json!({"sku": "TLS-002"}),
+        )
+        .await?;
+    assert_eq!(read.status, 200, "{read:?}");
+    let (read_error, read_text) = read.tool_result().ok_or("no tool result")?;
+    assert!(!read_error, "{read_text}");
+    assert!(read_text.contains("TLS-002"), "{read_text}");
+
+    // Nothing saved; no audit record at all: no refused request reached the guard. The auth
+    // layer logged each refused token (not the missing ones).
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(file.stock("TLS-002")?, 3);
+    assert!(file.movements()?.is_empty());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(records(server.log()), []);
+    let refused_logged = server
+        .log()
+        .lines()
+        .iter()
+        .filter(|line| line.contains("bearer token refused"))
+        .count();
+    assert_eq!(refused_logged, cases.len());
+    Ok(())
+}
+
+/// The 401's `error_description` (and the logged reason) says why, as `TokenRejection`
+/// documents it: a missing `exp`, `iss`, `aud` or `sub` is "lacks a required claim"
+/// (`TokenRejection::Claims`), and `alg: none` is "signing algorithm is not accepted"
+/// (`TokenRejection::Algorithm`: "an algorithm other than the asymmetric ones (`none` and
+/// `HS*` included)").
+#[tokio::test]
+async fn a_refused_token_is_described_by_its_documented_reason() -> Result<(), Failure> {
+    let server = AuthServer::start().await?;
+    let file = server.file();
+    let before = file.snapshot()?;
+    let raw = server.raw();
+    let good = claims("alice", READ_AND_WRITE);
+    let lacking = "the token lacks a required claim";
+    // Each token but the last is well formed and properly signed, with one claim missing.
+    let mut cases: Vec<(String, String, &str)> = ["sub", "iss", "aud", "exp"]
+        .into_iter()
+        .map(|claim| {
+            let token = server.key.sign(&with(good.clone(), claim, Value::Null));
+            (format!("no {claim}"), token, lacking)
+        })
+        .collect();
+    cases.push((
+        "alg none".to_owned(),
+        format!(
+            "{}.{}.",
+            base64url(br#"{"alg":"none","typ":"JWT"}"#),
+            base64url(good.to_string().as_bytes())
+        ),
+        "the token's signing algorithm is not accepted",
+    ));
+    let mut described = Vec::new();
+    let mut expected = Vec::new();
+    for (case, token, description) in &cases {
+        let reply = raw
+            .call_tool(Some(token), None, "adjust_stock", &plus_one())
+            .await?;
+        assert_eq!(reply.status, 401, "{case}: {reply:?}");
+        let header = reply
+            .header("www-authenticate")
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            header.contains(r#"error="invalid_token""#),
+            "{case}: {header}"
+        );
+        let body: Value = serde_json::from_str(&reply.body)?;
+        described.push((
+            case.clone(),
+            body["error_description"].as_str().unwrap_or("").to_owned(),
+        ));
+        expected.push((case.clone(), (*description).to_owned()));
+    }
+    assert_eq!(file.snapshot()?, before);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(records(server.log()), []);
+    assert_eq!(described, expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_is_served_at_both_paths() -> Result<(), Failure> {
+    let server = AuthServer::start().await?;
+    let raw = server.raw();
+    let expected = json!({
+        "resource": server.url(),
+        "authorization_servers": [ISSUER],
+        "scopes_supported": [WRITE_SCOPE],
+        "bearer_methods_supported": ["header"],
+    });
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let (status, content_type, document) = raw.get(&format!("{}{path}", server.base())).await?;
+        assert_eq!(status, 200, "{path}");
+        assert!(
+            content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with("application/json")),
+            "{path}: {content_type:?}"
+        );
+        assert_eq!(document["resource"], server.url(), "{path}: {document}");
+        assert_eq!(document["authorization_servers"], json!([ISSUER]), "{path}");
+        let scopes = document["scopes_supported"].as_array().unwrap();
+        assert!(scopes.contains(&json!(WRITE_SCOPE)), "{path}: {document}");
+        assert_eq!(document["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(document, expected, "{path}: nothing else is claimed");
+    }
+    // The challenge names the first of them.
+    let reply = raw
+        .call_tool(None, None, "list_products", &json!({}))
+        .await?;
+    let challenge = reply
+        .header("www-authenticate")
+        .unwrap_or_default()
+        .to_owned();
+    let named = challenge
+        .strip_prefix("Bearer resource_metadata=\"")
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or_default();
+    assert_eq!(
+        named,
+        format!("{}/.well-known/oauth-protected-resource", server.base())
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Each subject is its own person
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Result<(), Failure> {
+    let server = AuthServer::start().await?;
+    let file = server.file();
+    let before = file.snapshot()?;
+    let alice_user = ScriptedUser::answering([Answer::Approve]);
+    let bob_user = ScriptedUser::answering([Answer::Approve]);
+    let alice = server
+        .connect(
+            &server.token("alice", READ_AND_WRITE),
+            &alice_user,
+            Era::Rounds,
+        )
+        .await?;
+    let bob = server
+        .connect(&server.token("bob", READ_AND_WRITE), &bob_user, Era::Rounds)
+        .await?;
+
+    let params = CallToolRequestParams::new("adjust_stock").with_arguments(arguments(&plus_one()));
+    let state = match alice.peer().call_tool_once(params.clone()).await? {
+        CallToolResponse::InputRequired(input) => input.request_state.ok_or("no state")?,
+        other => return Err(format!("expected an input round, got {other:?}").into()),
+    };
+
+    // Bob retries with Alice's state and an approval of his own.
+    let mut stolen = params.clone();
+    stolen.request_state = Some(state.clone());
+    stolen.input_responses = Some(approving());
+    let result = match bob.peer().call_tool_once(stolen).await? {
+        CallToolResponse::Complete(result) => result,
+        other => return Err(format!("expected a final result, got {other:?}").into()),
+    };
+    assert!(is_error(&result), "{result:?}");
+    assert_eq!(text(&result), ROUND_TRIP_REFUSAL_MESSAGE);
+    assert_eq!(file.snapshot()?, before);
+
+    // What the code does: any attempt that finds the state uses it up (fail closed), so Alice's
+    // own approved retry is refused too, as a replay. Nothing is saved either way.
+    let mut own = params.clone();
+    own.request_state = Some(state);
+    own.input_responses = Some(approving());
+    let result = match alice.peer().call_tool_once(own).await? {
+        CallToolResponse::Complete(result) => result,
+        other => return Err(format!("expected a final result, got {other:?}").into()),
+    };
+    assert!(is_error(&result), "{result:?}");
+    assert_eq!(text(&result), ROUND_TRIP_REFUSAL_MESSAGE);
+    assert_eq!(file.snapshot()?, before);
+    assert!(alice_user.asked().is_empty());
+    assert!(bob_user.asked().is_empty());
+
+    let logged = records_when(server.log(), 3).await;
+    assert_eq!(
+        logged,
+        [
+            Record {
+                outcome: "asked".into(),
+                principal: Some(principal("alice")),
+                tool: Some("adjust_stock".into()),
+                reason: None,
+            },
+            Record {
+                outcome: "state-rejected".into(),
+                principal: Some(principal("bob")),
+                tool: Some("adjust_stock".into()),
+                reason: Some("other-principal".into()),
+            },
+            Record {
+                outcome: "state-rejected".into(),
+                principal: Some(principal("alice")),
+                tool: Some("adjust_stock".into()),
+                reason: Some("replayed".into()),
+            },
+        ]
+    );
+
+    // Alice asks anew and approves: her change lands, once.
+    let result = call(&alice, "adjust_stock", plus_one()).await?;
+    assert!(!is_error(&result), "{result:?}");
+    assert_eq!(alice_user.asked().len(), 1);
+    assert_eq!(file.stock("TLS-002")?, 4);
+    assert_eq!(
+        file.movements()?,
+        [Movement {
+            sku: "TLS-002".into(),
+            delta: 1,
+            reason: "recount".into()
+        }]
+    );
+    alice.cancel().await?;
+    bob.cancel().await?;
+    Ok(())
+}
+
+/// Creates a pending order of one TLS-001 in the file; its id.
+fn place_order(db: &Path) -> Result<i64, Failure> {
+    let db = Db::open(db)?;
+    let placed = db.create_order(
+        &OrderRequest {
+            customer_id: 1,
+            lines: vec![OrderLineRequest {
+                sku: "TLS-001".into(),
+                quantity: 2,
+            }],
+        },
+        Mode::Apply,
+    )?;
+    placed.order_id.ok_or_else(|| "no order id".into())
+}
+
+#[tokio::test]
+async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let mut order = 0;
+        let server = AuthServer::start_with(|db| {
+            order = place_order(db)?;
+            Ok(())
+        })
+        .await?;
+        let file = server.file();
+        assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
+        assert_eq!(file.stock("TLS-001")?, 10);
+        let alice_user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
+        let bob_user = ScriptedUser::answering([Answer::Approve]);
+        let alice = server
+            .connect(&server.token("alice", READ_AND_WRITE), &alice_user, era)
+            .await?;
+        let bob = server
+            .connect(&server.token("bob", READ_AND_WRITE), &bob_user, era)
+            .await?;
+        let reason = "duplicate order";
+
+        let prepared = call(
+            &alice,
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": reason}}),
+        )
+        .await?;
+        assert!(!is_error(&prepared), "{era:?}: {}", text(&prepared));
+        let token = prepared.structured_content.as_ref().ok_or("no content")?["confirmationToken"]
+            .as_str()
+            .ok_or("no token")?
+            .to_owned();
+        assert_eq!(alice_user.asked().len(), 1, "{era:?}");
+        let before = file.snapshot()?;
+
+        let stolen = call(
+            &bob,
+            "cancel_order",
+            json!({"orderId": order, "reason": reason, "confirmationToken": token}),
+        )
+        .await?;
+
+        assert!(is_error(&stolen), "{era:?}: {stolen:?}");
+        assert_eq!(text(&stolen), TOKEN_REFUSAL_MESSAGE, "{era:?}");
+        assert!(bob_user.asked().is_empty(), "{era:?}: nobody asked Bob");
+        assert_eq!(file.snapshot()?, before, "{era:?}");
+        assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
+        assert_eq!(file.stock("TLS-001")?, 10, "{era:?}");
+        let logged = records_when(server.log(), 4).await;
+        let rejected = with_outcome(&logged, Outcome::TokenRejected);
+        assert_eq!(
+            rejected,
+            [Record {
+                outcome: "token-rejected".into(),
+                principal: Some(principal("bob")),
+                tool: Some("cancel_order".into()),
+                reason: Some("other-principal".into()),
+            }],
+            "{era:?}: {logged:?}"
+        );
+        assert_eq!(
+            with_outcome(&logged, Outcome::TokenIssued).len(),
+            1,
+            "{era:?}"
+        );
+
+        // Checking the token spent nothing: Alice can still use it, once.
+        let cancelled = call(
+            &alice,
+            "cancel_order",
+            json!({"orderId": order, "reason": reason, "confirmationToken": token}),
+        )
+        .await?;
+        assert!(!is_error(&cancelled), "{era:?}: {}", text(&cancelled));
+        assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));
+        assert_eq!(file.stock("TLS-001")?, 12, "{era:?}");
+        alice.cancel().await?;
+        bob.cancel().await?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Scopes
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> Result<(), Failure>
+{
+    for era in Era::ALL {
+        let server = AuthServer::start().await?;
+        let file = server.file();
+        let before = file.snapshot()?;
+        // One token with only the read scope, one with no scope claim at all.
+        let read_only = server.token("reader", "store:read");
+        let no_scope = server
+            .key
+            .sign(&with(claims("reader", ""), "scope", Value::Null));
+        for token in [read_only, no_scope] {
+            let user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
+            let client = server.connect(&token, &user, era).await?;
+
+            let products = call(&client, "list_products", json!({})).await?;
+            assert!(!is_error(&products), "{era:?}: {products:?}");
+            assert!(text(&products).contains("TLS-002"), "{era:?}");
+            let reviews = call(&client, "list_reviews", json!({"sku": "TLS-002"})).await?;
+            assert!(!is_error(&reviews), "{era:?}: {reviews:?}");
+
+            for (tool, args) in [
+                ("adjust_stock", plus_one()),
+                (
+                    PREPARE_ADMIN_ACTION,
+                    json!({"tool": "cancel_order", "arguments": {"orderId": 1, "reason": "x"}}),
+                ),
+                (
+                    "create_order",
+                    json!({"customerId": 1, "lines": [{"sku": "TLS-003", "quantity": 1}]}),
+                ),
+            ] {
+                let refused = call(&client, tool, args).await?;
+                assert!(is_error(&refused), "{era:?} {tool}: {refused:?}");
+                let message = text(&refused);
+                assert!(
+                    message.contains("`store:write`"),
+                    "{era:?} {tool}: {message}"
+                );
+                assert!(message.contains("nothing was saved"), "{era:?}: {message}");
+            }
+            assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
+            assert_eq!(user.unused_answers(), 2, "{era:?}");
+            client.cancel().await?;
+        }
+
+        assert_eq!(file.snapshot()?, before, "{era:?}");
+        let logged = records_when(server.log(), 6).await;
+        assert_eq!(logged.len(), 6, "{era:?}: {logged:?}");
+        for record in &logged {
+            assert_eq!(record.outcome, "refused-scope", "{era:?}: {logged:?}");
+            assert_eq!(record.principal, Some(principal("reader")), "{era:?}");
+            assert_eq!(
+                record.reason.as_deref(),
+                Some("missing scope store:write"),
+                "{era:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The per-person cap of open approvals
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn one_person_holding_64_round_trips_under_invented_session_ids_does_not_block_another()
+-> Result<(), Failure> {
+    const CAP: usize = approval_core::DEFAULT_PER_PRINCIPAL_CAP;
+    const EXTRA: usize = 3;
+    let server = AuthServer::start().await?;
+    let file = server.file();
+    let before = file.snapshot()?;
+    let raw = server.raw();
+    let alice = server.token("alice", READ_AND_WRITE);
+
+    // Alice opens round trips and never answers them, each under a session id she made up:
+    // the session header is not who she is, her token is.
+    let mut states = Vec::new();
+    for i in 0..CAP {
+        let session = format!("invented-{i}-{}", uuid::Uuid::new_v4());
+        let reply = raw
+            .call_tool(Some(&alice), Some(&session), "adjust_stock", &plus_one())
+            .await?;
+        assert_eq!(reply.status, 200, "round trip {i}: {reply:?}");
+        let state = reply
+            .request_state()
+            .ok_or_else(|| format!("round trip {i}: no input round: {reply:?}"))?;
+        states.push(state);
+    }
+    states.sort();
+    states.dedup();
+    assert_eq!(states.len(), CAP, "each round trip has its own state");
+
+    // The next ones are refused with the cap message, whatever session id they carry.
+    for i in 0..EXTRA {
+        let session = format!("invented-extra-{i}-{}", uuid::Uuid::new_v4());
+        let reply = raw
+            .call_tool(Some(&alice), Some(&session), "adjust_stock", &plus_one())
+            .await?;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.request_state(), None, "extra {i}: {reply:?}");
+        let (is_error, message) = reply.tool_result().ok_or("no tool result")?;
+        assert!(is_error, "extra {i}: {message}");
+        assert!(
+            message
+                .starts_with("Too many approvals are waiting for this user, so nothing was saved."),
+            "extra {i}: {message}"
+        );
+    }
+    // And without one, from an rmcp client: the same person, the same cap.
+    let alice_user = ScriptedUser::answering([]);
+    let alice_client = server.connect(&alice, &alice_user, Era::Rounds).await?;
+    let params = CallToolRequestParams::new("adjust_stock").with_arguments(arguments(&plus_one()));
+    match alice_client.peer().call_tool_once(params.clone()).await? {
+        CallToolResponse::Complete(result) => {
+            assert!(is_error(&result), "{result:?}");
+            assert!(text(&result).starts_with("Too many approvals are waiting for this user"));
+        }
+        other => return Err(format!("expected a refusal, got {other:?}").into()),
+    }
+
+    // Meanwhile Bob is asked as usual.
+    let bob_user = ScriptedUser::answering([]);
+    let bob = server
+        .connect(&server.token("bob", READ_AND_WRITE), &bob_user, Era::Rounds)
+        .await?;
+    match bob.peer().call_tool_once(params).await? {
+        CallToolResponse::InputRequired(input) => {
+            assert!(input.request_state.is_some(), "{input:?}");
+            assert!(
+                input
+                    .input_requests
+                    .as_ref()
+                    .is_some_and(|r| r.contains_key(INPUT_KEY)),
+                "{input:?}"
+            );
+        }
+        other => return Err(format!("expected an input round for Bob, got {other:?}").into()),
+    }
+
+    assert_eq!(file.snapshot()?, before);
+    let logged = records_when(server.log(), CAP + EXTRA + 2).await;
+    let asked = with_outcome(&logged, Outcome::Asked);
+    let refused = with_outcome(&logged, Outcome::StoreFailed);
+    let by = |records: &[Record], sub: &str| {
+        records
+            .iter()
+            .filter(|r| r.principal.as_deref() == Some(principal(sub).as_str()))
+            .count()
+    };
+    assert_eq!(asked.len(), CAP + 1, "{logged:?}");
+    assert_eq!(by(&asked, "alice"), CAP);
+    assert_eq!(by(&asked, "bob"), 1);
+    assert_eq!(refused.len(), EXTRA + 1, "{logged:?}");
+    assert_eq!(by(&refused, "alice"), EXTRA + 1);
+    assert!(
+        refused
+            .iter()
+            .all(|r| r.reason.as_deref().is_some_and(|why| why.contains("64"))),
+        "{refused:?}"
+    );
+    assert_eq!(logged.len(), CAP + EXTRA + 2, "nothing else: {logged:?}");
+    alice_client.cancel().await?;
+    bob.cancel().await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. The happy path
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_principal()
+-> Result<(), Failure> {
+    for era in Era::ALL {
+        let server = AuthServer::start().await?;
+        let file = server.file();
+        let user = ScriptedUser::answering([Answer::Approve]);
+        let client = server
+            .connect(&server.token("alice", READ_AND_WRITE), &user, era)
+            .await?;
+
+        let result = call(&client, "adjust_stock", plus_one()).await?;
+
+        assert!(!is_error(&result), "{era:?}: {result:?}");
+        assert_eq!(
+            user.messages(),
+            [r#"Adjust "TLS-002" by +1 ("recount"): stock 3 -> 4"#],
+            "{era:?}"
+        );
+        assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
+        assert_eq!(
+            file.movements()?,
+            [Movement {
+                sku: "TLS-002".into(),
+                delta: 1,
+                reason: "recount".into()
+            }],
+            "{era:?}"
+        );
+        let logged = records_when(server.log(), 3).await;
+        let outcomes: Vec<_> = logged.iter().map(|r| r.outcome.as_str()).collect();
+        assert_eq!(outcomes, ["asked", "approved", "applied"], "{era:?}");
+        for record in &logged {
+            assert_eq!(
+                record.principal.as_deref(),
+                Some(r#"oauth:["https://issuer.test","alice"]"#),
+                "{era:?}: {logged:?}"
+            );
+        }
+        client.cancel().await?;
+    }
+    Ok(())
+}
