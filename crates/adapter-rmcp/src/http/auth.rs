@@ -50,8 +50,9 @@ pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
 /// How long a JWKS fetched from a URL is used before it is fetched again.
 pub const DEFAULT_JWKS_REFRESH: Duration = Duration::from_secs(10 * 60);
 
-/// A token whose `kid` is not in the cached JWKS makes the cache refetch, at most this often.
-const UNKNOWN_KID_REFETCH: Duration = Duration::from_secs(30);
+/// By default, a token whose `kid` is not in the cached JWKS makes the cache refetch at most this
+/// often.
+pub const DEFAULT_UNKNOWN_KID_REFETCH: Duration = Duration::from_secs(30);
 
 /// The largest JWKS document read.
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
@@ -134,6 +135,10 @@ pub struct AuthConfig {
     pub leeway: Duration,
     /// How long a fetched JWKS is used (default [`DEFAULT_JWKS_REFRESH`]).
     pub jwks_refresh: Duration,
+    /// The least time between two fetches caused by tokens naming a `kid` the cached JWKS does
+    /// not hold (default [`DEFAULT_UNKNOWN_KID_REFETCH`]): key rotation is picked up at once,
+    /// and invented `kid`s cannot make the server hammer the key endpoint.
+    pub unknown_kid_refetch: Duration,
 }
 
 impl AuthConfig {
@@ -153,6 +158,7 @@ impl AuthConfig {
             write_scope: None,
             leeway: DEFAULT_LEEWAY,
             jwks_refresh: DEFAULT_JWKS_REFRESH,
+            unknown_kid_refetch: DEFAULT_UNKNOWN_KID_REFETCH,
         }
     }
 
@@ -574,7 +580,7 @@ impl BearerAuth {
 
     async fn refetch_for_unknown_kid(&self) -> Arc<Vec<Key>> {
         match self.inner.config.jwks {
-            JwksSource::Url(_) => self.refetch(UNKNOWN_KID_REFETCH).await,
+            JwksSource::Url(_) => self.refetch(self.inner.config.unknown_kid_refetch).await,
             JwksSource::File(_) => Arc::clone(&self.inner.cache.read().keys),
         }
     }
@@ -603,7 +609,7 @@ impl BearerAuth {
                 // Try again after the unknown-kid interval, not on every request.
                 cache.fetched = Instant::now()
                     .checked_sub(self.inner.config.jwks_refresh)
-                    .and_then(|t| t.checked_add(UNKNOWN_KID_REFETCH))
+                    .and_then(|t| t.checked_add(self.inner.config.unknown_kid_refetch))
                     .unwrap_or_else(Instant::now);
                 Arc::clone(&cache.keys)
             }

@@ -30,8 +30,8 @@ mod auth;
 mod sessions;
 
 pub use auth::{
-    AuthConfig, AuthError, BearerAuth, DEFAULT_JWKS_REFRESH, DEFAULT_LEEWAY, JwksSource,
-    METADATA_PATH, TokenRejection,
+    AuthConfig, AuthError, BearerAuth, DEFAULT_JWKS_REFRESH, DEFAULT_LEEWAY,
+    DEFAULT_UNKNOWN_KID_REFETCH, JwksSource, METADATA_PATH, TokenRejection,
 };
 pub use sessions::{BoundedSessions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, SessionsError};
 

@@ -1,0 +1,235 @@
+//! Feature `http`, in process: the bearer layer fetching its JWKS from a URL (cached, refetched
+//! for a rotated key, never for every invented `kid`), and sessions that close when idle.
+
+#![cfg(feature = "http")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use adapter_rmcp::http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource, TokenRejection};
+use axum::{Router, extract::State, routing::get};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+use parking_lot::Mutex;
+use rmcp::{
+    ServerHandler,
+    transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService},
+};
+use serde_json::{Value, json};
+
+const ISSUER: &str = "https://issuer.test";
+const AUDIENCE: &str = "api";
+
+/// An Ed25519 key from a random seed, and its public JWK under `kid`.
+fn key(kid: &str) -> (EncodingKey, Value) {
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    der.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    let encoding = EncodingKey::from_ed_der(&der);
+    let mut jwk = Jwk::from_encoding_key(&encoding, Algorithm::EdDSA).unwrap();
+    jwk.common.key_id = Some(kid.to_owned());
+    (encoding, serde_json::to_value(jwk).unwrap())
+}
+
+fn token(key: &EncodingKey, kid: &str, sub: &str) -> String {
+    let now = jsonwebtoken::get_current_timestamp();
+    let claims = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now + 300,
+                        "scope": "notes:read notes:write"});
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some(kid.to_owned());
+    jsonwebtoken::encode(&header, &claims, key).unwrap()
+}
+
+/// A JWKS endpoint whose document the test can change, counting its fetches.
+#[derive(Clone, Default)]
+struct KeyServer {
+    document: Arc<Mutex<Value>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+async fn serve_keys(keys: KeyServer) -> String {
+    async fn jwks(State(keys): State<KeyServer>) -> axum::Json<Value> {
+        keys.fetches.fetch_add(1, Ordering::SeqCst);
+        axum::Json(keys.document.lock().clone())
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/jwks.json", get(jwks))
+        .with_state(keys);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
+    let (first, first_jwk) = key("k1");
+    let keys = KeyServer::default();
+    *keys.document.lock() = json!({"keys": [first_jwk.clone()]});
+    let url = serve_keys(keys.clone()).await;
+    let mut config = AuthConfig::new(
+        ISSUER,
+        AUDIENCE,
+        JwksSource::parse(&url).unwrap(),
+        "http://127.0.0.1:1/mcp",
+    );
+    config.unknown_kid_refetch = Duration::from_secs(1);
+    let auth = BearerAuth::new(config).await.unwrap();
+    assert_eq!(keys.fetches.load(Ordering::SeqCst), 1, "fetched when built");
+
+    for _ in 0..3 {
+        let subject = auth
+            .verify_token(&token(&first, "k1", "alice"))
+            .await
+            .unwrap();
+        assert_eq!(subject.as_str(), "alice");
+        assert_eq!(subject.issuer(), Some(ISSUER));
+        assert!(subject.has_scope("notes:write"));
+    }
+    assert_eq!(
+        keys.fetches.load(Ordering::SeqCst),
+        1,
+        "served from the cache"
+    );
+
+    // The issuer rotates: a token names k2, which the cache does not hold.
+    let (second, second_jwk) = key("k2");
+    *keys.document.lock() = json!({"keys": [first_jwk, second_jwk]});
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let subject = auth
+        .verify_token(&token(&second, "k2", "bob"))
+        .await
+        .unwrap();
+    assert_eq!(subject.as_str(), "bob");
+    assert_eq!(
+        keys.fetches.load(Ordering::SeqCst),
+        2,
+        "one fetch for the new kid"
+    );
+
+    // Invented kids: refused; right after a fetch none fetches, and once the interval passed
+    // twenty of them fetch once.
+    let (stranger, _) = key("k3");
+    let invented = token(&stranger, "invented", "mallory");
+    assert_eq!(
+        auth.verify_token(&invented).await.unwrap_err(),
+        TokenRejection::Signature
+    );
+    assert_eq!(
+        keys.fetches.load(Ordering::SeqCst),
+        2,
+        "within the interval"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for i in 0..20 {
+        let forged = token(&stranger, &format!("invented-{i}"), "mallory");
+        assert_eq!(
+            auth.verify_token(&forged).await.unwrap_err(),
+            TokenRejection::Signature
+        );
+    }
+    assert_eq!(
+        keys.fetches.load(Ordering::SeqCst),
+        3,
+        "one fetch for twenty"
+    );
+    // A key the JWKS does not hold, under a kid it does: refused without a fetch.
+    let wrong = token(&stranger, "k1", "mallory");
+    assert_eq!(
+        auth.verify_token(&wrong).await.unwrap_err(),
+        TokenRejection::Signature
+    );
+    assert_eq!(keys.fetches.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn an_unreachable_or_empty_jwks_stops_the_layer_from_being_built() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/jwks.json", listener.local_addr().unwrap())
+    };
+    let config = |jwks: &str| {
+        AuthConfig::new(
+            ISSUER,
+            AUDIENCE,
+            JwksSource::parse(jwks).unwrap(),
+            "http://h/mcp",
+        )
+    };
+    let error = BearerAuth::new(config(&closed)).await.unwrap_err();
+    assert!(error.to_string().contains(&closed), "{error}");
+
+    let keys = KeyServer::default();
+    *keys.document.lock() = json!({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]});
+    let url = serve_keys(keys).await;
+    let error = BearerAuth::new(config(&url)).await.unwrap_err();
+    assert!(
+        error.to_string().contains("no usable signature key"),
+        "{error}"
+    );
+
+    assert!(JwksSource::parse("http://keys.example/jwks.json").is_err());
+}
+
+#[derive(Clone)]
+struct Empty;
+impl ServerHandler for Empty {}
+
+async fn initialize(url: &str) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_idle_session_closes_and_frees_its_place() {
+    let sessions = Arc::new(BoundedSessions::with_idle(1, Duration::from_millis(300)));
+    let service = StreamableHttpService::new(
+        || Ok(Empty),
+        Arc::clone(&sessions),
+        StreamableHttpServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = Router::new().nest_service("/mcp", service);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    assert_eq!(initialize(&url).await.status(), 200);
+    assert_eq!(sessions.live().await, 1);
+    assert_ne!(
+        initialize(&url).await.status(),
+        200,
+        "the one place is taken"
+    );
+    let mut freed = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if sessions.live().await == 0 {
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed, "the idle session did not close");
+    assert_eq!(initialize(&url).await.status(), 200);
+}
