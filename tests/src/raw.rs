@@ -164,6 +164,21 @@ impl RawHttp {
         )
         .await
     }
+
+    /// A legacy `tools/list` in session `session` with `extra` headers.
+    pub async fn list_tools_legacy(
+        &self,
+        extra: &[(&str, &str)],
+        session: &str,
+    ) -> Result<Reply, Failure> {
+        let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"});
+        let mut headers = vec![
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
+        headers.extend_from_slice(extra);
+        self.post(&headers, &body).await
+    }
 }
 
 /// The approving answer to the guard's question.

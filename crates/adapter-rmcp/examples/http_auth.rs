@@ -125,12 +125,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     //    layer, plus the metadata routes.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_origins(adapter_rmcp::http::LOOPBACK_ORIGINS);
-    let service = StreamableHttpService::new(
-        move || Ok(guard.clone()),
-        Arc::new(BoundedSessions::new(DEFAULT_MAX_SESSIONS)),
-        config,
-    );
-    let app = auth.protect(axum::Router::new().nest_service("/mcp", service));
+    //    Each session belongs to the subject whose token opened it.
+    let sessions = Arc::new(BoundedSessions::new(DEFAULT_MAX_SESSIONS));
+    let service =
+        StreamableHttpService::new(move || Ok(guard.clone()), Arc::clone(&sessions), config);
+    let app = auth.protect(axum::Router::new().nest_service("/mcp", service), sessions);
 
     tracing::info!("serving {resource}");
     axum::serve(listener, app).await?;

@@ -90,7 +90,8 @@ use adapter_rmcp::{
     FromAuthenticatedSubject, LocalMachine, PromptInput, WriteGuard, WriteGuardBuilder,
     default_prompt,
     http::{
-        AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource, LOOPBACK_ORIGINS,
+        AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource,
+        LOOPBACK_ORIGINS, exact_origin, is_plain_endpoint_url,
     },
 };
 use rmcp::{
@@ -189,7 +190,9 @@ pub struct HttpOptions {
     /// Accepted browser `Origin`s; any other `Origin` gets 403, requests without one pass.
     /// Default: [`LOOPBACK_ORIGINS`].
     pub allowed_origins: Vec<String>,
-    /// The most live sessions (older protocol era); idle ones close after five minutes.
+    /// The most live sessions (older protocol era); idle ones close after five minutes. With
+    /// auth, each session belongs to the subject that opened it, and one subject holds at most
+    /// [`adapter_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER`].
     pub max_sessions: usize,
     /// Bearer-token auth in front of the endpoint, if any.
     pub auth: Option<BearerAuth>,
@@ -238,14 +241,12 @@ fn router_with<S: ServerHandler + Clone>(
     options: &HttpOptions,
     config: StreamableHttpServerConfig,
 ) -> axum::Router {
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Arc::new(BoundedSessions::new(options.max_sessions)),
-        config,
-    );
+    let sessions = Arc::new(BoundedSessions::new(options.max_sessions));
+    let service =
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::clone(&sessions), config);
     let router = axum::Router::new().nest_service(HTTP_PATH, service);
     match &options.auth {
-        Some(auth) => auth.protect(router),
+        Some(auth) => auth.protect(router, sessions),
         None => router,
     }
 }
@@ -405,8 +406,7 @@ impl Config {
             )));
         }
         for origin in &self.allow_origins {
-            let scheme_ok = origin.starts_with("http://") || origin.starts_with("https://");
-            if !scheme_ok || origin.ends_with('/') {
+            if exact_origin(origin).is_none() {
                 return Err(Error::Config(format!(
                     "--allow-origin {origin}: give an origin as a browser sends it, scheme, \
                      host and optional port, such as https://app.example.com"
@@ -414,7 +414,7 @@ impl Config {
             }
         }
         if let Some(url) = &self.public_url
-            && authority(url).is_none()
+            && !is_plain_endpoint_url(url)
         {
             return Err(Error::Config(format!(
                 "--public-url {url}: give the URL clients use for the endpoint, such as \
@@ -465,7 +465,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
     };
     options
         .allowed_origins
-        .extend(config.allow_origins.iter().cloned());
+        .extend(config.allow_origins.iter().filter_map(|o| exact_origin(o)));
     if let Some(url) = &config.public_url
         && let Some(host) = authority(url)
     {

@@ -175,7 +175,12 @@ mod tests {
         let config = ok.unwrap();
         assert_eq!(config.allow_origins, ["https://app.example"]);
         config.check().unwrap();
-        for bad in ["app.example", "https://app.example/"] {
+        for bad in [
+            "app.example",
+            "https://app.example/",
+            "https://a.example:x",
+            "ftp://a",
+        ] {
             let config = parse(&["--http", "127.0.0.1:1", "--allow-origin", bad]).unwrap();
             assert!(config.check().is_err(), "{bad}");
         }

@@ -984,7 +984,7 @@ async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> 
 // ---------------------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn one_person_holding_64_round_trips_under_invented_session_ids_does_not_block_another()
+async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_sessions_are_404()
 -> Result<(), Failure> {
     const CAP: usize = approval_core::DEFAULT_PER_PRINCIPAL_CAP;
     const EXTRA: usize = 3;
@@ -994,13 +994,20 @@ async fn one_person_holding_64_round_trips_under_invented_session_ids_does_not_b
     let raw = server.raw();
     let alice = server.token("alice", READ_AND_WRITE);
 
-    // Alice opens round trips and never answers them, each under a session id she made up:
-    // the session header is not who she is, her token is.
-    let mut states = Vec::new();
-    for i in 0..CAP {
+    // A session id she made up is no session of hers: 404, before anything reaches the guard.
+    for i in 0..3 {
         let session = format!("invented-{i}-{}", uuid::Uuid::new_v4());
         let reply = raw
             .call_tool(Some(&alice), Some(&session), "adjust_stock", &plus_one())
+            .await?;
+        assert_eq!(reply.status, 404, "{reply:?}");
+    }
+
+    // Alice opens round trips and never answers them: her token is who she is.
+    let mut states = Vec::new();
+    for i in 0..CAP {
+        let reply = raw
+            .call_tool(Some(&alice), None, "adjust_stock", &plus_one())
             .await?;
         assert_eq!(reply.status, 200, "round trip {i}: {reply:?}");
         let state = reply
@@ -1012,11 +1019,10 @@ async fn one_person_holding_64_round_trips_under_invented_session_ids_does_not_b
     states.dedup();
     assert_eq!(states.len(), CAP, "each round trip has its own state");
 
-    // The next ones are refused with the cap message, whatever session id they carry.
+    // The next ones are refused with the cap message.
     for i in 0..EXTRA {
-        let session = format!("invented-extra-{i}-{}", uuid::Uuid::new_v4());
         let reply = raw
-            .call_tool(Some(&alice), Some(&session), "adjust_stock", &plus_one())
+            .call_tool(Some(&alice), None, "adjust_stock", &plus_one())
             .await?;
         assert_eq!(reply.status, 200, "{reply:?}");
         assert_eq!(reply.request_state(), None, "extra {i}: {reply:?}");
@@ -1131,5 +1137,175 @@ async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_princip
         }
         client.cancel().await?;
     }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. A session belongs to the subject that opened it
+// ---------------------------------------------------------------------------------------------
+
+/// Opens a legacy session with `token`; its id.
+async fn open_session(raw: &RawHttp, token: &str) -> Result<String, Failure> {
+    let bearer = format!("Bearer {token}");
+    let init = raw.initialize(&[("authorization", &bearer)]).await?;
+    assert_eq!(init.status, 200, "{init:?}");
+    let session = init
+        .header("mcp-session-id")
+        .ok_or("no session")?
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let reply = raw
+        .post(
+            &[
+                ("authorization", &bearer),
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", "2025-06-18"),
+            ],
+            &initialized,
+        )
+        .await?;
+    assert_eq!(reply.status, 202, "{reply:?}");
+    Ok(session)
+}
+
+/// Sends a legacy `tools/call` in `session` and reads its event stream until the server asks
+/// the question; the stream (still open) and the question's request id.
+async fn ask_in_session(
+    url: &str,
+    token: &str,
+    session: &str,
+) -> Result<(reqwest::Response, Value), Failure> {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "adjust_stock", "arguments": plus_one()}});
+    let mut response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string())
+        .send()
+        .await?;
+    assert_eq!(response.status(), 200);
+    let mut seen = String::new();
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await??
+            .ok_or("the stream ended before the question")?;
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        let question = seen
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|message| message["method"] == "elicitation/create");
+        if let Some(question) = question {
+            return Ok((response, question["id"].clone()));
+        }
+    }
+}
+
+async fn answer_in_session(
+    raw: &RawHttp,
+    token: &str,
+    session: &str,
+    id: &Value,
+) -> Result<Reply, Failure> {
+    let answer = json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"action": "accept", "content": {"approve": true}}});
+    raw.post(
+        &[
+            ("authorization", &format!("Bearer {token}")),
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        &answer,
+    )
+    .await
+}
+
+/// Bob, who learned Alice's session id, cannot answer the question asked in her session, nor
+/// close it: with his token her session is unknown (404). Her own answer then lands, once.
+#[tokio::test]
+async fn another_subject_cannot_answer_or_close_a_session_it_did_not_open() -> Result<(), Failure> {
+    let server = AuthServer::start().await?;
+    let file = server.file();
+    let raw = RawHttp::new(server.url());
+    let alice = server.token("alice", READ_AND_WRITE);
+    let bob = server.token("bob", READ_AND_WRITE);
+    let session = open_session(&raw, &alice).await?;
+    let stock = file.stock("TLS-002")?;
+
+    let (mut stream, question) = ask_in_session(server.url(), &alice, &session).await?;
+    let forged = answer_in_session(&raw, &bob, &session, &question).await?;
+    assert_eq!(forged.status, 404, "{forged:?}");
+    let closed = reqwest::Client::new()
+        .delete(server.url())
+        .header("authorization", format!("Bearer {bob}"))
+        .header("mcp-session-id", &session)
+        .send()
+        .await?;
+    assert_eq!(closed.status(), 404);
+    let bobs_call = raw
+        .list_tools_legacy(&[("authorization", &format!("Bearer {bob}"))], &session)
+        .await?;
+    assert_eq!(bobs_call.status, 404, "{bobs_call:?}");
+    assert_eq!(
+        file.stock("TLS-002")?,
+        stock,
+        "Bob's answer approved nothing"
+    );
+    assert!(
+        with_outcome(&records(server.log()), Outcome::Approved).is_empty(),
+        "{:?}",
+        records(server.log())
+    );
+
+    // Alice's own answer: approved and applied once.
+    let answered = answer_in_session(&raw, &alice, &session, &question).await?;
+    assert_eq!(answered.status, 202, "{answered:?}");
+    let mut rest = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), stream.chunk()).await?? {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+        if rest.contains("\"id\":7") {
+            break;
+        }
+    }
+    assert_eq!(file.stock("TLS-002")?, stock + 1);
+    let logged = records_when(server.log(), 3).await;
+    let decided: Vec<_> = logged
+        .iter()
+        .filter(|r| r.outcome != Outcome::Asked.as_str())
+        .map(|r| (r.outcome.clone(), r.principal.clone()))
+        .collect();
+    let alice = Some(principal("alice"));
+    assert_eq!(
+        decided,
+        [
+            (Outcome::Approved.as_str().to_owned(), alice.clone()),
+            (Outcome::Applied.as_str().to_owned(), alice)
+        ],
+        "{logged:?}"
+    );
+    Ok(())
+}
+
+/// One subject holds at most 16 sessions: the next `initialize` gets 429 and the session it
+/// would have opened is closed; another subject can still open one.
+#[tokio::test]
+async fn one_subject_cannot_take_every_session() -> Result<(), Failure> {
+    const PER_OWNER: usize = adapter_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER;
+    let server = AuthServer::start().await?;
+    let raw = RawHttp::new(server.url());
+    let alice = format!("Bearer {}", server.token("alice", READ_AND_WRITE));
+    for i in 0..PER_OWNER {
+        let init = raw.initialize(&[("authorization", &alice)]).await?;
+        assert_eq!(init.status, 200, "session {i}: {init:?}");
+    }
+    let refused = raw.initialize(&[("authorization", &alice)]).await?;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    let bob = format!("Bearer {}", server.token("bob", "store:read"));
+    let init = raw.initialize(&[("authorization", &bob)]).await?;
+    assert_eq!(init.status, 200, "{init:?}");
     Ok(())
 }

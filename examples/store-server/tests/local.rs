@@ -192,6 +192,7 @@ async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<
         "http://evil.example",
         "https://app.example.evil",
         "http://app.example",
+        "https://app.example:8443",
         "null",
     ] {
         let init = raw.initialize(&[("origin", origin)]).await?;

@@ -39,6 +39,7 @@ use parking_lot::RwLock;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::sessions::{BoundedSessions, Claim};
 use crate::AuthenticatedSubject;
 
 /// The RFC 9728 well-known path.
@@ -374,7 +375,7 @@ struct Inner {
 /// ```no_run
 /// # async fn demo(mcp: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
-/// use adapter_rmcp::http::{AuthConfig, BearerAuth, JwksSource};
+/// use adapter_rmcp::http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource};
 ///
 /// let config = AuthConfig::new(
 ///     "https://auth.example.com",
@@ -384,7 +385,8 @@ struct Inner {
 /// )
 /// .with_write_scope("store:write");
 /// let auth = BearerAuth::new(config).await?;
-/// let app = auth.protect(mcp); // 401 without a valid token; metadata served
+/// let sessions = Arc::new(BoundedSessions::new(256)); // also the MCP service's session manager
+/// let app = auth.protect(mcp, sessions); // 401 without a valid token; metadata served
 /// // and in the guard: .principal(Arc::new(FromAuthenticatedSubject)).write_scope("store:write")
 /// # let _ = app; Ok(()) }
 /// ```
@@ -420,9 +422,10 @@ impl BearerAuth {
                 return Err(AuthError::Config(format!("the {name} is empty")));
             }
         }
-        if !(config.resource.starts_with("https://") || config.resource.starts_with("http://")) {
+        if !super::is_plain_endpoint_url(&config.resource) {
             return Err(AuthError::Config(format!(
-                "the resource {} is not an http(s) URL",
+                "the resource {:?} is not a plain http(s) URL (scheme, host, optional port, a \
+                 path of letters, digits and -._~/)",
                 config.resource
             )));
         }
@@ -462,8 +465,18 @@ impl BearerAuth {
     }
 
     /// `router` with every route behind the bearer check, plus the unprotected metadata routes.
-    pub fn protect(&self, router: Router) -> Router {
-        let protected = router.layer(middleware::from_fn_with_state(self.clone(), require));
+    ///
+    /// `sessions` is the session manager of the MCP service inside `router`: each session it
+    /// creates belongs to the subject whose token opened it, every later request naming the
+    /// session must carry a token for that subject (another subject's, or a session nobody
+    /// claimed, gets 404 as an unknown session does), and one subject holds at most
+    /// [`BoundedSessions::with_max_per_owner`] sessions (the next `initialize` gets 429).
+    pub fn protect(&self, router: Router, sessions: Arc<BoundedSessions>) -> Router {
+        let state = Layer {
+            auth: self.clone(),
+            sessions,
+        };
+        let protected = router.layer(middleware::from_fn_with_state(state, require));
         protected.merge(self.metadata_routes())
     }
 
@@ -640,23 +653,73 @@ impl BearerAuth {
     }
 }
 
-/// The middleware: verified requests go on with an [`AuthenticatedSubject`]; others get 401.
-async fn require(State(auth): State<BearerAuth>, mut request: Request, next: Next) -> Response {
-    match auth
-        .verify(request.headers().get(header::AUTHORIZATION))
-        .await
-    {
-        Ok(subject) => {
-            request.extensions_mut().insert(subject);
-            next.run(request).await
-        }
+/// The middleware's state.
+#[derive(Clone)]
+struct Layer {
+    auth: BearerAuth,
+    sessions: Arc<BoundedSessions>,
+}
+
+/// The header rmcp's streamable-HTTP server uses for the session id.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The middleware: verified requests go on with an [`AuthenticatedSubject`], into sessions of
+/// their own subject only; others get 401 (no valid token) or 404 (another's session).
+async fn require(State(layer): State<Layer>, mut request: Request, next: Next) -> Response {
+    let Layer { auth, sessions } = layer;
+    let headers = request.headers();
+    let verified = if headers.get_all(header::AUTHORIZATION).iter().count() > 1 {
+        Err(TokenRejection::Malformed)
+    } else {
+        auth.verify(headers.get(header::AUTHORIZATION)).await
+    };
+    let (subject, owner) = match verified.map(|s| (s.principal(), s)) {
+        Ok((Some(principal), subject)) => (subject, principal.as_str().to_owned()),
+        Ok((None, _)) => return auth.unauthorized(TokenRejection::Claims),
         Err(rejection) => {
             if rejection != TokenRejection::Missing {
                 tracing::info!(reason = rejection.as_str(), "bearer token refused");
             }
-            auth.unauthorized(rejection)
+            return auth.unauthorized(rejection);
+        }
+    };
+    let mut named = request.headers().get_all(SESSION_HEADER).iter();
+    let session = match (named.next(), named.next()) {
+        (None, _) => None,
+        (Some(value), None) => Some(value.to_str().unwrap_or_default().to_owned()),
+        (Some(_), Some(_)) => return session_not_found(),
+    };
+    if let Some(id) = &session
+        && sessions.owner(id).as_deref() != Some(owner.as_str())
+    {
+        tracing::info!("a request named a session its subject does not own");
+        return session_not_found();
+    }
+    request.extensions_mut().insert(subject);
+    let response = next.run(request).await;
+    if session.is_none()
+        && let Some(created) = response.headers().get(SESSION_HEADER)
+    {
+        let created = created.to_str().unwrap_or_default().to_owned();
+        if sessions.claim(&created, &owner).await == Claim::TooMany {
+            return too_many_sessions();
         }
     }
+    response
+}
+
+/// What rmcp answers for a session it does not hold.
+fn session_not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
+fn too_many_sessions() -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too Many Requests: this account holds the most sessions allowed; close one (HTTP \
+         DELETE) or let an idle one expire",
+    )
+        .into_response()
 }
 
 fn rejection_for(kind: &ErrorKind) -> TokenRejection {

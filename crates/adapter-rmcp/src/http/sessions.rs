@@ -1,4 +1,5 @@
-//! [`BoundedSessions`]: rmcp's in-memory session manager with a ceiling on live sessions.
+//! [`BoundedSessions`]: rmcp's in-memory session manager with a ceiling on live sessions, and
+//! the owner of each session when an authenticating layer names one.
 //!
 //! Over streamable HTTP in the protocol era before 2026-07-28, every session is a connection and,
 //! for [`crate::PerConnection`], its own principal, with its own cap of open approvals. Without a
@@ -6,8 +7,14 @@
 //! approval store. With one, at most `max_sessions × per-principal cap` approvals are open through
 //! sessions at any time. Idle sessions close after rmcp's keep-alive (five minutes unless set in
 //! the [`SessionConfig`]).
+//!
+//! Behind [`crate::http::BearerAuth`], a session also belongs to the subject whose token opened
+//! it: every later request on it (calls, the answer to an approval question, the event stream,
+//! `DELETE`) must carry a token for the same subject, and one subject holds at most
+//! `max_per_owner` sessions. Without that, a session id is a bearer credential of its own: a
+//! second user who learns it could answer the first user's approval questions in their session.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use futures_core::Stream;
 use rmcp::{
@@ -26,6 +33,9 @@ pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// How long an idle session lives by default.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(5 * 60);
+
+/// The default ceiling on live sessions one owner (an authenticated subject) holds.
+pub const DEFAULT_MAX_SESSIONS_PER_OWNER: usize = 16;
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +63,20 @@ pub enum SessionsError {
 pub struct BoundedSessions {
     inner: LocalSessionManager,
     max_sessions: usize,
+    max_per_owner: usize,
     creating: tokio::sync::Mutex<()>,
+    /// Session id → the owner's principal text, for sessions opened behind an authenticating
+    /// layer. Removed when the session closes.
+    owners: parking_lot::Mutex<HashMap<String, String>>,
+}
+
+/// What [`BoundedSessions::claim`] decided about a new session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// The session now belongs to the owner.
+    Owned,
+    /// The owner already holds the most sessions allowed; the new one was closed.
+    TooMany,
 }
 
 impl BoundedSessions {
@@ -71,8 +94,46 @@ impl BoundedSessions {
         Self {
             inner,
             max_sessions,
+            max_per_owner: DEFAULT_MAX_SESSIONS_PER_OWNER,
             creating: tokio::sync::Mutex::new(()),
+            owners: parking_lot::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// At most `max` live sessions per owner (default [`DEFAULT_MAX_SESSIONS_PER_OWNER`]).
+    #[must_use]
+    pub fn with_max_per_owner(mut self, max: usize) -> Self {
+        self.max_per_owner = max;
+        self
+    }
+
+    /// Gives the just-created session `id` to `owner`, unless the owner already holds the most
+    /// sessions allowed: then the session is closed and [`Claim::TooMany`] returned.
+    pub async fn claim(&self, id: &str, owner: &str) -> Claim {
+        let too_many = {
+            let mut owners = self.owners.lock();
+            let held = owners.values().filter(|o| o.as_str() == owner).count();
+            if held >= self.max_per_owner {
+                true
+            } else {
+                owners.insert(id.to_owned(), owner.to_owned());
+                false
+            }
+        };
+        if too_many {
+            let _ = self.close_session(&SessionId::from(id.to_owned())).await;
+            tracing::warn!(
+                max_per_owner = self.max_per_owner,
+                "a new MCP session was refused: its owner holds the most sessions allowed"
+            );
+            return Claim::TooMany;
+        }
+        Claim::Owned
+    }
+
+    /// The owner of session `id`, if one claimed it.
+    pub fn owner(&self, id: &str) -> Option<String> {
+        self.owners.lock().get(id).cloned()
     }
 
     /// The ceiling.
@@ -116,6 +177,7 @@ impl SessionManager for BoundedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.owners.lock().remove(&**id);
         Ok(self.inner.close_session(id).await?)
     }
 
