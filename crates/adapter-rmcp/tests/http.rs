@@ -233,3 +233,89 @@ async fn an_idle_session_closes_and_frees_its_place() {
     assert!(freed, "the idle session did not close");
     assert_eq!(initialize(&url).await.status(), 200);
 }
+
+/// Serves `document` over https with a fresh self-signed certificate for 127.0.0.1; the URL,
+/// the certificate (PEM) and the fetch count.
+async fn serve_keys_over_tls(document: Value) -> (String, String, Arc<AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls;
+
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let pem = certified.cert.pem();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/jwks.json", listener.local_addr().unwrap());
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&fetches);
+    let body = document.to_string();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let Ok(mut tls) = acceptor.accept(stream).await else {
+                continue; // a client that did not trust the certificate
+            };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tls.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            counted.fetch_add(1, Ordering::SeqCst);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = tls.write_all(response.as_bytes()).await;
+            let _ = tls.shutdown().await;
+        }
+    });
+    (url, pem, fetches)
+}
+
+#[tokio::test]
+async fn a_jwks_over_https_is_fetched_from_a_trusted_server_only() {
+    let (key, jwk) = key("k1");
+    let (url, ca, fetches) = serve_keys_over_tls(json!({"keys": [jwk]})).await;
+    let config = || {
+        AuthConfig::new(
+            ISSUER,
+            AUDIENCE,
+            JwksSource::parse(&url).unwrap(),
+            "https://mcp.example/mcp",
+        )
+    };
+
+    // The public web roots do not vouch for a self-signed certificate: no keys, no layer.
+    let error = BearerAuth::new(config()).await.unwrap_err();
+    assert!(error.to_string().contains(&url), "{error}");
+    assert_eq!(fetches.load(Ordering::SeqCst), 0);
+
+    // Trusting its CA: fetched once over TLS, and tokens verify.
+    let auth = BearerAuth::new(config().with_jwks_roots(ca.as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
+    let subject = auth
+        .verify_token(&token(&key, "k1", "alice"))
+        .await
+        .unwrap();
+    assert_eq!(subject.as_str(), "alice");
+
+    let error = BearerAuth::new(config().with_jwks_roots("not a certificate"))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("no PEM certificate"), "{error}");
+}

@@ -294,6 +294,9 @@ pub struct AuthSettings {
     pub jwks: String,
     /// The scope writes need, if any.
     pub write_scope: Option<String>,
+    /// A PEM file of the CA certificates trusted for an https JWKS URL, instead of the public
+    /// web roots (an issuer behind a private CA).
+    pub jwks_ca: Option<PathBuf>,
 }
 
 impl AuthSettings {
@@ -308,7 +311,15 @@ impl AuthSettings {
             audience: audience.into(),
             jwks: jwks.into(),
             write_scope: None,
+            jwks_ca: None,
         }
+    }
+
+    /// Trust the CA certificates in the PEM file `path` for an https JWKS URL.
+    #[must_use]
+    pub fn with_jwks_ca(mut self, path: impl Into<PathBuf>) -> Self {
+        self.jwks_ca = Some(path.into());
+        self
     }
 
     /// Writes need `scope`.
@@ -485,6 +496,12 @@ pub async fn run(config: Config) -> Result<(), Error> {
             if let Some(scope) = &auth.write_scope {
                 settings = settings.with_write_scope(scope);
                 builder = builder.write_scope(scope);
+            }
+            if let Some(path) = &auth.jwks_ca {
+                let pem = std::fs::read(path).map_err(|e| {
+                    Error::Config(format!("--auth-jwks-ca {}: {e}", path.display()))
+                })?;
+                settings = settings.with_jwks_roots(pem);
             }
             options.auth = Some(
                 BearerAuth::new(settings)

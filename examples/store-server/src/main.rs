@@ -1,6 +1,6 @@
 //! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
-//! FILE_OR_URL [--auth-write-scope SCOPE]] [--allow-origin URL]... [--public-url URL]
-//! [--max-sessions N]`: the reference store over stdio (default) or streamable HTTP. Logs go to
+//! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
+//! [--public-url URL] [--max-sessions N]`: the reference store over stdio (default) or streamable HTTP. Logs go to
 //! stderr; in stdio mode stdout carries protocol messages only. Writes are refused unless
 //! `MCP_WRITES_ENABLED=true`.
 
@@ -40,6 +40,10 @@ struct Cli {
     /// The scope a token must grant for writes (reads need none).
     #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
     auth_write_scope: Option<String>,
+    /// Trust the CA certificates in this PEM file, instead of the public web roots, for an
+    /// https --auth-jwks URL (an issuer behind a private CA).
+    #[arg(long, value_name = "PEM_FILE", requires = "auth_issuer")]
+    auth_jwks_ca: Option<PathBuf>,
     /// Also accept requests from this browser origin (repeatable); loopback origins and
     /// requests without an Origin header are always accepted, every other origin gets 403.
     #[arg(long, value_name = "URL", requires = "http")]
@@ -65,6 +69,9 @@ impl Cli {
             let mut auth = store_server::AuthSettings::new(issuer, audience, jwks);
             if let Some(scope) = self.auth_write_scope {
                 auth = auth.with_write_scope(scope);
+            }
+            if let Some(ca) = self.auth_jwks_ca {
+                auth = auth.with_jwks_ca(ca);
             }
             config = config.with_auth(auth);
         }
@@ -158,6 +165,7 @@ mod tests {
         config.check().unwrap();
         let settings = config.auth.unwrap();
         assert_eq!(settings.issuer, "https://issuer.example");
+        assert_eq!(settings.jwks_ca, None);
         assert_eq!(settings.write_scope.as_deref(), Some("store:write"));
         assert!(parse(&["--http", "127.0.0.1:1", "--auth-issuer", "https://i"]).is_err());
         assert!(parse(&["--auth-audience", "store"]).is_err());

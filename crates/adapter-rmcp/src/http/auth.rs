@@ -140,6 +140,9 @@ pub struct AuthConfig {
     /// not hold (default [`DEFAULT_UNKNOWN_KID_REFETCH`]): key rotation is picked up at once,
     /// and invented `kid`s cannot make the server hammer the key endpoint.
     pub unknown_kid_refetch: Duration,
+    /// PEM certificates of the CAs trusted for an `https` JWKS URL, instead of the public web
+    /// roots (webpki-roots): for an issuer behind a private CA. Default: the public roots.
+    pub jwks_roots: Option<Vec<u8>>,
 }
 
 impl AuthConfig {
@@ -160,7 +163,16 @@ impl AuthConfig {
             leeway: DEFAULT_LEEWAY,
             jwks_refresh: DEFAULT_JWKS_REFRESH,
             unknown_kid_refetch: DEFAULT_UNKNOWN_KID_REFETCH,
+            jwks_roots: None,
         }
+    }
+
+    /// Trusts only the CA certificates in `pem` for an `https` JWKS URL (see
+    /// [`Self::jwks_roots`]).
+    #[must_use]
+    pub fn with_jwks_roots(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.jwks_roots = Some(pem.into());
+        self
     }
 
     /// The scope writes need (see [`Self::write_scope`]).
@@ -431,7 +443,7 @@ impl BearerAuth {
         }
         let client = match &config.jwks {
             JwksSource::File(_) => None,
-            JwksSource::Url(_) => Some(http_client()?),
+            JwksSource::Url(_) => Some(http_client(config.jwks_roots.as_deref())?),
         };
         let keys = load(&config.jwks, client.as_ref()).await?;
         let metadata_url = format!("{}{METADATA_PATH}", config.base());
@@ -799,8 +811,26 @@ impl Claims {
     }
 }
 
-fn http_client() -> Result<ureq::Agent, AuthError> {
+fn http_client(roots: Option<&[u8]>) -> Result<ureq::Agent, AuthError> {
+    let mut tls = ureq::tls::TlsConfig::builder();
+    if let Some(pem) = roots {
+        let certificates = ureq::tls::parse_pem(pem)
+            .filter_map(|item| match item {
+                Ok(ureq::tls::PemItem::Certificate(certificate)) => Some(Ok(certificate)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| AuthError::Config(format!("the JWKS CA certificates: {e}")))?;
+        if certificates.is_empty() {
+            return Err(AuthError::Config(
+                "the JWKS CA file holds no PEM certificate".to_owned(),
+            ));
+        }
+        tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certificates)));
+    }
     let config = ureq::Agent::config_builder()
+        .tls_config(tls.build())
         .timeout_global(Some(Duration::from_secs(10)))
         .max_redirects(0)
         .https_only(false)
