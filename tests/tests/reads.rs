@@ -9,11 +9,11 @@
     missing_docs
 )]
 
-use adapter_rmcp::PREPARE_ADMIN_ACTION;
+use adapter_rmcp::{ConfigMistake, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::INJECTION_TEXT;
 use workspace_tests::{
-    Failure, ScriptedUser, Store, call, enveloped_data, is_error, structured, text,
+    Era, Failure, ScriptedUser, Store, call, enveloped_data, is_error, structured, text,
 };
 
 const READS: [&str; 6] = [
@@ -199,5 +199,43 @@ async fn the_advertised_surface_is_what_the_issue_promises() -> Result<(), Failu
         assert_eq!(required, &json!([envelope::ENVELOPE_KEY, "data"]), "{name}");
     }
     assert!(by_name("list_products")["outputSchema"]["properties"]["products"].is_object());
+    Ok(())
+}
+
+/// The reference server's guard configuration names only tools it has, of the right kind; a
+/// misspelt or misplaced setting is reported when the guard first reads the tool list (and not
+/// before), so a team's test can assert there is none.
+#[tokio::test]
+async fn builder_settings_that_match_no_tool_are_reported() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let guard = store.guard(true);
+    assert_eq!(guard.config_mistakes(), None, "nothing read yet");
+    let client =
+        workspace_tests::connect(guard.clone(), &ScriptedUser::answering([]), Era::Legacy).await?;
+    client.list_all_tools().await?;
+    assert_eq!(guard.config_mistakes(), Some(&[][..]));
+    client.cancel().await?;
+
+    let mistaken = store
+        .guard_builder(true)
+        .preview("adjust_stocks")
+        .prompt("list_products", |_| "Read the products?".to_owned())
+        .trust_read("create_order")
+        .build();
+    let client =
+        workspace_tests::connect(mistaken.clone(), &ScriptedUser::answering([]), Era::Rounds)
+            .await?;
+    client.list_all_tools().await?;
+    assert_eq!(
+        mistaken.config_mistakes(),
+        Some(
+            &[
+                ConfigMistake::PreviewForUnknownTool("adjust_stocks".into()),
+                ConfigMistake::PromptForRead("list_products".into()),
+                ConfigMistake::TrustedReadIsWrite("create_order".into()),
+            ][..]
+        )
+    );
+    client.cancel().await?;
     Ok(())
 }

@@ -286,6 +286,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 write_scope: self.write_scope,
                 allow_without_elicitation: self.allow_without_elicitation,
                 warned_stateless: AtomicBool::new(false),
+                config_mistakes: std::sync::OnceLock::new(),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),
             }),
             connection: ConnectionId::random(),

@@ -15,7 +15,7 @@ use std::{
     collections::{HashMap, HashSet},
     fmt,
     sync::{
-        Arc,
+        Arc, OnceLock,
         atomic::{AtomicBool, AtomicU8, Ordering},
     },
 };
@@ -43,6 +43,7 @@ use rmcp::{
 use crate::{
     audit::{AuditSink, Redaction},
     builder::WriteGuardBuilder,
+    config_check::{self, ConfigMistake},
     principal::{ConnectionId, PrincipalResolver},
     prompt::PromptFn,
     tools::{self, PREPARE_ADMIN_ACTION},
@@ -70,6 +71,8 @@ pub(crate) struct Shared<S> {
     pub(crate) allow_without_elicitation: bool,
     /// Whether the warning about stateless HTTP writes without a principal was logged.
     pub(crate) warned_stateless: AtomicBool,
+    /// The builder mistakes, found when the whole tool list was first read.
+    pub(crate) config_mistakes: OnceLock<Vec<ConfigMistake>>,
     /// What the last complete `tools/list` said about token-gated tools, so that `get_tool`
     /// (which cannot read the list itself) agrees with it: [`GATED_UNKNOWN`], [`GATED_YES`] or
     /// [`GATED_NO`].
@@ -141,6 +144,13 @@ impl<S> WriteGuard<S> {
     pub fn connection(&self) -> &ConnectionId {
         &self.connection
     }
+
+    /// The builder settings that match no tool, or a tool of the wrong kind (see
+    /// [`ConfigMistake`]): `None` until the guard first read the inner server's whole tool
+    /// list (the first `tools/list`), then the mistakes found, each also logged as a warning.
+    pub fn config_mistakes(&self) -> Option<&[ConfigMistake]> {
+        self.shared.config_mistakes.get().map(Vec::as_slice)
+    }
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
@@ -171,6 +181,49 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
         }
         Ok(None)
+    }
+
+    /// Every tool of the inner server with its class, reading every page.
+    async fn all_tool_classes(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Vec<(String, write_policy::ToolClass)>, ErrorData> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_TOOL_PAGES {
+            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = self
+                .shared
+                .inner
+                .list_tools(request, context.clone())
+                .await?;
+            all.extend(
+                page.tools
+                    .iter()
+                    .map(|t| (t.name.to_string(), tools::classify_tool(t).class)),
+            );
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(all)
+    }
+
+    /// Finds the builder mistakes against `classes` (once), and logs each.
+    fn check_config(&self, classes: &[(String, write_policy::ToolClass)]) {
+        let shared = &self.shared;
+        let found = config_check::mistakes(
+            classes,
+            shared.previews.iter().map(String::as_str),
+            shared.prompts.keys().map(String::as_str),
+            shared.envelope.trusted_reads(),
+        );
+        if shared.config_mistakes.set(found).is_ok() {
+            for mistake in shared.config_mistakes.get().into_iter().flatten() {
+                tracing::warn!(server = %shared.server_name, "guard configuration: {mistake}");
+            }
+        }
     }
 
     /// Whether any tool of the inner server is token-gated, reading every page.
@@ -347,6 +400,18 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
             .tools
             .iter()
             .any(|t| tools::classify_tool(t).token_gated);
+        if self.shared.config_mistakes.get().is_none() {
+            let classes = if !had_cursor && result.next_cursor.is_none() {
+                result
+                    .tools
+                    .iter()
+                    .map(|t| (t.name.to_string(), tools::classify_tool(t).class))
+                    .collect()
+            } else {
+                self.all_tool_classes(&context).await?
+            };
+            self.check_config(&classes);
+        }
         result.tools = std::mem::take(&mut result.tools)
             .into_iter()
             .filter(|t| t.name != PREPARE_ADMIN_ACTION)

@@ -122,6 +122,7 @@
 
 mod audit;
 mod builder;
+mod config_check;
 pub mod danger;
 mod elicit;
 mod error;
@@ -139,6 +140,7 @@ pub use audit::{
     Asked, AuditRecord, AuditSink, Channel, JsonLinesSink, MemorySink, Outcome, TracingSink,
 };
 pub use builder::WriteGuardBuilder;
+pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;

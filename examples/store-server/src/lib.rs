@@ -168,12 +168,23 @@ fn prompt(input: &PromptInput<'_>) -> String {
     for_preview(input).unwrap_or_else(|| default_prompt(input))
 }
 
-/// Serves `handler` on this process's stdin and stdout until the client disconnects.
+/// What the binary says on stderr when a person, not a client, is at the other end of stdin.
+pub const TERMINAL_HINT: &str = "store-server speaks MCP (JSON-RPC) on stdin and stdout; \
+typed text is not a command. Connect an MCP client instead, for example the MCP Inspector: \
+npx @modelcontextprotocol/inspector -e MCP_WRITES_ENABLED=true ./target/debug/store-server \
+(or serve HTTP with --http 127.0.0.1:8080). End with Ctrl-D.";
+
+/// Serves `handler` on this process's stdin and stdout until the client disconnects. Input that
+/// ends before `initialize` (nobody connected, or Ctrl-D at a terminal) is a clean end.
 pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
-    let running = handler
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| Error::Mcp(e.to_string()))?;
+    let running = match handler.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("input ended before a client initialized; nothing was served");
+            return Ok(());
+        }
+        Err(e) => return Err(Error::Mcp(e.to_string())),
+    };
     running
         .waiting()
         .await
@@ -462,6 +473,9 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let Some(addr) = config.http else {
         let guard = guard_builder(StoreServer::new(db)).build();
         log_start(&config, &guard, "connection");
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            tracing::warn!("{TERMINAL_HINT}");
+        }
         return serve_stdio(guard).await;
     };
     let listener = TcpListener::bind(addr).await?;

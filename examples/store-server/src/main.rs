@@ -9,6 +9,14 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+/// The environment, as `--help` prints it.
+const ENVIRONMENT_HELP: &str = "\
+Environment:
+  MCP_WRITES_ENABLED=true  turn writes on (only the exact value `true`); otherwise every write
+                           is refused and nothing is saved. Even then each write needs the
+                           user's approval in their client.
+  RUST_LOG=debug           more log lines on stderr (default: info).";
+
 /// Reference inventory and order MCP server on SQLite; every write needs the user's approval.
 ///
 /// Over HTTP without --auth-*, the server listens on loopback only and every client on this
@@ -16,7 +24,7 @@ use tracing_subscriber::EnvFilter;
 /// from the issuer, for the audience, signed by a key in the JWKS) and each verified subject is
 /// its own person.
 #[derive(Debug, Parser)]
-#[command(name = "store-server", version)]
+#[command(name = "store-server", version, after_help = ENVIRONMENT_HELP)]
 struct Cli {
     /// SQLite database file, created and seeded when missing.
     #[arg(long, value_name = "PATH", default_value = "store.db")]
@@ -129,6 +137,14 @@ mod tests {
         assert_eq!(config.db, PathBuf::from("/tmp/x.db"));
         assert_eq!(config.http, Some("127.0.0.1:8080".parse().unwrap()));
         config.check().unwrap();
+    }
+
+    #[test]
+    fn help_names_the_writes_switch() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("MCP_WRITES_ENABLED=true"), "{help}");
+        assert!(help.contains("--auth-issuer"), "{help}");
     }
 
     #[test]

@@ -255,3 +255,24 @@ async fn with_http_it_serves_the_guarded_store_and_stops_on_ctrl_c() -> Result<(
     drop(client);
     Ok(())
 }
+
+/// Started with nothing on stdin (or Ctrl-D at a terminal before any client spoke), the server
+/// ends cleanly: exit 0, a line saying why, stdout empty.
+#[test]
+fn input_that_ends_before_initialize_is_a_clean_end() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let output = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("input ended before a client initialized"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+    assert!(output.stdout.is_empty());
+    Ok(())
+}
