@@ -47,6 +47,7 @@ pub struct WriteGuardBuilder<S> {
     principal: Arc<dyn PrincipalResolver>,
     write_scope: Option<String>,
     allow_without_elicitation: bool,
+    check_dry_previews: bool,
 }
 
 impl<S> fmt::Debug for WriteGuardBuilder<S> {
@@ -80,6 +81,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
             principal: Arc::new(PerConnection),
             write_scope: None,
             allow_without_elicitation: false,
+            check_dry_previews: false,
         }
     }
 
@@ -234,6 +236,19 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
+    /// For tests: runs every preview twice and refuses the call (outcome `preview-failed`,
+    /// logged as an error) when the two previews differ. That is the symptom of a tool that
+    /// opted in with [`Self::preview`] but writes on [`crate::WriteStep::Preview`] (a forgotten
+    /// `match write_step(..)`): its "preview" lands before anyone is asked, even if the person
+    /// then declines. The check finds the mistake; it cannot undo the writes the previews made.
+    /// It also refuses previews that are not deterministic (timestamps, generated ids), which
+    /// compare-and-apply would refuse as stale anyway. Default: off (one preview per write).
+    #[must_use]
+    pub fn check_previews_are_dry(mut self) -> Self {
+        self.check_dry_previews = true;
+        self
+    }
+
     /// Lets clients that cannot ask their user write without approval. Read the risk on
     /// [`AllowWritesWithoutElicitation`] first; [`Self::build`] logs a warning.
     #[must_use]
@@ -285,6 +300,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 principal: self.principal,
                 write_scope: self.write_scope,
                 allow_without_elicitation: self.allow_without_elicitation,
+                check_dry_previews: self.check_dry_previews,
                 warned_stateless: AtomicBool::new(false),
                 config_mistakes: std::sync::OnceLock::new(),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),

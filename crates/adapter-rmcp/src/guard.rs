@@ -69,6 +69,8 @@ pub(crate) struct Shared<S> {
     pub(crate) principal: Arc<dyn PrincipalResolver>,
     pub(crate) write_scope: Option<String>,
     pub(crate) allow_without_elicitation: bool,
+    /// Run every preview twice and refuse when the two differ (a test aid).
+    pub(crate) check_dry_previews: bool,
     /// Whether the warning about stateless HTTP writes without a principal was logged.
     pub(crate) warned_stateless: AtomicBool,
     /// The builder mistakes, found when the whole tool list was first read.

@@ -73,6 +73,14 @@
 //! A tool that did not opt in to previews sees [`WriteStep::Direct`] on every call: the person
 //! approves its exact arguments (the prompt lists them), but nothing pins the state the write
 //! lands on.
+//!
+//! The mistake the guard cannot prevent: a tool that opted in but writes on
+//! [`WriteStep::Preview`] (it never looked at the step). Its preview lands before anyone is
+//! asked, so a declined change is saved anyway, and an approved one is written twice and answered
+//! with "cannot vouch" (the apply did not compare). In tests, build the guard with
+//! [`crate::WriteGuardBuilder::check_previews_are_dry`]: every preview runs twice and a change
+//! between the two refuses the call before anyone is asked (`crates/adapter-rmcp/tests/
+//! dry_previews.rs` shows the symptom and the check).
 
 use std::sync::Arc;
 

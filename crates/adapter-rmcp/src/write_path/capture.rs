@@ -6,7 +6,7 @@
 //!
 //! [`WriteStep::Preview`]: crate::WriteStep::Preview
 
-use approval_core::{CapturedArgs, PendingApproval, Principal, ToolName};
+use approval_core::{CapturedArgs, PendingApproval, Principal, ToolName, previews_match};
 use rmcp::{
     ServerHandler,
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject},
@@ -103,23 +103,44 @@ impl<S: ServerHandler> WriteGuard<S> {
                  failing, ask the server's operator.",
             )
         };
-        match self
+        let again = self
+            .shared
+            .check_dry_previews
+            .then(|| (preview_request.clone(), preview_context.clone()));
+        let first = match self
             .shared
             .inner
             .call_tool(preview_request, preview_context)
             .await
         {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
-                Err(Refusal::with_answer(
+                return Err(Refusal::with_answer(
                     Outcome::PreviewFailed,
                     "preview failed",
                     self.wrap(tool.as_str(), class, result),
-                ))
+                ));
             }
-            Ok(CallToolResponse::Complete(result)) => Ok(preview_value(&result)),
-            Ok(_) => Err(failed("the preview did not complete".to_owned())),
-            Err(error) => Err(failed(error.message.to_string())),
+            Ok(CallToolResponse::Complete(result)) => preview_value(&result),
+            Ok(_) => return Err(failed("the preview did not complete".to_owned())),
+            Err(error) => return Err(failed(error.message.to_string())),
+        };
+        if let Some((request, context)) = again {
+            let second = match self.shared.inner.call_tool(request, context).await {
+                Ok(CallToolResponse::Complete(result)) => preview_value(&result),
+                _ => Value::Null,
+            };
+            if !previews_match(&first, &second) {
+                tracing::error!(
+                    tool = tool.as_str(),
+                    "two previews of one call differ: the tool writes (or is not deterministic) \
+                     on WriteStep::Preview"
+                );
+                return Err(failed(
+                    "two previews of one call differ: the preview is not a dry run".to_owned(),
+                ));
+            }
         }
+        Ok(first)
     }
 
     /// For `prepare_admin_action`: the named tool, which must be token-gated, and its captured
