@@ -71,10 +71,16 @@ enum Coverage {
     Full,
 }
 
-fn coverage(a: Option<&Annotations>) -> Coverage {
+/// How completely a tool is annotated. A read (`readOnlyHint: true`, and so classified) needs
+/// only `readOnlyHint` and `openWorldHint`: the spec gives `destructiveHint` and
+/// `idempotentHint` meaning only when `readOnlyHint` is false. Anything else needs all four.
+fn coverage(a: Option<&Annotations>, read: bool) -> Coverage {
     match a {
         None => Coverage::None,
         Some(a) if a.hints_set() == 0 && a.title.is_none() => Coverage::None,
+        Some(a) if read && a.read_only_hint.is_some() && a.open_world_hint.is_some() => {
+            Coverage::Full
+        }
         Some(a) if a.hints_set() < 4 => Coverage::Partial,
         Some(_) => Coverage::Full,
     }
@@ -116,7 +122,7 @@ impl SurfaceReport {
             if c.token_gated {
                 report.token_gated_tools.push(name.clone());
             }
-            match coverage(tool.annotations) {
+            match coverage(tool.annotations, c.class == ToolClass::Read) {
                 Coverage::None => report.unannotated.push(name.clone()),
                 Coverage::Partial => report.partially_annotated.push(name.clone()),
                 Coverage::Full => {}
@@ -234,6 +240,27 @@ mod tests {
                 "full",
                 "full_read"
             ]
+        );
+    }
+
+    #[test]
+    fn a_read_needs_only_read_only_and_open_world() {
+        let schema = obj(json!({"type": "object"}));
+        let closed_read = ann(json!({"readOnlyHint": true, "openWorldHint": false}));
+        let bare_read = ann(json!({"readOnlyHint": true}));
+        let write = ann(json!({"readOnlyHint": false, "openWorldHint": false}));
+        let gated_schema =
+            obj(json!({"type": "object", "properties": {"confirmationToken": {"type": "string"}}}));
+        let report = SurfaceReport::from_tools([
+            ToolFacts::new("read_file", Some(&closed_read), &schema),
+            ToolFacts::new("list_dir", Some(&bare_read), &schema),
+            ToolFacts::new("write_file", Some(&write), &schema),
+            // Claims to be a read, is a destructive write by its schema: all four hints needed.
+            ToolFacts::new("purge", Some(&closed_read), &gated_schema),
+        ]);
+        assert_eq!(
+            report.partially_annotated,
+            ["list_dir", "write_file", "purge"]
         );
     }
 
