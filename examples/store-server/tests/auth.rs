@@ -1309,3 +1309,37 @@ async fn one_subject_cannot_take_every_session() -> Result<(), Failure> {
     assert_eq!(init.status, 200, "{init:?}");
     Ok(())
 }
+
+/// The official Python SDK with a bearer token, in both eras: asked, and the approved write
+/// lands under the token's subject; without a token it cannot even connect.
+#[tokio::test]
+async fn the_python_sdk_writes_with_a_token_in_both_eras() -> Result<(), Failure> {
+    let server = AuthServer::start().await?;
+    let file = server.file();
+    let header = format!(
+        "Authorization: Bearer {}",
+        server.token("carol", READ_AND_WRITE)
+    );
+    let mut stock = file.stock("TLS-002")?;
+    for era in ["legacy", "2026-07-28"] {
+        let approved =
+            common::python_adjust(server.url(), era, "approve", era, &[header.as_str()]).await?;
+        assert!(!approved.is_error, "{era}: {approved:?}");
+        assert_eq!(approved.elicitations, 1, "{era}");
+        stock -= 1;
+        assert_eq!(file.stock("TLS-002")?, stock, "{era}");
+    }
+    let anonymous = common::python_adjust(server.url(), "2026-07-28", "approve", "x", &[]).await;
+    assert!(anonymous.is_err(), "{anonymous:?}");
+    assert_eq!(file.stock("TLS-002")?, stock);
+    let logged = records_when(server.log(), 6).await;
+    let applied = with_outcome(&logged, Outcome::Applied);
+    assert_eq!(applied.len(), 2, "{logged:?}");
+    assert!(
+        applied
+            .iter()
+            .all(|r| r.principal.as_deref() == Some(principal("carol").as_str())),
+        "{applied:?}"
+    );
+    Ok(())
+}

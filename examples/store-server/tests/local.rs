@@ -12,88 +12,12 @@
 
 mod common;
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Mutex,
-};
+use std::path::{Path, PathBuf};
 
 use adapter_rmcp::Outcome;
-use common::{HttpChild, command};
-use serde_json::{Value, json};
+use common::{HttpChild, command, python_adjust};
+use serde_json::json;
 use workspace_tests::{Failure, FileView, Movement, RawHttp};
-
-/// The official Python SDK version the tests drive.
-const PYTHON_MCP: &str = "mcp==2.3.0";
-
-/// A venv with the official Python SDK, under the target directory: created on first use
-/// (`python3 -m venv`, then `pip install mcp==2.3.0`), reused afterwards.
-fn python() -> Result<PathBuf, Failure> {
-    static VENV: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = VENV.lock().unwrap_or_else(|e| e.into_inner());
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-mcp-2.3.0");
-    let python = venv.join("bin").join("python");
-    let ready = venv.join(".installed");
-    if !ready.exists() {
-        let status = std::process::Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .map_err(|e| format!("python3 -m venv (is Python 3 installed?): {e}"))?;
-        if !status.success() {
-            return Err(format!("python3 -m venv {} failed", venv.display()).into());
-        }
-        let status = std::process::Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .arg(PYTHON_MCP)
-            .status()?;
-        if !status.success() {
-            return Err(format!("pip install {PYTHON_MCP} failed (PyPI reachable?)").into());
-        }
-        std::fs::write(&ready, PYTHON_MCP)?;
-    }
-    Ok(python)
-}
-
-/// What `tests/python/store_client.py` printed.
-#[derive(Debug)]
-struct PyResult {
-    is_error: bool,
-    text: String,
-    elicitations: u64,
-}
-
-async fn python_adjust(
-    url: &str,
-    era: &str,
-    answer: &str,
-    reason: &str,
-) -> Result<PyResult, Failure> {
-    let python = tokio::task::spawn_blocking(python).await??;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/store_client.py");
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .args(["--url", url, "--era", era, "--answer", answer])
-        .args(["--sku", "TLS-002", "--delta", "-1", "--reason", reason])
-        .output()
-        .await?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(format!("store_client.py failed: {stdout}{stderr}").into());
-    }
-    let value: Value = serde_json::from_str(stdout.trim())?;
-    Ok(PyResult {
-        is_error: value["isError"].as_bool().ok_or("no isError")?,
-        text: value["text"].as_str().ok_or("no text")?.to_owned(),
-        elicitations: value["elicitations"].as_u64().ok_or("no elicitations")?,
-    })
-}
 
 async fn start(dir: &Path, extra: &[&str]) -> Result<(HttpChild, PathBuf), Failure> {
     let db = dir.join("store.db");
@@ -112,7 +36,7 @@ async fn the_python_sdk_writes_after_approval_in_both_eras_and_a_decline_writes_
     let mut movements = Vec::new();
     let mut decisions = 0;
     for era in ["legacy", "2026-07-28"] {
-        let declined = python_adjust(&server.url, era, "decline", "declined").await?;
+        let declined = python_adjust(&server.url, era, "decline", "declined", &[]).await?;
         assert!(declined.is_error, "{era}: {declined:?}");
         assert_eq!(declined.elicitations, 1, "{era}: {declined:?}");
         assert!(
@@ -123,7 +47,7 @@ async fn the_python_sdk_writes_after_approval_in_both_eras_and_a_decline_writes_
         assert_eq!(file.movements()?, movements, "{era}");
 
         let reason = format!("python {era}");
-        let approved = python_adjust(&server.url, era, "approve", &reason).await?;
+        let approved = python_adjust(&server.url, era, "approve", &reason, &[]).await?;
         assert!(!approved.is_error, "{era}: {approved:?}");
         assert_eq!(approved.elicitations, 1, "{era}: {approved:?}");
         stock -= 1;

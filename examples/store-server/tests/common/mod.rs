@@ -3,10 +3,15 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-use std::{path::Path, process::Stdio, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::Arc,
+};
 
 use parking_lot::Mutex;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, Command},
@@ -145,4 +150,90 @@ impl HttpChild {
         let transport = StreamableHttpClientTransport::from_uri(self.url.clone());
         connect_over(transport, user, era).await
     }
+}
+
+/// The official Python SDK version the tests drive (`tests/python/store_client.py`).
+pub const PYTHON_MCP: &str = "mcp==2.3.0";
+
+/// A venv with the official Python SDK, under the target directory: created on first use
+/// (`python3 -m venv`, then `pip install mcp==2.3.0`) in a folder of this process's own and
+/// renamed into place when complete, so test processes running at once never share a
+/// half-made one; reused afterwards.
+pub fn python() -> Result<PathBuf, Failure> {
+    static VENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = VENV.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-mcp-2.3.0");
+    let python = venv.join("bin").join("python");
+    if venv.join(".installed").exists() {
+        return Ok(python);
+    }
+    let building = venv.with_extension(format!("building-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&building);
+    let status = std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&building)
+        .status()
+        .map_err(|e| format!("python3 -m venv (is Python 3 installed?): {e}"))?;
+    if !status.success() {
+        return Err(format!("python3 -m venv {} failed", building.display()).into());
+    }
+    let status = std::process::Command::new(building.join("bin").join("python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg(PYTHON_MCP)
+        .status()?;
+    if !status.success() {
+        return Err(format!("pip install {PYTHON_MCP} failed (PyPI reachable?)").into());
+    }
+    std::fs::write(building.join(".installed"), PYTHON_MCP)?;
+    if std::fs::rename(&building, &venv).is_err() {
+        // Another process finished first (or left a broken folder behind).
+        let _ = std::fs::remove_dir_all(&building);
+        if !venv.join(".installed").exists() {
+            return Err(format!("could not put the venv at {}", venv.display()).into());
+        }
+    }
+    Ok(python)
+}
+
+/// What `tests/python/store_client.py` printed.
+#[derive(Debug)]
+pub struct PyResult {
+    pub is_error: bool,
+    pub text: String,
+    pub elicitations: u64,
+}
+
+pub async fn python_adjust(
+    url: &str,
+    era: &str,
+    answer: &str,
+    reason: &str,
+    headers: &[&str],
+) -> Result<PyResult, Failure> {
+    let python = tokio::task::spawn_blocking(python).await??;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/store_client.py");
+    let output = tokio::process::Command::new(python)
+        .arg(script)
+        .args(["--url", url, "--era", era, "--answer", answer])
+        .args(["--sku", "TLS-002", "--delta", "-1", "--reason", reason])
+        .args(headers.iter().flat_map(|header| ["--header", header]))
+        .output()
+        .await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("store_client.py failed: {stdout}{stderr}").into());
+    }
+    let value: Value = serde_json::from_str(stdout.trim())?;
+    Ok(PyResult {
+        is_error: value["isError"].as_bool().ok_or("no isError")?,
+        text: value["text"].as_str().ok_or("no text")?.to_owned(),
+        elicitations: value["elicitations"].as_u64().ok_or("no elicitations")?,
+    })
 }
