@@ -39,7 +39,7 @@ use parking_lot::RwLock;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::sessions::{BoundedSessions, Claim};
+use super::sessions::{BoundedSessions, as_owner};
 use crate::AuthenticatedSubject;
 
 /// The RFC 9728 well-known path.
@@ -708,14 +708,9 @@ async fn require(State(layer): State<Layer>, mut request: Request, next: Next) -
         return session_not_found();
     }
     request.extensions_mut().insert(subject);
-    let response = next.run(request).await;
-    if session.is_none()
-        && let Some(created) = response.headers().get(SESSION_HEADER)
-    {
-        let created = created.to_str().unwrap_or_default().to_owned();
-        if sessions.claim(&created, &owner).await == Claim::TooMany {
-            return too_many_sessions();
-        }
+    let (response, refused) = as_owner(owner, next.run(request)).await;
+    if refused {
+        return too_many_sessions();
     }
     response
 }

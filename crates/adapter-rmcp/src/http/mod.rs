@@ -34,8 +34,8 @@ pub use auth::{
     DEFAULT_UNKNOWN_KID_REFETCH, JwksSource, METADATA_PATH, TokenRejection,
 };
 pub use sessions::{
-    BoundedSessions, Claim, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_OWNER,
-    DEFAULT_SESSION_IDLE, SessionsError,
+    BoundedSessions, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_OWNER, DEFAULT_SESSION_IDLE,
+    SessionsError,
 };
 
 /// Browser origins on this machine, any port: what a loopback server accepts in `Origin`.
@@ -85,9 +85,10 @@ pub fn exact_origin(origin: &str) -> Option<String> {
     }
 }
 
-/// Whether `url` is usable as the public URL of an MCP endpoint: `http(s)://host[:port]/path`
-/// with a path of plain characters (letters, digits, `-._~/`), no query, no fragment, no
-/// user info, no quotes.
+/// Whether `url` is usable as the public URL of an MCP endpoint: `http(s)://host[:port]/path`,
+/// the host a DNS name, an IPv4 address or a bracketed IPv6 address, the port 1 to 65535, the
+/// path of plain characters (letters, digits, `-._~/`, no `.` or `..` segments), no query, no
+/// fragment, no user info, no quotes.
 pub fn is_plain_endpoint_url(url: &str) -> bool {
     let Some((scheme, rest)) = url.split_once("://") else {
         return false;
@@ -96,18 +97,78 @@ pub fn is_plain_endpoint_url(url: &str) -> bool {
         return false;
     }
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':');
-    let path_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '/');
-    let port_ok = match authority.rsplit_once(':') {
-        Some((host, port)) if !port.contains(']') => {
-            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p != 0)
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((v6, after)) if v6.parse::<std::net::Ipv6Addr>().is_ok() => (None, after),
+            _ => return false,
+        },
+        None => {
+            let (host, port) = authority.split_at(authority.find(':').unwrap_or(authority.len()));
+            (Some(host), port)
         }
-        _ => true,
     };
-    !authority.is_empty()
-        && authority.chars().all(host_ok)
-        && !authority.starts_with(':')
-        && port_ok
+    let port_ok = match port {
+        "" => true,
+        port => port
+            .strip_prefix(':')
+            .is_some_and(|p| !p.starts_with('0') && p.parse::<u16>().is_ok_and(|n| n != 0)),
+    };
+    let name_ok = host.is_none_or(|host| {
+        !host.is_empty()
+            && host.split('.').all(|label| {
+                !label.is_empty()
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            })
+    });
+    let path_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '/');
+    port_ok
+        && name_ok
         && path.chars().all(path_ok)
         && !path.contains("//")
+        && !path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_endpoint_urls() {
+        for good in [
+            "https://mcp.example.com/mcp",
+            "http://127.0.0.1:8080/mcp",
+            "http://[::1]:8080/mcp",
+            "https://mcp.example.com",
+            "https://a-b.example/v1/mcp",
+        ] {
+            assert!(is_plain_endpoint_url(good), "{good}");
+        }
+        for bad in [
+            "http://[::1/mcp",
+            "https://[/mcp",
+            "https://]]]:1/mcp",
+            "https://a:1:2/mcp",
+            "https://h:0001",
+            "https://h:0/mcp",
+            "https://h:65536/mcp",
+            "https://h/a/../../b",
+            "https://h/./b",
+            "https://h/*x",
+            "https://h/{",
+            "https://h/\"",
+            "https:// /mcp",
+            "https://u@h/mcp",
+            "https://h/mcp?x=1",
+            "https://h./mcp",
+            "https://-h/mcp",
+            "ftp://h/mcp",
+            "mcp.example",
+        ] {
+            assert!(!is_plain_endpoint_url(bad), "{bad}");
+        }
+    }
 }

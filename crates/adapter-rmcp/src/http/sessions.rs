@@ -44,6 +44,9 @@ pub enum SessionsError {
     /// The ceiling on live sessions was reached; rmcp answers the `initialize` with an error.
     #[error("the server has {0} sessions open, its limit; try again later")]
     Full(usize),
+    /// The owner holds the most sessions allowed; the authenticating layer answers 429.
+    #[error("the owner holds {0} sessions, the most allowed")]
+    OwnerFull(usize),
     /// rmcp's session manager failed.
     #[error(transparent)]
     Local(#[from] LocalSessionManagerError),
@@ -70,13 +73,37 @@ pub struct BoundedSessions {
     owners: parking_lot::Mutex<HashMap<String, String>>,
 }
 
-/// What [`BoundedSessions::claim`] decided about a new session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
-    /// The session now belongs to the owner.
-    Owned,
-    /// The owner already holds the most sessions allowed; the new one was closed.
-    TooMany,
+tokio::task_local! {
+    /// The owner of the request being served, set by the authenticating layer around the MCP
+    /// service, so that a session is created already owned (or refused).
+    static OWNER: Owner;
+}
+
+/// The owner a request's new session would get, and whether its ceiling refused one.
+#[derive(Debug)]
+pub(crate) struct Owner {
+    principal: String,
+    refused: std::cell::Cell<bool>,
+}
+
+/// Runs `serve` (a request through the MCP service) on behalf of `principal`: a session it
+/// creates belongs to `principal` from its first moment. `true` when the owner's ceiling refused
+/// a new session.
+pub(crate) async fn as_owner<F: std::future::Future>(
+    principal: String,
+    serve: F,
+) -> (F::Output, bool) {
+    let owner = Owner {
+        principal,
+        refused: std::cell::Cell::new(false),
+    };
+    OWNER
+        .scope(owner, async move {
+            let output = serve.await;
+            let refused = OWNER.with(|o| o.refused.get());
+            (output, refused)
+        })
+        .await
 }
 
 impl BoundedSessions {
@@ -107,31 +134,16 @@ impl BoundedSessions {
         self
     }
 
-    /// Gives the just-created session `id` to `owner`, unless the owner already holds the most
-    /// sessions allowed: then the session is closed and [`Claim::TooMany`] returned.
-    pub async fn claim(&self, id: &str, owner: &str) -> Claim {
-        let too_many = {
-            let mut owners = self.owners.lock();
-            let held = owners.values().filter(|o| o.as_str() == owner).count();
-            if held >= self.max_per_owner {
-                true
-            } else {
-                owners.insert(id.to_owned(), owner.to_owned());
-                false
-            }
-        };
-        if too_many {
-            let _ = self.close_session(&SessionId::from(id.to_owned())).await;
-            tracing::warn!(
-                max_per_owner = self.max_per_owner,
-                "a new MCP session was refused: its owner holds the most sessions allowed"
-            );
-            return Claim::TooMany;
-        }
-        Claim::Owned
+    /// How many live sessions `owner` holds.
+    pub fn held_by(&self, owner: &str) -> usize {
+        self.owners
+            .lock()
+            .values()
+            .filter(|o| o.as_str() == owner)
+            .count()
     }
 
-    /// The owner of session `id`, if one claimed it.
+    /// The owner of session `id`, if it was created on behalf of one.
     pub fn owner(&self, id: &str) -> Option<String> {
         self.owners.lock().get(id).cloned()
     }
@@ -152,8 +164,19 @@ impl SessionManager for BoundedSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        // One creation at a time, so two cannot both pass the count.
+        // One creation at a time, so two cannot both pass the counts.
         let _creating = self.creating.lock().await;
+        let owner = OWNER.try_with(|o| o.principal.clone()).ok();
+        if let Some(owner) = &owner
+            && self.held_by(owner) >= self.max_per_owner
+        {
+            let _ = OWNER.try_with(|o| o.refused.set(true));
+            tracing::warn!(
+                max_per_owner = self.max_per_owner,
+                "a new MCP session was refused: its owner holds the most sessions allowed"
+            );
+            return Err(SessionsError::OwnerFull(self.max_per_owner));
+        }
         if self.live().await >= self.max_sessions {
             tracing::warn!(
                 max_sessions = self.max_sessions,
@@ -161,7 +184,12 @@ impl SessionManager for BoundedSessions {
             );
             return Err(SessionsError::Full(self.max_sessions));
         }
-        Ok(self.inner.create_session().await?)
+        let (id, transport) = self.inner.create_session().await?;
+        if let Some(owner) = owner {
+            // Owned from its first moment: no request can see the session unowned.
+            self.owners.lock().insert(id.to_string(), owner);
+        }
+        Ok((id, transport))
     }
 
     async fn initialize_session(
@@ -221,5 +249,42 @@ impl SessionManager for BoundedSessions {
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
         self.inner.event_store()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_session_is_owned_from_creation_and_an_owner_at_its_ceiling_takes_no_slot() {
+        let sessions = BoundedSessions::new(3).with_max_per_owner(2);
+        let mut kept = Vec::new();
+        for _ in 0..2 {
+            let (created, refused) = as_owner("alice".into(), sessions.create_session()).await;
+            let (id, transport) = created.unwrap();
+            assert!(!refused);
+            assert_eq!(sessions.owner(&id).as_deref(), Some("alice"));
+            kept.push(transport);
+        }
+        let (created, refused) = as_owner("alice".into(), sessions.create_session()).await;
+        assert!(matches!(created, Err(SessionsError::OwnerFull(2))));
+        assert!(refused);
+        assert_eq!(sessions.live().await, 2, "the refused one took no place");
+
+        let (created, refused) = as_owner("bob".into(), sessions.create_session()).await;
+        let (id, transport) = created.unwrap();
+        assert!(!refused);
+        assert_eq!(sessions.owner(&id).as_deref(), Some("bob"));
+        kept.push(transport);
+        let (created, _) = as_owner("carol".into(), sessions.create_session()).await;
+        assert!(matches!(created, Err(SessionsError::Full(3))));
+
+        sessions.close_session(&id).await.unwrap();
+        assert_eq!(sessions.owner(&id), None);
+        assert_eq!(sessions.held_by("bob"), 0);
+        // Without an authenticating layer there is no owner, only the global ceiling.
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        assert_eq!(sessions.owner(&id), None);
     }
 }
