@@ -185,11 +185,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         Ok(None)
     }
 
-    /// Every tool of the inner server with its class, reading every page.
-    async fn all_tool_classes(
+    /// Every tool of the inner server, reading every page (at most [`MAX_TOOL_PAGES`]).
+    async fn all_tools(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Vec<(String, write_policy::ToolClass)>, ErrorData> {
+    ) -> Result<Vec<Tool>, ErrorData> {
         let mut all = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_TOOL_PAGES {
@@ -199,17 +199,26 @@ impl<S: ServerHandler> WriteGuard<S> {
                 .inner
                 .list_tools(request, context.clone())
                 .await?;
-            all.extend(
-                page.tools
-                    .iter()
-                    .map(|t| (t.name.to_string(), tools::classify_tool(t).class)),
-            );
+            all.extend(page.tools);
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
             }
         }
         Ok(all)
+    }
+
+    /// Every tool of the inner server with its class.
+    async fn all_tool_classes(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Vec<(String, write_policy::ToolClass)>, ErrorData> {
+        Ok(self
+            .all_tools(context)
+            .await?
+            .iter()
+            .map(|t| (t.name.to_string(), tools::classify_tool(t).class))
+            .collect())
     }
 
     /// Finds the builder mistakes against `classes` (once), and logs each.
@@ -233,27 +242,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Result<bool, ErrorData> {
-        let mut cursor = None;
-        for _ in 0..MAX_TOOL_PAGES {
-            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = self
-                .shared
-                .inner
-                .list_tools(request, context.clone())
-                .await?;
-            if page
-                .tools
-                .iter()
-                .any(|t| tools::classify_tool(t).token_gated)
-            {
-                return Ok(true);
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(false),
-            }
-        }
-        Ok(false)
+        Ok(self
+            .all_tools(context)
+            .await?
+            .iter()
+            .any(|t| tools::classify_tool(t).token_gated))
     }
 }
 
