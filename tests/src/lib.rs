@@ -13,7 +13,10 @@ mod sqlite;
 mod user;
 
 pub use fixture::{Client, Era, Store, connect, connect_over};
-pub use race::{HeldApprovals, Round, Tally, approve_round, ask_once, hold_approvals, tally};
+pub use race::{
+    HeldApprovals, Round, Tally, approve_round, ask_once, hold_approvals, race_one_stock,
+    race_plus_one, tally,
+};
 pub use raw::{RawHttp, Reply, approve};
 pub use results::{call, enveloped_data, is_error, message, structured, text};
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};

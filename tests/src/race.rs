@@ -17,6 +17,7 @@ use crate::{
     Failure,
     fixture::{Client, Era},
     results::{enveloped_data, is_error, text},
+    sqlite::{FileView, Movement},
     user::{Answer, Gate, ScriptedUser},
 };
 
@@ -217,4 +218,53 @@ fn object(arguments: &Value) -> Result<JsonObject, Failure> {
         Value::Object(arguments) => Ok(arguments.clone()),
         _ => Err("arguments must be a JSON object".into()),
     }
+}
+
+/// The arguments of the race: `+1` on TLS-002 (seeded at stock 3).
+pub fn race_plus_one() -> Value {
+    json!({"sku": "TLS-002", "delta": 1, "reason": "race"})
+}
+
+/// The race every transport must win: `n` approvals of [`race_plus_one`], each question shown
+/// "stock 3 -> 4" on the same state, applied at once. Asserts the questions, that exactly one
+/// applied (3 -> 4) and `n - 1` were stale, and the file: stock 4 and one movement. The caller
+/// checks the audit trail its own way.
+pub async fn race_one_stock(
+    client: &Client,
+    user: &ScriptedUser,
+    era: Era,
+    file: &FileView,
+    n: usize,
+) -> Result<(), Failure> {
+    let held = hold_approvals(client, user, era, "adjust_stock", &race_plus_one(), n).await?;
+    // Every question was asked on the same state, before any apply.
+    assert_eq!(
+        held.prompts(),
+        vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; n],
+        "{era:?}"
+    );
+    assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
+    assert!(file.movements()?.is_empty(), "{era:?}");
+
+    let results = held.apply_all().await?;
+
+    let tally = tally(&results)?;
+    assert_eq!(tally.applied.len(), 1, "{era:?}: {tally:?}");
+    assert_eq!(tally.stale, n - 1, "{era:?}: {tally:?}");
+    assert!(tally.other.is_empty(), "{era:?}: {tally:?}");
+    // The one that applied did what its question said.
+    let applied = tally.applied.first().ok_or("nothing applied")?;
+    assert_eq!(applied["previousStock"], 3, "{era:?}");
+    assert_eq!(applied["newStock"], 4, "{era:?}");
+    assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
+    assert_eq!(
+        file.movements()?,
+        [Movement {
+            sku: "TLS-002".into(),
+            delta: 1,
+            reason: "race".into()
+        }],
+        "{era:?}"
+    );
+    Ok(())
 }

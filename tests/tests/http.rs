@@ -17,8 +17,8 @@ use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
 use workspace_tests::{
-    Answer, Client, Era, Failure, Movement, ScriptedUser, Store, call, connect_over,
-    enveloped_data, hold_approvals, is_error, message, tally,
+    Answer, Client, Era, Failure, ScriptedUser, Store, call, connect_over, enveloped_data,
+    is_error, message,
 };
 
 /// Serves `store`'s guard (writes on) on an ephemeral loopback port; returns the endpoint and
@@ -161,32 +161,8 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
         let user = ScriptedUser::answering([]);
         let transport = StreamableHttpClientTransport::from_uri(url);
         let client = connect_over(transport, &user, era).await?;
-        let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "race"});
+        workspace_tests::race_one_stock(&client, &user, era, &file, N).await?;
 
-        let held = hold_approvals(&client, &user, era, "adjust_stock", &arguments, N).await?;
-        assert_eq!(
-            held.prompts(),
-            vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; N],
-            "{era:?}"
-        );
-        let results = held.apply_all().await?;
-
-        let tally = tally(&results)?;
-        assert_eq!(tally.applied.len(), 1, "{era:?}: {tally:?}");
-        assert_eq!(tally.stale, N - 1, "{era:?}: {tally:?}");
-        assert!(tally.other.is_empty(), "{era:?}: {tally:?}");
-        assert_eq!(tally.applied[0]["previousStock"], 3, "{era:?}");
-        assert_eq!(tally.applied[0]["newStock"], 4, "{era:?}");
-        assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
-        assert_eq!(
-            file.movements()?,
-            [Movement {
-                sku: "TLS-002".into(),
-                delta: 1,
-                reason: "race".into()
-            }],
-            "{era:?}"
-        );
         let outcomes = store.audit.decisions();
         let count = |outcome| outcomes.iter().filter(|o| **o == outcome).count();
         assert_eq!(count(Outcome::Approved), N, "{era:?}: {outcomes:?}");

@@ -14,14 +14,14 @@ use adapter_rmcp::Outcome;
 use serde_json::{Value, json};
 use workspace_tests::{
     Answer, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data,
-    hold_approvals, is_error, tally,
+    hold_approvals, is_error, race_one_stock, race_plus_one, tally,
 };
 
 /// How many approvals the model collects before it sends the applies.
 const N: usize = 10;
 
 fn plus_one() -> Value {
-    json!({"sku": "TLS-002", "delta": 1, "reason": "race"})
+    race_plus_one()
 }
 
 fn count(outcomes: &[Outcome], outcome: Outcome) -> usize {
@@ -36,35 +36,8 @@ async fn ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Fai
         let user = ScriptedUser::answering([]);
         let client = connect(store.guard(true), &user, era).await?;
 
-        let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), N).await?;
-        // Every question was asked on the same state, before any apply.
-        assert_eq!(
-            held.prompts(),
-            vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; N],
-            "{era:?}"
-        );
-        assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
-        assert!(file.movements()?.is_empty(), "{era:?}");
+        race_one_stock(&client, &user, era, &file, N).await?;
 
-        let results = held.apply_all().await?;
-
-        let tally = tally(&results)?;
-        assert_eq!(tally.applied.len(), 1, "{era:?}: {tally:?}");
-        assert_eq!(tally.stale, N - 1, "{era:?}: {tally:?}");
-        assert!(tally.other.is_empty(), "{era:?}: {tally:?}");
-        // The one that applied did what its question said.
-        assert_eq!(tally.applied[0]["previousStock"], 3, "{era:?}");
-        assert_eq!(tally.applied[0]["newStock"], 4, "{era:?}");
-        assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
-        assert_eq!(
-            file.movements()?,
-            [Movement {
-                sku: "TLS-002".into(),
-                delta: 1,
-                reason: "race".into()
-            }],
-            "{era:?}"
-        );
         let outcomes = store.audit.decisions();
         assert_eq!(count(&outcomes, Outcome::Approved), N, "{era:?}");
         assert_eq!(count(&outcomes, Outcome::Applied), 1, "{era:?}");

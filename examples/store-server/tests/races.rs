@@ -19,14 +19,14 @@ use common::{HttpChild, Log, launch_stdio};
 use serde_json::{Value, json};
 use workspace_tests::{
     Answer, Client, Era, Failure, FileView, Movement, ScriptedUser, call, hold_approvals, is_error,
-    tally,
+    race_one_stock, race_plus_one, tally,
 };
 
 /// How many approvals the model collects before it sends the applies.
 const N: usize = 10;
 
 fn plus_one() -> Value {
-    json!({"sku": "TLS-002", "delta": 1, "reason": "race"})
+    race_plus_one()
 }
 
 fn count(outcomes: &[String], outcome: Outcome) -> usize {
@@ -45,32 +45,7 @@ async fn race(
     file: &FileView,
     log: &Log,
 ) -> Result<(), Failure> {
-    let held = hold_approvals(client, user, era, "adjust_stock", &plus_one(), N).await?;
-    assert_eq!(
-        held.prompts(),
-        vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; N],
-        "{era:?}"
-    );
-    assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
-
-    let results = held.apply_all().await?;
-
-    let tally = tally(&results)?;
-    assert_eq!(tally.applied.len(), 1, "{era:?}: {tally:?}");
-    assert_eq!(tally.stale, N - 1, "{era:?}: {tally:?}");
-    assert!(tally.other.is_empty(), "{era:?}: {tally:?}");
-    assert_eq!(tally.applied[0]["previousStock"], 3, "{era:?}");
-    assert_eq!(tally.applied[0]["newStock"], 4, "{era:?}");
-    assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
-    assert_eq!(
-        file.movements()?,
-        [Movement {
-            sku: "TLS-002".into(),
-            delta: 1,
-            reason: "race".into()
-        }],
-        "{era:?}"
-    );
+    race_one_stock(client, user, era, file, N).await?;
     let outcomes = log.outcomes_when(2 * N).await;
     assert_eq!(
         count(&outcomes, Outcome::Approved),
