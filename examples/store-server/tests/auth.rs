@@ -550,23 +550,11 @@ async fn without_a_valid_token_every_request_is_401_and_nothing_reaches_the_guar
         ("not a JWT", "not-a-jwt".to_owned(), ""),
     ];
     for (case, token, description) in &cases {
-        let reply = raw
-            .call_tool(Some(token), None, "adjust_stock", &plus_one())
-            .await?;
-        assert_eq!(reply.status, 401, "{case}: {reply:?}");
-        let header = reply
-            .header("www-authenticate")
-            .unwrap_or_default()
-            .to_owned();
+        let (header, body) = invalid_token(&raw, case, token).await?;
         assert!(
             header.starts_with(&format!("{challenge}, ")),
             "{case}: {header}"
         );
-        assert!(
-            header.contains(r#"error="invalid_token""#),
-            "{case}: {header}"
-        );
-        let body: Value = serde_json::from_str(&reply.body)?;
         assert_eq!(body["error"], "invalid_token", "{case}: {body}");
         if !description.is_empty() {
             assert!(
@@ -608,6 +596,24 @@ async fn without_a_valid_token_every_request_is_401_and_nothing_reaches_the_guar
     Ok(())
 }
 
+/// Sends a write with `token` and asserts it is refused as an invalid token: 401, and a
+/// challenge with `error="invalid_token"`. The challenge and the JSON body.
+async fn invalid_token(raw: &Raw, case: &str, token: &str) -> Result<(String, Value), Failure> {
+    let reply = raw
+        .call_tool(Some(token), None, "adjust_stock", &plus_one())
+        .await?;
+    assert_eq!(reply.status, 401, "{case}: {reply:?}");
+    let header = reply
+        .header("www-authenticate")
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        header.contains(r#"error="invalid_token""#),
+        "{case}: {header}"
+    );
+    Ok((header, serde_json::from_str(&reply.body)?))
+}
+
 /// The 401's `error_description` (and the logged reason) says why, as `TokenRejection`
 /// documents it: a missing `exp`, `iss`, `aud` or `sub` is "lacks a required claim"
 /// (`TokenRejection::Claims`), and `alg: none` is "signing algorithm is not accepted"
@@ -641,19 +647,7 @@ async fn a_refused_token_is_described_by_its_documented_reason() -> Result<(), F
     let mut described = Vec::new();
     let mut expected = Vec::new();
     for (case, token, description) in &cases {
-        let reply = raw
-            .call_tool(Some(token), None, "adjust_stock", &plus_one())
-            .await?;
-        assert_eq!(reply.status, 401, "{case}: {reply:?}");
-        let header = reply
-            .header("www-authenticate")
-            .unwrap_or_default()
-            .to_owned();
-        assert!(
-            header.contains(r#"error="invalid_token""#),
-            "{case}: {header}"
-        );
-        let body: Value = serde_json::from_str(&reply.body)?;
+        let (_, body) = invalid_token(&raw, case, token).await?;
         described.push((
             case.clone(),
             body["error_description"].as_str().unwrap_or("").to_owned(),
