@@ -65,6 +65,12 @@
 //! person approves its exact arguments, but nothing pins the state the write lands on. It
 //! does not support write tools that need their own input rounds or tasks. The name [`PREPARE_ADMIN_ACTION`] is reserved.
 //!
+//! # Testing your server behind the guard
+//!
+//! The `test-util` feature adds `test_util`: a client that answers approval questions from a
+//! script in both protocol eras, an in-memory connect, a store that can be switched down, and
+//! approval-core's `ManualClock`. This crate's own tests use them.
+//!
 //! # Example
 //!
 //! ```
@@ -132,6 +138,8 @@ pub mod http;
 mod principal;
 mod prompt;
 mod step;
+#[cfg(feature = "test-util")]
+pub mod test_util;
 mod tools;
 mod write_path;
 

@@ -114,8 +114,8 @@ impl Harness {
             .audit(Arc::new(audit.clone()))
             .clock(Arc::new(ManualClock::new(start_time())));
         let guard = configure(builder).build();
-        let scripted = ScriptedClient::new(true);
-        let client = connect(guard, era, scripted.clone()).await;
+        let scripted = ScriptedClient::new();
+        let client = connect(guard, era, scripted.clone()).await.unwrap();
         Self {
             client,
             scripted,

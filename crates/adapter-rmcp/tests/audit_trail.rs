@@ -28,7 +28,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn era_name(era: Era) -> &'static str {
     match era {
         Era::Legacy => "legacy",
-        Era::Rounds => "2026-07-28",
+        Era::InputRounds => "2026-07-28",
+        other => unreachable!("no test written for {other:?}"),
     }
 }
 

@@ -116,9 +116,11 @@ async fn bump(
     if check {
         builder = builder.check_previews_are_dry();
     }
-    let client_handler = ScriptedClient::new(true);
+    let client_handler = ScriptedClient::new();
     client_handler.script([answer]);
-    let client = connect(builder.build(), Era::Legacy, client_handler.clone()).await;
+    let client = connect(builder.build(), Era::Legacy, client_handler.clone())
+        .await
+        .unwrap();
     let result = call_on(&client, "bump", json!({})).await.unwrap();
     client.cancel().await.unwrap();
     (

@@ -19,7 +19,9 @@ async fn without_token_gated_tools_neither_advertises_prepare_admin_action() {
         let guard = WriteGuard::builder(Notes::default())
             .writes_enabled(true)
             .build();
-        let client = connect(guard.clone(), era, ScriptedClient::new(true)).await;
+        let client = connect(guard.clone(), era, ScriptedClient::new())
+            .await
+            .unwrap();
         let listed = client.list_all_tools().await.unwrap();
         assert!(listed.iter().all(|t| t.name != PREPARE_ADMIN_ACTION));
         assert!(listed.iter().any(|t| t.name == "add_note"));
@@ -34,7 +36,9 @@ async fn with_a_token_gated_tool_both_advertise_it() {
         let guard = WriteGuard::builder(Fixture::default())
             .writes_enabled(true)
             .build();
-        let client = connect(guard.clone(), era, ScriptedClient::new(true)).await;
+        let client = connect(guard.clone(), era, ScriptedClient::new())
+            .await
+            .unwrap();
         let listed = client.list_all_tools().await.unwrap();
         let prepare = listed
             .into_iter()

@@ -102,7 +102,7 @@ fn answer(action: &str, content: Value) -> InputResponses {
 async fn retry_with_broken_tool_list(responses: InputResponses) -> (Harness, CallToolResult) {
     let server = Wrapped::default();
     server.knobs.hide_get_tool.store(true, Ordering::SeqCst);
-    let h = Harness::start(Era::Rounds, server, |b| b).await;
+    let h = Harness::start(Era::InputRounds, server, |b| b).await;
     h.server.fixture.state.lock().rows.insert("a".into(), 1);
     let args = json!({"tool": "delete_row", "arguments": {"name": "a"}});
     let state = match h

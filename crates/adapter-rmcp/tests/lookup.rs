@@ -48,8 +48,8 @@ impl Setup {
             rmcp::ServerHandler::get_tool(&guard, "delete_row").is_none(),
             "the inner server does not answer get_tool"
         );
-        let scripted = ScriptedClient::new(true);
-        let client = connect(guard, era, scripted.clone()).await;
+        let scripted = ScriptedClient::new();
+        let client = connect(guard, era, scripted.clone()).await.unwrap();
         Self {
             paged,
             audit,

@@ -113,7 +113,7 @@ proptest! {
         content in content(),
     ) {
         runtime().block_on(async {
-            let h = Harness::start(Era::Rounds).await;
+            let h = Harness::start(Era::InputRounds).await;
             let before = h.state();
             let args = json!({"value": 7});
             let params = CallToolRequestParams::new("set_counter")
@@ -154,7 +154,7 @@ proptest! {
         name in "[a-z]{1,10}",
         legacy in any::<bool>(),
     ) {
-        let era = if legacy { Era::Legacy } else { Era::Rounds };
+        let era = if legacy { Era::Legacy } else { Era::InputRounds };
         runtime().block_on(async {
             let h = Harness::start(era).await;
             h.script([Reply::Approve]);

@@ -37,7 +37,7 @@ macro_rules! both_eras_threaded {
                 }
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn rounds() {
-                    super::$name($crate::common::Era::Rounds).await;
+                    super::$name($crate::common::Era::InputRounds).await;
                 }
             }
         )*
@@ -77,7 +77,7 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
             }
             (prompts, results)
         }
-        Era::Rounds => {
+        Era::InputRounds => {
             let asks: Vec<_> = (0..N)
                 .map(|_| {
                     let peer = h.client.peer().clone();
@@ -113,6 +113,7 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
             // Here each result is paired with its own question.
             (asked.into_iter().map(|a| a.prompt).collect(), results)
         }
+        other => unreachable!("no test written for {other:?}"),
     };
 
     // Every person was shown "0 -> 1".
@@ -300,7 +301,7 @@ async fn run(plan: Plan) {
     let era = if plan.legacy {
         Era::Legacy
     } else {
-        Era::Rounds
+        Era::InputRounds
     };
     let h = CounterHarness::start(era, plan.initial).await;
     let n = plan.deltas.len();
@@ -323,10 +324,11 @@ async fn run(plan: Plan) {
                     let prompt = h.gated.wait_asked(question + 1).await.swap_remove(question);
                     (prompt, Pending::Legacy { question, call })
                 }
-                Era::Rounds => {
+                Era::InputRounds => {
                     let asked = h.ask("add_to_counter", &args).await;
                     (asked.prompt.clone(), Pending::Rounds(asked))
                 }
+                other => unreachable!("no test written for {other:?}"),
             };
             let change = shown_change(&prompt);
             assert_eq!(change, json!({"before": model, "after": model + delta}));

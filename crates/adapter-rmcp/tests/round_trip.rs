@@ -60,7 +60,7 @@ async fn retry(
 
 #[tokio::test]
 async fn a_hand_driven_round_applies_once_and_its_state_cannot_be_replayed() {
-    let h = Harness::start(Era::Rounds).await;
+    let h = Harness::start(Era::InputRounds).await;
     let args = json!({"value": 7});
     let state = first_round(&h.client, "set_counter", &args).await;
     assert_eq!(h.state().applies, 0);
@@ -92,7 +92,7 @@ async fn a_hand_driven_round_applies_once_and_its_state_cannot_be_replayed() {
 
 #[tokio::test]
 async fn a_forged_state_is_refused() {
-    let h = Harness::start(Era::Rounds).await;
+    let h = Harness::start(Era::InputRounds).await;
     let args = json!({"value": 7});
     let before = h.state();
     for (forged, reason) in [
@@ -125,7 +125,7 @@ async fn a_forged_state_is_refused() {
 
 #[tokio::test]
 async fn an_altered_state_is_refused() {
-    let h = Harness::start(Era::Rounds).await;
+    let h = Harness::start(Era::InputRounds).await;
     let args = json!({"value": 7});
     let state = first_round(&h.client, "set_counter", &args).await;
     let before = h.state();
@@ -148,7 +148,7 @@ async fn an_altered_state_is_refused() {
 
 #[tokio::test]
 async fn a_state_is_bound_to_its_principal_and_tool() {
-    let h = Harness::start(Era::Rounds).await;
+    let h = Harness::start(Era::InputRounds).await;
     h.fixture.state.lock().rows.insert("a".into(), 1);
     let args = json!({"value": 7});
     let state = first_round(&h.client, "set_counter", &args).await;
@@ -188,7 +188,7 @@ async fn a_state_is_bound_to_its_principal_and_tool() {
 
 #[tokio::test]
 async fn a_retry_without_an_answer_is_refused() {
-    let h = Harness::start(Era::Rounds).await;
+    let h = Harness::start(Era::InputRounds).await;
     let args = json!({"value": 7});
     let before = h.state();
 
@@ -236,7 +236,7 @@ async fn a_retry_without_an_answer_is_refused() {
 
 #[tokio::test]
 async fn an_expired_state_is_refused_like_a_late_answer() {
-    let h = Harness::start(Era::Rounds).await;
+    let h = Harness::start(Era::InputRounds).await;
     let args = json!({"value": 7});
     let state = first_round(&h.client, "set_counter", &args).await;
     let before = h.state();
@@ -272,7 +272,7 @@ proptest! {
         prop_assume!(changed != args);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let h = Harness::start(Era::Rounds).await;
+            let h = Harness::start(Era::InputRounds).await;
             let state = first_round(&h.client, "set_counter", &args).await;
             let before = h.state();
             let result = retry(&h.client, "set_counter", &changed, &state, Some(approve_responses())).await;

@@ -12,83 +12,16 @@
 mod common;
 mod wrapped;
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
-};
+use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
-use approval_core::{BoxFuture, MemoryStore, Principal, Store, StoreError, StoreKey};
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, test_util::FailingStore};
+use approval_core::Store;
 use common::{Era, Reply, prepare_token_on, unwrapped};
-use serde_json::{Value, json};
-use time::OffsetDateTime;
+use serde_json::json;
 use wrapped::{Harness, Wrapped};
 
-/// A memory store that can be switched off: while down, every call fails as an unreachable
-/// backend would.
-#[derive(Default)]
-struct SwitchableStore {
-    inner: MemoryStore,
-    down: AtomicBool,
-}
-
-impl SwitchableStore {
-    fn fail<T: Send + 'static>(&self) -> Option<BoxFuture<'static, Result<T, StoreError>>> {
-        self.down.load(Ordering::SeqCst).then(|| {
-            Box::pin(std::future::ready(Err(StoreError::Unavailable(
-                "connection refused".into(),
-            )))) as BoxFuture<'static, Result<T, StoreError>>
-        })
-    }
-}
-
-impl Store for SwitchableStore {
-    fn insert<'a>(
-        &'a self,
-        key: StoreKey,
-        principal: &'a Principal,
-        record: Value,
-        expires_at: OffsetDateTime,
-        now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        match self.fail() {
-            Some(failed) => failed,
-            None => self.inner.insert(key, principal, record, expires_at, now),
-        }
-    }
-
-    fn take<'a>(
-        &'a self,
-        key: &'a StoreKey,
-        now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
-        match self.fail() {
-            Some(failed) => failed,
-            None => self.inner.take(key, now),
-        }
-    }
-
-    fn get<'a>(
-        &'a self,
-        key: &'a StoreKey,
-        now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
-        match self.fail() {
-            Some(failed) => failed,
-            None => self.inner.get(key, now),
-        }
-    }
-
-    fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
-        match self.fail() {
-            Some(failed) => failed,
-            None => self.inner.purge_expired(now),
-        }
-    }
-}
-
-async fn start(era: Era) -> (Harness, Arc<SwitchableStore>) {
-    let store = Arc::new(SwitchableStore::default());
+async fn start(era: Era) -> (Harness, Arc<FailingStore>) {
+    let store = Arc::new(FailingStore::default());
     let dyn_store: Arc<dyn Store> = store.clone();
     let h = Harness::start(era, Wrapped::default(), |b| b.store(dyn_store)).await;
     h.server.fixture.state.lock().rows.insert("a".into(), 1);
@@ -111,7 +44,7 @@ both_eras!(
 
 async fn an_additive_write_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
-    store.down.store(true, Ordering::SeqCst);
+    store.set_down(true);
     let before = h.state();
     h.scripted.script([Reply::Approve]);
     let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
@@ -128,7 +61,7 @@ async fn an_additive_write_is_refused_while_the_store_is_down(era: Era) {
 async fn a_token_gated_delete_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
     let token = prepare_token_on(&h.client, &h.scripted, "delete_row", json!({"name": "a"})).await;
-    store.down.store(true, Ordering::SeqCst);
+    store.set_down(true);
     h.audit.clear();
     let before = h.state();
     h.scripted.script([Reply::Approve]);
@@ -148,7 +81,7 @@ async fn a_token_gated_delete_is_refused_while_the_store_is_down(era: Era) {
 
 async fn prepare_admin_action_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
-    store.down.store(true, Ordering::SeqCst);
+    store.set_down(true);
     let before = h.state();
     h.scripted.script([Reply::Approve]);
     let result = h
@@ -168,10 +101,8 @@ async fn a_store_that_fails_while_the_user_is_asked_writes_nothing(era: Era) {
     let (h, store) = start(era).await;
     let before = h.state();
     let down = Arc::clone(&store);
-    h.scripted.script([Reply::after(
-        move || down.down.store(true, Ordering::SeqCst),
-        Reply::Approve,
-    )]);
+    h.scripted
+        .script([Reply::after(move || down.set_down(true), Reply::Approve)]);
     let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed);
     assert_store_failed(&h, "store");
@@ -183,7 +114,7 @@ async fn a_store_that_fails_while_the_user_is_asked_writes_nothing(era: Era) {
     assert_eq!(h.state().applies, 0);
 
     // Back up: the same write, asked anew, goes through once.
-    store.down.store(false, Ordering::SeqCst);
+    store.set_down(false);
     h.scripted.script([Reply::Approve]);
     let result = h.call("add_row", json!({"name": "b", "value": 2})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");

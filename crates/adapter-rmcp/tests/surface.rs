@@ -37,7 +37,9 @@ both_eras!(
 
 async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
     let h = Harness::start(era).await;
-    let bare = connect(Fixture::default(), era, ScriptedClient::new(true)).await;
+    let bare = connect(Fixture::default(), era, ScriptedClient::new())
+        .await
+        .unwrap();
 
     let guarded_info = h.client.peer_info().unwrap();
     let bare_info = bare.peer_info().unwrap();
@@ -55,7 +57,8 @@ async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
     assert_eq!(guarded_info.protocol_version, bare_info.protocol_version);
     match era {
         Era::Legacy => assert!(guarded_info.protocol_version.as_str() < "2026-07-28"),
-        Era::Rounds => assert_eq!(guarded_info.protocol_version.as_str(), "2026-07-28"),
+        Era::InputRounds => assert_eq!(guarded_info.protocol_version.as_str(), "2026-07-28"),
+        other => unreachable!("no test written for {other:?}"),
     }
 
     let prompts = h.client.list_prompts(None).await.unwrap();
@@ -128,7 +131,9 @@ fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
 
 async fn tools_list_is_rewritten(era: Era) {
     let h = Harness::start(era).await;
-    let bare = connect(Fixture::default(), era, ScriptedClient::new(true)).await;
+    let bare = connect(Fixture::default(), era, ScriptedClient::new())
+        .await
+        .unwrap();
     let guarded = h.client.list_all_tools().await.unwrap();
     let original = bare.list_all_tools().await.unwrap();
     assert_eq!(guarded.len(), original.len() + 1);
@@ -250,8 +255,8 @@ async fn a_tool_router_server_is_guarded(era: Era) {
             )
         })
         .build();
-    let scripted = ScriptedClient::new(true);
-    let client = connect(guard, era, scripted.clone()).await;
+    let scripted = ScriptedClient::new();
+    let client = connect(guard, era, scripted.clone()).await.unwrap();
     let info = client.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "notes");
 

@@ -16,11 +16,11 @@ use std::sync::{Arc, atomic::Ordering};
 
 use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
 use approval_core::ManualClock;
-use common::{Era, Reply, ScriptedClient, start_time, text_of, unwrapped};
+use common::{Era, Reply, ScriptedClient, connect, start_time, text_of, unwrapped};
 use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt,
+    ClientHandler, ErrorData, RoleClient,
     model::*,
-    service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService},
+    service::{RequestContext, RunningService},
 };
 use serde_json::{Value, json};
 use wrapped::Wrapped;
@@ -48,31 +48,6 @@ impl ClientHandler for TaskClient {
     }
 }
 
-async fn connect<S: ServerHandler>(
-    server: S,
-    era: Era,
-    client: TaskClient,
-) -> RunningService<RoleClient, TaskClient> {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    match era {
-        Era::Legacy => client.serve(client_io).await.unwrap(),
-        Era::Rounds => client
-            .serve_with_lifecycle(
-                client_io,
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            )
-            .await
-            .unwrap(),
-    }
-}
-
 struct Setup {
     client: RunningService<RoleClient, TaskClient>,
     scripted: ScriptedClient,
@@ -91,8 +66,10 @@ async fn setup(era: Era, server_tasks: bool) -> Setup {
         .audit(Arc::new(audit.clone()))
         .clock(Arc::new(ManualClock::new(start_time())))
         .build();
-    let scripted = ScriptedClient::new(true);
-    let client = connect(guard, era, TaskClient(scripted.clone())).await;
+    let scripted = ScriptedClient::new();
+    let client = connect(guard, era, TaskClient(scripted.clone()))
+        .await
+        .unwrap();
     Setup {
         client,
         scripted,

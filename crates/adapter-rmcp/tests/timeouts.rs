@@ -11,41 +11,11 @@
 
 mod common;
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicUsize, Ordering},
-};
-
 use adapter_rmcp::{MemorySink, Outcome};
 use approval_core::ManualClock;
-use common::{Fixture, Options, ScriptedClient, guard, start_time, text_of};
-use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServiceExt,
-    model::{CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult},
-    service::RequestContext,
-};
+use common::{Era, Fixture, Options, SilentClient, connect, guard, start_time, text_of};
+use rmcp::model::CallToolRequestParams;
 use serde_json::json;
-
-/// Declares form elicitation, then never answers.
-#[derive(Clone, Default)]
-struct SilentClient {
-    asked: Arc<AtomicUsize>,
-}
-
-impl ClientHandler for SilentClient {
-    async fn create_elicitation(
-        &self,
-        _request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        self.asked.fetch_add(1, Ordering::SeqCst);
-        std::future::pending().await
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ScriptedClient::new(true).get_info()
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
@@ -53,14 +23,8 @@ async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
     let audit = MemorySink::new();
     let clock = ManualClock::new(start_time());
     let guard = guard(fixture.clone(), &audit, &clock, &Options::default());
-    let silent = SilentClient::default();
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = guard.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let client = silent.clone().serve(client_io).await.unwrap();
+    let silent = SilentClient::new();
+    let client = connect(guard, Era::Legacy, silent.clone()).await.unwrap();
     let before = fixture.snapshot();
 
     let params = CallToolRequestParams::new("set_counter")
@@ -71,7 +35,7 @@ async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
     let text = text_of(&result);
     assert!(text.contains("not given in time"), "{text}");
     assert!(text.contains("nothing was saved"), "{text}");
-    assert_eq!(silent.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(silent.questions(), 1);
     let after = fixture.snapshot();
     assert_eq!(after.data(), before.data());
     assert_eq!(after.applies, 0);

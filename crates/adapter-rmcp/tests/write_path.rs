@@ -16,8 +16,8 @@ use std::sync::Arc;
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
 use approval_core::{MemoryStore, Principal, StoreError};
 use common::{
-    Era, Harness, Options, Reply,
-    custom::{NotifyingSink, SilentClient, connect_legacy, guard_builder},
+    Era, Harness, Options, Reply, SilentClient, connect,
+    custom::{NotifyingSink, guard_builder},
     fixture::{APPLY_ERROR, Fixture},
     start_time, text_of, unwrapped,
 };
@@ -135,7 +135,7 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
             let reason = h.audit.last().unwrap().reason.unwrap();
             assert!(reason.contains("asking the user failed"), "{reason}");
         }
-        Era::Rounds => {
+        Era::InputRounds => {
             // The client's own round driver gives up: no retry reaches the server, nothing is
             // applied, and the round-trip record expires unused.
             let error = h.try_call("set_counter", json!({"value": 7})).await;
@@ -152,6 +152,7 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
                 "no decision without an answer"
             );
         }
+        other => unreachable!("no test written for {other:?}"),
     }
 }
 
@@ -515,7 +516,7 @@ async fn a_call_cancelled_while_asking_writes_nothing() {
         .audit(Arc::new(sink.clone()))
         .build();
     let silent = SilentClient::default();
-    let client = connect_legacy(guard, silent.clone()).await;
+    let client = connect(guard, Era::Legacy, silent.clone()).await.unwrap();
     let before = fixture.snapshot();
 
     let params = CallToolRequestParams::new("set_counter")
@@ -528,7 +529,7 @@ async fn a_call_cancelled_while_asking_writes_nothing() {
         .await
         .unwrap();
     // The question reached the client; the user has not answered.
-    silent.asked.notified().await;
+    silent.wait_for_questions(1).await;
     handle
         .cancel(Some("the user closed the chat".into()))
         .await

@@ -14,9 +14,9 @@ use adapter_rmcp::{INPUT_KEY, MemorySink, WriteGuard, WriteStep, write_step};
 use approval_core::ManualClock;
 use parking_lot::Mutex;
 use rmcp::{
-    ClientHandler, ErrorData, Peer, RoleClient, ServerHandler, ServiceExt,
+    ErrorData, Peer, RoleClient, ServerHandler,
     model::*,
-    service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleServer, RunningService},
+    service::{RequestContext, RoleServer},
 };
 use serde_json::{Value, json};
 
@@ -246,7 +246,9 @@ impl CounterHarness {
         }
         let guard = builder.build();
         let gated = GatedClient::default();
-        let client = connect_client(guard.clone(), era, gated.clone()).await;
+        let client = super::connect(guard.clone(), era, gated.clone())
+            .await
+            .unwrap();
         Self {
             era,
             client,
@@ -265,8 +267,10 @@ impl CounterHarness {
     /// Another connection (another principal) to the same guard, whose client answers from a
     /// script.
     pub async fn second_connection(&self) -> (Client, ScriptedClient) {
-        let scripted = ScriptedClient::new(true);
-        let client = super::connect(self.guard.clone(), self.era, scripted.clone()).await;
+        let scripted = ScriptedClient::new();
+        let client = super::connect(self.guard.clone(), self.era, scripted.clone())
+            .await
+            .unwrap();
         (client, scripted)
     }
 
@@ -296,18 +300,19 @@ impl CounterHarness {
                 self.gated.release(index);
                 (prompt, call.await.unwrap())
             }
-            Era::Rounds => {
+            Era::InputRounds => {
                 let asked = self.ask(tool, args).await;
                 between.await;
                 let result = self.approve(tool, args, &asked).await;
                 (asked.prompt, result)
             }
+            other => unreachable!("no test written for {other:?}"),
         }
     }
 
     /// At 2026-07-28: the first round of a write, which asks and returns at once.
     pub async fn ask(&self, tool: &str, args: &Value) -> Asked {
-        assert_eq!(self.era, Era::Rounds);
+        assert_eq!(self.era, Era::InputRounds);
         first_round(&self.client.peer().clone(), tool, args).await
     }
 
@@ -354,32 +359,5 @@ pub async fn approve_round(
     match peer.call_tool_once(retry).await.unwrap() {
         CallToolResponse::Complete(result) => result,
         other => panic!("expected a final result, got {other:?}"),
-    }
-}
-
-/// Connects any `client` to `server` over an in-memory duplex, in `era` (as [`super::connect`]
-/// does for a [`ScriptedClient`]).
-pub async fn connect_client<S: ServerHandler, C: ClientHandler>(
-    server: S,
-    era: Era,
-    client: C,
-) -> RunningService<RoleClient, C> {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    match era {
-        Era::Legacy => client.serve(client_io).await.unwrap(),
-        Era::Rounds => client
-            .serve_with_lifecycle(
-                client_io,
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            )
-            .await
-            .unwrap(),
     }
 }

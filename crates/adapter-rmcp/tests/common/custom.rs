@@ -1,6 +1,5 @@
 //! Guards configured beyond [`Options`](super::Options): any builder setting (a principal
-//! resolver, a store), an audit sink that says when a record arrives, and a client whose
-//! approval dialog never answers.
+//! resolver, a store), and an audit sink that says when a record arrives.
 
 use std::sync::Arc;
 
@@ -9,14 +8,9 @@ use adapter_rmcp::{
     danger::AllowWritesWithoutElicitation,
 };
 use approval_core::ManualClock;
-use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServiceExt,
-    model::*,
-    service::{RequestContext, RunningService},
-};
 use tokio::sync::Notify;
 
-use super::{Fixture, Harness, Options, ScriptedClient, connect, start_time};
+use super::{Fixture, Harness, Options, connect, start_time};
 
 /// The builder [`super::guard`] uses, before `build`, so a test can change any setting.
 pub fn guard_builder(
@@ -51,8 +45,8 @@ impl Harness {
         let audit = MemorySink::new();
         let clock = ManualClock::new(start_time());
         let guard = customize(guard_builder(fixture.clone(), &audit, &clock, &options)).build();
-        let scripted = ScriptedClient::new(options.elicitation);
-        let client = connect(guard.clone(), era, scripted.clone()).await;
+        let scripted = super::scripted_client(options.elicitation);
+        let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
         Self {
             era,
             client,
@@ -97,47 +91,4 @@ impl AuditSink for NotifyingSink {
         self.memory.record(record);
         self.notify.notify_waiters();
     }
-}
-
-/// A client with form elicitation whose dialog never answers: it says that the question
-/// arrived, then waits forever.
-#[derive(Clone, Default)]
-pub struct SilentClient {
-    pub asked: Arc<Notify>,
-}
-
-impl ClientHandler for SilentClient {
-    async fn create_elicitation(
-        &self,
-        _request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        self.asked.notify_one();
-        std::future::pending().await
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder()
-                .enable_elicitation_with(
-                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
-                )
-                .build(),
-            Implementation::new("silent-client", "0.1.0"),
-        )
-    }
-}
-
-/// Connects `client` to `server` over an in-memory duplex, below 2026-07-28.
-pub async fn connect_legacy<S: rmcp::ServerHandler, C: ClientHandler>(
-    server: S,
-    client: C,
-) -> RunningService<RoleClient, C> {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    client.serve(client_io).await.unwrap()
 }

@@ -1,8 +1,8 @@
-//! Shared test support: the fixture servers, a scripted elicitation client, and a harness that
-//! connects them through a guard over an in-memory duplex, in either protocol era.
+//! Shared test support: the fixture servers, and a harness that connects the crate's
+//! [`ScriptedClient`] to them through a guard over an in-memory duplex, in either protocol era.
 //!
 //! Each test binary uses a different subset of these helpers.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod counter;
 pub mod custom;
@@ -11,182 +11,24 @@ pub mod gated;
 pub mod notes;
 pub mod paged;
 
-use std::{collections::VecDeque, sync::Arc};
-
 use adapter_rmcp::{MemorySink, Outcome, WriteGuard};
 use approval_core::ManualClock;
-use parking_lot::Mutex;
 use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt,
+    RoleClient,
     model::*,
-    service::{
-        ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService, ServiceError,
-    },
+    service::{RunningService, ServiceError},
 };
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 pub use fixture::{Fixture, State};
 
-/// Which protocol era the client negotiates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// `initialize`: the server asks with `elicitation/create`.
-    Legacy,
-    /// `server/discover` at 2026-07-28: the server asks with `InputRequiredResult`.
-    Rounds,
-}
-
-pub const ERAS: [Era; 2] = [Era::Legacy, Era::Rounds];
-
-/// One scripted answer to an approval question.
-pub enum Reply {
-    Approve,
-    Decline,
-    Cancel,
-    /// `accept` with this content.
-    Accept(Value),
-    /// Any action, with any content.
-    Raw(ElicitationAction, Option<Value>),
-    /// The client's handler fails.
-    Fail,
-    /// Run a side effect (advance the clock, change the fixture), then answer.
-    After(Box<dyn FnOnce() + Send>, Box<Reply>),
-}
-
-impl Reply {
-    pub fn after(effect: impl FnOnce() + Send + 'static, then: Reply) -> Self {
-        Self::After(Box::new(effect), Box::new(then))
-    }
-
-    fn answer(self) -> Result<ElicitResult, ErrorData> {
-        match self {
-            Self::Approve => {
-                Ok(ElicitResult::new(ElicitationAction::Accept)
-                    .with_content(json!({"approve": true})))
-            }
-            Self::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
-            Self::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
-            Self::Accept(content) => {
-                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
-            }
-            Self::Raw(action, content) => {
-                let mut result = ElicitResult::new(action);
-                result.content = content;
-                Ok(result)
-            }
-            Self::Fail => Err(ErrorData::internal_error(
-                "the approval dialog crashed",
-                None,
-            )),
-            Self::After(effect, then) => {
-                effect();
-                then.answer()
-            }
-        }
-    }
-}
-
-#[derive(Default)]
-struct ClientState {
-    script: Mutex<VecDeque<Reply>>,
-    asked: Mutex<Vec<String>>,
-}
-
-/// A client whose elicitation handler answers from a script and records every question.
-#[derive(Clone)]
-pub struct ScriptedClient {
-    state: Arc<ClientState>,
-    elicitation: bool,
-}
-
-impl ScriptedClient {
-    pub fn new(elicitation: bool) -> Self {
-        Self {
-            state: Arc::default(),
-            elicitation,
-        }
-    }
-
-    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
-        self.state.script.lock().extend(replies);
-    }
-
-    /// Every question asked so far.
-    pub fn asked(&self) -> Vec<String> {
-        self.state.asked.lock().clone()
-    }
-}
-
-impl ClientHandler for ScriptedClient {
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let (message, schema) = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => (message, requested_schema),
-            _ => panic!("the guard asks with forms only"),
-        };
-        // The form asks for exactly one required boolean, `approve`.
-        let schema = serde_json::to_value(&schema).unwrap();
-        assert_eq!(schema["required"], json!(["approve"]), "{schema}");
-        assert_eq!(
-            schema["properties"]["approve"]["type"], "boolean",
-            "{schema}"
-        );
-        self.state.asked.lock().push(message);
-        let reply = self.state.script.lock().pop_front();
-        match reply {
-            Some(reply) => reply.answer(),
-            None => Err(ErrorData::internal_error("no scripted answer", None)),
-        }
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let capabilities = if self.elicitation {
-            ClientCapabilities::builder()
-                .enable_elicitation_with(
-                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
-                )
-                .build()
-        } else {
-            ClientCapabilities::default()
-        };
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("scripted-client", "0.1.0"),
-        )
-    }
-}
+pub use adapter_rmcp::{
+    Era,
+    test_util::{ERAS, Reply, ScriptedClient, SilentClient, connect},
+};
 
 pub type Client = RunningService<RoleClient, ScriptedClient>;
-
-/// Connects a client to `server` over an in-memory duplex, in `era`.
-pub async fn connect<S: ServerHandler>(server: S, era: Era, client: ScriptedClient) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    match era {
-        Era::Legacy => client.serve(client_io).await.unwrap(),
-        Era::Rounds => client
-            .serve_with_lifecycle(
-                client_io,
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            )
-            .await
-            .unwrap(),
-    }
-}
 
 /// How to build the guard for a test.
 #[derive(Debug, Clone)]
@@ -207,6 +49,15 @@ impl Default for Options {
             text_prefix: true,
             trust_list_rows: false,
         }
+    }
+}
+
+/// A scripted client that declares form elicitation, or none.
+pub fn scripted_client(elicitation: bool) -> ScriptedClient {
+    if elicitation {
+        ScriptedClient::new()
+    } else {
+        ScriptedClient::without_elicitation()
     }
 }
 
@@ -245,8 +96,8 @@ impl Harness {
         let audit = MemorySink::new();
         let clock = ManualClock::new(start_time());
         let guard = guard(fixture.clone(), &audit, &clock, &options);
-        let scripted = ScriptedClient::new(options.elicitation);
-        let client = connect(guard.clone(), era, scripted.clone()).await;
+        let scripted = scripted_client(options.elicitation);
+        let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
         Self {
             era,
             client,
@@ -260,8 +111,10 @@ impl Harness {
 
     /// Another connection (another principal) to the same guard configuration and store.
     pub async fn second_connection(&self) -> (Client, ScriptedClient) {
-        let scripted = ScriptedClient::new(true);
-        let client = connect(self.guard.clone(), self.era, scripted.clone()).await;
+        let scripted = ScriptedClient::new();
+        let client = connect(self.guard.clone(), self.era, scripted.clone())
+            .await
+            .unwrap();
         (client, scripted)
     }
 
@@ -391,7 +244,7 @@ macro_rules! both_eras {
                 }
                 #[tokio::test]
                 async fn rounds() {
-                    super::$name($crate::common::Era::Rounds).await;
+                    super::$name($crate::common::Era::InputRounds).await;
                 }
             }
         )*

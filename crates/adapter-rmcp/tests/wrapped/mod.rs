@@ -142,8 +142,8 @@ impl Harness {
             .audit(Arc::new(audit.clone()))
             .clock(Arc::new(clock.clone()));
         let guard = configure(builder).build();
-        let scripted = ScriptedClient::new(true);
-        let client = connect(guard.clone(), era, scripted.clone()).await;
+        let scripted = ScriptedClient::new();
+        let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
         Self {
             client,
             scripted,

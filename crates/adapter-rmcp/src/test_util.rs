@@ -1,0 +1,458 @@
+//! Helpers for testing a server behind a [`WriteGuard`](crate::WriteGuard) (feature
+//! `test-util`): the same ones this crate's own tests use.
+//!
+//! - [`ScriptedClient`]: a client whose approval dialog answers from a script, in order, and
+//!   records every question. It serves both protocol eras: below 2026-07-28 the guard asks it
+//!   with `elicitation/create`; at 2026-07-28 the guard answers the `tools/call` with an
+//!   `InputRequiredResult`, and rmcp's client runs the same handler and retries the call with
+//!   the answers.
+//! - [`SilentClient`]: a client whose dialog never answers, for timeouts and cancellation.
+//! - [`connect`]: any client to any server over an in-memory duplex, in either [`Era`].
+//! - [`FailingStore`]: an approval store that can be switched down.
+//! - [`ManualClock`]: approval-core's fake clock, so approvals and tokens expire without sleeping.
+//!
+//! # Example
+//!
+//! ```
+//! use adapter_rmcp::test_util::{ERAS, ManualClock, Reply, ScriptedClient, connect};
+//! use adapter_rmcp::{MemorySink, Outcome, WriteGuard};
+//! use rmcp::{
+//!     ServerHandler, handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+//!     model::CallToolRequestParams, schemars, tool, tool_handler, tool_router,
+//! };
+//! use std::sync::{Arc, atomic::{AtomicI64, Ordering}};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { n: i64 }
+//!
+//! #[derive(Clone)]
+//! struct Counter { value: Arc<AtomicI64>, tool_router: ToolRouter<Self> }
+//!
+//! #[tool_router]
+//! impl Counter {
+//!     #[tool(description = "Add to the counter",
+//!            annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
+//!     async fn add(&self, Parameters(Add { n }): Parameters<Add>) -> String {
+//!         (self.value.fetch_add(n, Ordering::SeqCst) + n).to_string()
+//!     }
+//! }
+//!
+//! #[tool_handler(router = self.tool_router)]
+//! impl ServerHandler for Counter {}
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! for era in ERAS {
+//!     let counter = Counter { value: Arc::default(), tool_router: Counter::tool_router() };
+//!     let audit = MemorySink::new();
+//!     let guard = WriteGuard::builder(counter.clone())
+//!         .writes_enabled(true)
+//!         .audit(Arc::new(audit.clone()))
+//!         .clock(Arc::new(ManualClock::default()))
+//!         .build();
+//!     let person = ScriptedClient::new();
+//!     // The person declines the first write and approves the second.
+//!     person.script([Reply::Decline, Reply::Approve]);
+//!     let client = connect(guard, era, person.clone()).await?;
+//!     let add = || {
+//!         let args = serde_json::json!({"n": 2});
+//!         CallToolRequestParams::new("add").with_arguments(args.as_object().cloned().unwrap())
+//!     };
+//!
+//!     let declined = client.call_tool(add()).await?;
+//!     assert_eq!(declined.is_error, Some(true));
+//!     assert_eq!(counter.value.load(Ordering::SeqCst), 0, "nothing was written");
+//!
+//!     let approved = client.call_tool(add()).await?;
+//!     assert_ne!(approved.is_error, Some(true));
+//!     assert_eq!(counter.value.load(Ordering::SeqCst), 2);
+//!     assert_eq!(person.asked().len(), 2, "one question per write");
+//!     assert_eq!(audit.outcomes().last(), Some(&Outcome::Applied));
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::{
+    collections::VecDeque,
+    fmt,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+};
+
+use approval_core::{BoxFuture, MemoryStore, Principal, Store, StoreError, StoreKey};
+use parking_lot::Mutex;
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt,
+    model::{
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+        ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
+    },
+    service::{
+        ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RequestContext,
+        RunningService,
+    },
+};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use tokio::sync::Notify;
+
+pub use approval_core::ManualClock;
+
+use crate::Era;
+
+/// Both protocol eras, for a test that runs once in each.
+pub const ERAS: [Era; 2] = [Era::Legacy, Era::InputRounds];
+
+/// Connects `client` to `server` over an in-memory duplex in `era`: below 2026-07-28 with
+/// `initialize`, or with `server/discover` at 2026-07-28. The server runs on a spawned task
+/// until the client goes away.
+pub async fn connect<S, C>(
+    server: S,
+    era: Era,
+    client: C,
+) -> Result<RunningService<RoleClient, C>, ClientInitializeError>
+where
+    S: ServerHandler,
+    C: ClientHandler,
+{
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    match era {
+        Era::Legacy => client.serve(client_io).await,
+        Era::InputRounds => {
+            client
+                .serve_with_lifecycle(
+                    client_io,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+        }
+    }
+}
+
+/// The capabilities of a client that can show the guard's approval form.
+fn form_elicitation() -> ClientCapabilities {
+    ClientCapabilities::builder()
+        .enable_elicitation_with(
+            ElicitationCapability::new().with_form(FormElicitationCapability::new()),
+        )
+        .build()
+}
+
+/// One scripted answer of a [`ScriptedClient`] to an approval question.
+#[non_exhaustive]
+pub enum Reply {
+    /// `accept` with `{"approve": true}`: the person approves.
+    Approve,
+    /// `decline`.
+    Decline,
+    /// `cancel`.
+    Cancel,
+    /// `accept` with this content.
+    Accept(Value),
+    /// Any action, with any content (or none).
+    Raw(ElicitationAction, Option<Value>),
+    /// The client's dialog fails: the handler returns an error.
+    Fail,
+    /// Runs a side effect (advance a clock, change the data behind the tool) while the question
+    /// is open, then answers. Build it with [`Reply::after`].
+    After(Box<dyn FnOnce() + Send>, Box<Reply>),
+}
+
+impl Reply {
+    /// Runs `effect` when the question arrives, then answers with `then`.
+    pub fn after(effect: impl FnOnce() + Send + 'static, then: Reply) -> Self {
+        Self::After(Box::new(effect), Box::new(then))
+    }
+
+    fn answer(self) -> Result<ElicitResult, ErrorData> {
+        match self {
+            Self::Approve => {
+                Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(json!({"approve": true})))
+            }
+            Self::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Self::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Self::Accept(content) => {
+                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+            }
+            Self::Raw(action, content) => {
+                let mut result = ElicitResult::new(action);
+                result.content = content;
+                Ok(result)
+            }
+            Self::Fail => Err(ErrorData::internal_error(
+                "the approval dialog crashed",
+                None,
+            )),
+            Self::After(effect, then) => {
+                effect();
+                then.answer()
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Approve => f.write_str("Approve"),
+            Self::Decline => f.write_str("Decline"),
+            Self::Cancel => f.write_str("Cancel"),
+            Self::Accept(content) => f.debug_tuple("Accept").field(content).finish(),
+            Self::Raw(action, content) => {
+                f.debug_tuple("Raw").field(action).field(content).finish()
+            }
+            Self::Fail => f.write_str("Fail"),
+            Self::After(_, then) => f.debug_tuple("After").field(&"..").field(then).finish(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    asked: Mutex<Vec<String>>,
+}
+
+/// A client whose approval dialog answers from a script, in order, and records every question.
+///
+/// Clones share the script and the record. When the script has run out, the dialog fails (the
+/// handler returns an error, as [`Reply::Fail`] does), so a test that did not expect a question
+/// sees a refusal instead of an approval.
+#[derive(Debug, Clone)]
+pub struct ScriptedClient {
+    script: Arc<Script>,
+    elicitation: bool,
+}
+
+impl Default for ScriptedClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScriptedClient {
+    /// A client that declares form elicitation, with an empty script.
+    pub fn new() -> Self {
+        Self {
+            script: Arc::default(),
+            elicitation: true,
+        }
+    }
+
+    /// A client that declares no elicitation: the guard cannot ask it anything.
+    pub fn without_elicitation() -> Self {
+        Self {
+            script: Arc::default(),
+            elicitation: false,
+        }
+    }
+
+    /// Appends `replies` to the script.
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.script.replies.lock().extend(replies);
+    }
+
+    /// Every question asked so far, in order.
+    pub fn asked(&self) -> Vec<String> {
+        self.script.asked.lock().clone()
+    }
+}
+
+impl ClientHandler for ScriptedClient {
+    /// Records the question and answers with the next scripted [`Reply`].
+    ///
+    /// # Panics
+    ///
+    /// When the question is not the guard's approval form: a form whose schema requires
+    /// exactly one boolean, `approve`. (The panic ends the client's connection, and the test
+    /// fails on the broken call.)
+    #[allow(
+        clippy::panic,
+        reason = "a question in another shape is a bug the test must see"
+    )]
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            panic!("the guard asks with forms only: {request:?}");
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        if schema.get("required") != Some(&json!(["approve"]))
+            || schema.pointer("/properties/approve/type") != Some(&json!("boolean"))
+        {
+            panic!("the approval form asks for one required boolean, approve: {schema}");
+        }
+        self.script.asked.lock().push(message);
+        let reply = self.script.replies.lock().pop_front();
+        match reply {
+            Some(reply) => reply.answer(),
+            None => Err(ErrorData::internal_error("no scripted answer", None)),
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.elicitation {
+            form_elicitation()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("scripted-client", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+#[derive(Debug, Default)]
+struct Silence {
+    questions: AtomicUsize,
+    arrived: Notify,
+}
+
+/// A client that declares form elicitation and whose dialog never answers: it counts the
+/// question, then waits forever. Clones share the count.
+#[derive(Debug, Clone, Default)]
+pub struct SilentClient {
+    silence: Arc<Silence>,
+}
+
+impl SilentClient {
+    /// A client that has not been asked anything yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many questions have arrived.
+    pub fn questions(&self) -> usize {
+        self.silence.questions.load(Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` questions have arrived.
+    pub async fn wait_for_questions(&self, n: usize) {
+        loop {
+            let arrived = self.silence.arrived.notified();
+            if self.questions() >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+}
+
+impl ClientHandler for SilentClient {
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.silence.questions.fetch_add(1, Ordering::SeqCst);
+        self.silence.arrived.notify_waiters();
+        std::future::pending().await
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            form_elicitation(),
+            Implementation::new("silent-client", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A [`MemoryStore`] that can be switched down: while down, every call fails with
+/// [`StoreError::Unavailable`] ("connection refused"), as an unreachable backend would.
+///
+/// It starts up. Switch it with [`set_down`](Self::set_down), from the test or from a
+/// [`Reply::after`] while the person is being asked.
+#[derive(Debug, Default)]
+pub struct FailingStore {
+    inner: MemoryStore,
+    down: AtomicBool,
+}
+
+impl FailingStore {
+    /// A store that works until it is switched down.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Switches the store down (`true`) or back up (`false`).
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Whether the store is down.
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::SeqCst)
+    }
+
+    fn fail<T: Send + 'static>(&self) -> Option<BoxFuture<'static, Result<T, StoreError>>> {
+        self.is_down().then(|| {
+            Box::pin(std::future::ready(Err(StoreError::Unavailable(
+                "connection refused".into(),
+            )))) as BoxFuture<'static, Result<T, StoreError>>
+        })
+    }
+}
+
+impl Store for FailingStore {
+    fn insert<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.insert(key, principal, record, expires_at, now),
+        }
+    }
+
+    fn take<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.take(key, now),
+        }
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.get(key, now),
+        }
+    }
+
+    fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
+        match self.fail() {
+            Some(failed) => failed,
+            None => self.inner.purge_expired(now),
+        }
+    }
+}
