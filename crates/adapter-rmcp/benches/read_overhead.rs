@@ -15,30 +15,22 @@ use std::{
     time::{Duration, Instant},
 };
 
-use adapter_rmcp::{MemorySink, WriteGuard};
+use adapter_rmcp::{Era, MemorySink, WriteGuard, test_util};
 use criterion::Criterion;
-use rmcp::{
-    RoleClient, ServerHandler, ServiceExt, model::CallToolRequestParams, service::RunningService,
-};
+use rmcp::{RoleClient, ServerHandler, model::CallToolRequestParams, service::RunningService};
 use std::sync::Arc;
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../tests/common/fixture.rs"]
+#[path = "../tests/all/common/fixture.rs"]
 mod fixture;
 #[allow(dead_code, unreachable_pub)]
-#[path = "../tests/common/paged.rs"]
+#[path = "../tests/all/common/paged.rs"]
 mod paged;
 
 type Client = RunningService<RoleClient, ()>;
 
 async fn connect<S: ServerHandler>(server: S) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    match ().serve(client_io).await {
+    match test_util::connect(server, Era::Legacy, ()).await {
         Ok(client) => client,
         Err(error) => panic!("cannot connect: {error}"),
     }

@@ -1,26 +1,17 @@
 //! The write path end to end, in both protocol eras: approve, every kind of "no", the clock,
 //! clients without elicitation, writes disabled, previews that fail or go stale, applies that
 //! fail.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
-use approval_core::{MemoryStore, Principal, StoreError};
-use common::{
+use crate::common::{
     Era, Harness, Options, Reply, SilentClient, connect,
     custom::{NotifyingSink, guard_builder},
     fixture::{APPLY_ERROR, Fixture},
     start_time, text_of, unwrapped,
 };
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
+use approval_core::{MemoryStore, Principal, StoreError};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
@@ -432,8 +423,13 @@ async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
 
     // The cap is per principal: another connection still gets its token.
     let (other, other_scripted) = h.second_connection().await;
-    let token =
-        common::prepare_token_on(&other, &other_scripted, "delete_row", json!({"name": "a"})).await;
+    let token = crate::common::prepare_token_on(
+        &other,
+        &other_scripted,
+        "delete_row",
+        json!({"name": "a"}),
+    )
+    .await;
     assert!(!token.is_empty());
 }
 

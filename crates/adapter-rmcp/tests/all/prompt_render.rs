@@ -1,13 +1,6 @@
 //! Whatever the model puts into an argument's name or value, the question a person reads has
 //! exactly the lines its wording intends and no control, format or separator character of its
 //! own making: the default wording, and a tool's own wording built from `PromptInput`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
 use adapter_rmcp::{PromptInput, default_prompt};
 use proptest::prelude::*;

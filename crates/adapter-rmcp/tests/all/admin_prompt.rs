@@ -2,27 +2,18 @@
 //! target's preview with the target arguments (without any token) and asks in the target's own
 //! words, in both eras. A target preview that fails refuses the preparation: nobody is asked,
 //! no token is issued, nothing changes, and one `PreviewFailed` record says so.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
 
 use std::sync::Arc;
 
+use crate::common::{
+    Client, Era, Fixture, Reply, ScriptedClient, State, call_on, connect, prepare_token_on,
+    start_time, text_of, unwrapped,
+};
 use adapter_rmcp::{
     MemorySink, Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuard, WriteGuardBuilder,
     WriteStep, write_step,
 };
 use approval_core::ManualClock;
-use common::{
-    Client, Era, Fixture, Reply, ScriptedClient, State, call_on, connect, prepare_token_on,
-    start_time, text_of, unwrapped,
-};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,

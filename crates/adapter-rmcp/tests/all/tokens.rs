@@ -1,18 +1,9 @@
 //! Token-gated tools and `prepare_admin_action`, in both protocol eras: every way a token can
 //! be wrong is refused with nothing written and one audit record naming the reason.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
-mod common;
-
+use crate::common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use approval_core::TOKEN_REFUSAL_MESSAGE;
-use common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
 use serde_json::json;
 
 both_eras!(

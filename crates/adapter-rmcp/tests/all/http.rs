@@ -1,14 +1,6 @@
 //! Feature `http`, in process: the bearer layer fetching its JWKS from a URL (cached, refetched
 //! for a rotated key, never for every invented `kid`), and sessions that close when idle.
 
-#![cfg(feature = "http")]
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use std::{
     sync::{
         Arc,

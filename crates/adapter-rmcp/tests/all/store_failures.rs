@@ -1,24 +1,14 @@
 //! The approval store fails: every write is refused with nothing written and one record, in both
 //! protocol eras, whether the store is down from the start or goes down while the user is being
 //! asked; reads keep working.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
-mod wrapped;
 
 use std::sync::Arc;
 
+use crate::common::{Era, Reply, prepare_token_on, unwrapped};
+use crate::wrapped::{Harness, Wrapped};
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, test_util::FailingStore};
 use approval_core::Store;
-use common::{Era, Reply, prepare_token_on, unwrapped};
 use serde_json::json;
-use wrapped::{Harness, Wrapped};
 
 async fn start(era: Era) -> (Harness, Arc<FailingStore>) {
     let store = Arc::new(FailingStore::default());

@@ -1,22 +1,13 @@
 //! Tools that opted in to previews but get the compare-and-apply wrong, in both protocol eras:
 //! the guard never passes their word on as a success it cannot vouch for.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
-mod common;
-
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
-use common::{
+use crate::common::{
     Era,
     counter::{Committed, CounterHarness},
     gated::shown_change,
     text_of,
 };
+use adapter_rmcp::{Outcome, STALE_MESSAGE};
 use serde_json::json;
 
 both_eras!(

@@ -1,24 +1,15 @@
 //! What the guard shows and passes through: server info, prompts, resources and completions
 //! unchanged; `tools/list` rewritten; results wrapped unless the read is trusted; a server built
 //! with `#[tool_router]`; malformed requests refused without panicking.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
 
 use std::sync::Arc;
 
-use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
-use approval_core::ManualClock;
-use common::{
+use crate::common::{
     ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, connect, fixture::INJECTION,
     notes::Notes, start_time, text_of, unwrapped,
 };
+use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
+use approval_core::ManualClock;
 use rmcp::{
     ServerHandler, ServiceExt,
     model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, Tool},
@@ -352,7 +343,7 @@ async fn non_object_arguments_are_refused_without_a_panic() {
     let fixture = Fixture::default();
     let audit = MemorySink::new();
     let clock = ManualClock::new(start_time());
-    let guard = common::guard(fixture.clone(), &audit, &clock, &Options::default());
+    let guard = crate::common::guard(fixture.clone(), &audit, &clock, &Options::default());
     let calls = [
         json!({"name": "add_row", "arguments": 5}),
         json!({"name": "add_row", "arguments": "name=a"}),
@@ -381,7 +372,7 @@ async fn non_object_arguments_are_refused_without_a_panic() {
         json!(true),
         "{control_reply}"
     );
-    assert_eq!(fixture.snapshot(), common::State::default());
+    assert_eq!(fixture.snapshot(), crate::common::State::default());
     // Nothing but the control reached the guard's write path.
     assert_eq!(audit.outcomes(), vec![Outcome::BadArguments]);
 }

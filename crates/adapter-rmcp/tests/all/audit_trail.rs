@@ -1,20 +1,11 @@
 //! The audit trail reconstructs the approval: an `asked` record says what the person was shown
 //! (the question, its digest, the arguments, the expiry, era and channel), and every record of
 //! the call carries the same approval id, so asked → decided → applied can be joined.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
 
 use std::sync::{Arc, Mutex as StdMutex};
 
+use crate::common::{Era, Harness, Options, Reply, start_time, text_of};
 use adapter_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outcome, TracingSink};
-use common::{Era, Harness, Options, Reply, start_time, text_of};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 

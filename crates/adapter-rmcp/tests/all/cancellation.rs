@@ -1,25 +1,15 @@
 //! A request the client cancels after the user approved: nothing is spent, issued or applied,
 //! and one record says so.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
-mod wrapped;
 
 use std::sync::{
     Arc,
     atomic::{AtomicBool, Ordering},
 };
 
+use crate::common::{Era, Reply, prepare_token_on, text_of};
+use crate::wrapped::{Harness, Knobs, Wrapped};
 use adapter_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
-use common::{Era, Reply, prepare_token_on, text_of};
 use serde_json::json;
-use wrapped::{Harness, Knobs, Wrapped};
 
 /// Records like a [`MemorySink`] and, once armed, cancels the request whose preview ran last
 /// when the user's approval is recorded: the cancellation arrives between the approval and the

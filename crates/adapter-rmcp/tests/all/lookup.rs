@@ -1,24 +1,15 @@
 //! An inner server that does not answer `get_tool` and pages its tool list: the guard finds
 //! each tool through `list_tools`, following the cursor to the last page, and classifies it
 //! exactly as it would through `get_tool`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
 
 use std::sync::Arc;
 
-use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
-use approval_core::{ManualClock, TOKEN_REFUSAL_MESSAGE};
-use common::{
+use crate::common::{
     Client, Era, Reply, ScriptedClient, call_on, connect, fixture::Fixture, paged::Paged,
     prepare_token_on, start_time, text_of, unwrapped,
 };
+use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
+use approval_core::{ManualClock, TOKEN_REFUSAL_MESSAGE};
 use serde_json::json;
 
 /// Two tools a page: `get_counter, list_rows | add_row, set_counter | delete_row`.

@@ -1,18 +1,9 @@
 //! The 2026-07-28 input round, driven by hand: the `requestState` is server-bound, single-use
 //! and expiring, and whatever the client sends back is checked against it.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
-mod common;
-
+use crate::common::{Client, Era, Harness, text_of};
 use adapter_rmcp::{INPUT_KEY, Outcome};
 use approval_core::ROUND_TRIP_REFUSAL_MESSAGE;
-use common::{Client, Era, Harness, text_of};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};

@@ -1,19 +1,10 @@
 //! A question the client never answers (protocol < 2026-07-28): the guard's own timeout ends it
 //! as an expired approval, with nothing written. Time is tokio's paused clock, advanced by the
 //! runtime when everything waits; nothing sleeps.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
-mod common;
-
+use crate::common::{Era, Fixture, Options, SilentClient, connect, guard, start_time, text_of};
 use adapter_rmcp::{MemorySink, Outcome};
 use approval_core::ManualClock;
-use common::{Era, Fixture, Options, SilentClient, connect, guard, start_time, text_of};
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 

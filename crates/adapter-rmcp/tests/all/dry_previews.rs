@@ -1,23 +1,13 @@
 //! A tool that opted in to previews but writes on `WriteStep::Preview` (it forgot to look at
 //! the step): the mistake, its symptom, and the test aid that catches it.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
-
 use std::sync::{
     Arc,
     atomic::{AtomicI64, Ordering},
 };
 
+use crate::common::{Era, Reply, ScriptedClient, call_on, connect, text_of};
 use adapter_rmcp::{MemorySink, Outcome, WriteGuard, WriteStep, write_step};
-use common::{Era, Reply, ScriptedClient, call_on, connect, text_of};
 use rmcp::{
     ErrorData, ServerHandler,
     model::{

@@ -1,8 +1,6 @@
 //! Shared test support: the fixture servers, and a harness that connects the crate's
 //! [`ScriptedClient`] to them through a guard over an in-memory duplex, in either protocol era.
-//!
-//! Each test binary uses a different subset of these helpers.
-#![allow(dead_code, unreachable_pub, unused_imports)]
+#![allow(unreachable_pub)]
 
 pub mod counter;
 pub mod custom;

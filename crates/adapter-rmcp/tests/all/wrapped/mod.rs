@@ -1,9 +1,7 @@
 //! The fixture behind a wrapper with knobs, for the failure paths the fixture itself cannot
 //! produce: an inner tool list that fails, no `get_tool`, the tasks extension, applies that
 //! fail with a protocol error, and a request cancelled while the guard works on it.
-//!
-//! Used by the test files that declare `mod wrapped;` after `mod common;`.
-#![allow(dead_code, unreachable_pub)]
+#![allow(unreachable_pub)]
 
 use std::sync::{
     Arc,
@@ -122,8 +120,6 @@ pub struct Harness {
     pub scripted: ScriptedClient,
     pub server: Wrapped,
     pub audit: MemorySink,
-    pub clock: ManualClock,
-    pub guard: WriteGuard<Wrapped>,
 }
 
 impl Harness {
@@ -135,22 +131,19 @@ impl Harness {
         configure: impl FnOnce(WriteGuardBuilder<Wrapped>) -> WriteGuardBuilder<Wrapped>,
     ) -> Self {
         let audit = MemorySink::new();
-        let clock = ManualClock::new(start_time());
         let builder = WriteGuard::builder(server.clone())
             .writes_enabled(true)
             .preview("set_counter")
             .audit(Arc::new(audit.clone()))
-            .clock(Arc::new(clock.clone()));
+            .clock(Arc::new(ManualClock::new(start_time())));
         let guard = configure(builder).build();
         let scripted = ScriptedClient::new();
-        let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
+        let client = connect(guard, era, scripted.clone()).await.unwrap();
         Self {
             client,
             scripted,
             server,
             audit,
-            clock,
-            guard,
         }
     }
 

@@ -1,18 +1,9 @@
 //! Invariants over inputs: any answer that is not `accept` with `approve: true` writes nothing,
 //! in either era; and what is applied is exactly what was approved.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
-mod common;
-
+use crate::common::{Era, Harness, Reply};
 use adapter_rmcp::{INPUT_KEY, Outcome};
 use approval_core::{AnswerAction, Decision, DenyReason, decide_answer};
-use common::{Era, Harness, Reply};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, InputResponses};
 use serde_json::{Value, json};

@@ -1,16 +1,7 @@
 //! `get_tool` and `tools/list` agree on `prepare_admin_action`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
 
-mod common;
-
+use crate::common::{ERAS, Fixture, ScriptedClient, connect, notes::Notes};
 use adapter_rmcp::{PREPARE_ADMIN_ACTION, WriteGuard};
-use common::{ERAS, Fixture, ScriptedClient, connect, notes::Notes};
 use rmcp::ServerHandler;
 
 #[tokio::test]

@@ -2,25 +2,16 @@
 //! same "0 -> 1", another client's write between the question and the apply, and any
 //! interleaving of questions and applies. Whatever lands is exactly what its person was shown;
 //! everything else is `stale` and saves nothing.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
-use common::{
+use crate::common::{
     Era, Reply, call_on,
     counter::{Asked, Committed, CounterHarness, approve_round, first_round},
     gated::shown_change,
     text_of, unwrapped,
 };
+use adapter_rmcp::{Outcome, STALE_MESSAGE};
 use proptest::{collection::vec, prelude::*};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};

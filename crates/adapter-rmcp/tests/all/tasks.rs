@@ -1,29 +1,19 @@
 //! Task-augmented calls (the tasks extension, SEP-2663): a write the inner server could answer
 //! with a task is refused before anyone is asked; reads pass through; a request that cannot
 //! become a task writes as usual.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
-mod wrapped;
 
 use std::sync::{Arc, atomic::Ordering};
 
+use crate::common::{Era, Reply, ScriptedClient, connect, start_time, text_of, unwrapped};
+use crate::wrapped::Wrapped;
 use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
 use approval_core::ManualClock;
-use common::{Era, Reply, ScriptedClient, connect, start_time, text_of, unwrapped};
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::*,
     service::{RequestContext, RunningService},
 };
 use serde_json::{Value, json};
-use wrapped::Wrapped;
 
 /// A scripted client that also declares the tasks extension.
 #[derive(Clone)]

@@ -1,24 +1,14 @@
 //! When the inner server fails: its error text stays in the audit record and never reaches the
 //! model outside the envelope, and a tool list that cannot be read is a refusal with a record,
 //! not a protocol error.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
-mod common;
-mod wrapped;
 
 use std::sync::atomic::Ordering;
 
+use crate::common::{Era, Reply, text_of};
+use crate::wrapped::{Harness, INNER_TEXT, Wrapped};
 use adapter_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
-use common::{Era, Reply, text_of};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
-use wrapped::{Harness, INNER_TEXT, Wrapped};
 
 both_eras!(
     a_preview_protocol_error_stays_in_the_audit_record,

@@ -1,0 +1,38 @@
+//! The adapter's integration tests, one module per behaviour, built as one binary so that the
+//! suite links once. Shared servers and harnesses are in `common` and `wrapped`; the scripted
+//! clients, the in-memory connect and the failing store are the crate's own test kit
+//! (`adapter_rmcp::test_util`, feature `test-util`).
+//!
+//! proptest keeps the shrunk failures of module `m` in `tests/proptest-regressions/m.txt`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+#[macro_use]
+mod common;
+mod wrapped;
+
+mod admin_prompt;
+mod audit_trail;
+mod cancellation;
+mod compare_apply;
+mod dry_previews;
+mod get_tool;
+#[cfg(feature = "http")]
+mod http;
+mod inner_errors;
+mod lookup;
+mod prompt_render;
+mod proptests;
+mod race;
+mod round_trip;
+mod store_failures;
+mod surface;
+mod tasks;
+mod timeouts;
+mod tokens;
+mod write_path;
