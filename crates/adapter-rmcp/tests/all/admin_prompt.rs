@@ -5,15 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::common::{
-    Client, Era, Fixture, Reply, ScriptedClient, State, call_on, connect, prepare_token_on,
-    start_time, text_of, unwrapped,
-};
 use adapter_rmcp::{
-    MemorySink, Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuard, WriteGuardBuilder,
-    WriteStep, write_step,
+    Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuardBuilder, WriteStep, write_step,
 };
-use approval_core::ManualClock;
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,
@@ -21,6 +15,8 @@ use rmcp::{
     service::{RequestContext, RoleServer},
 };
 use serde_json::{Value, json};
+
+use crate::common::{Connected, Era, Fixture, Reply, State, prepare_token_on, text_of, unwrapped};
 
 /// The sentence every `prepare_admin_action` question for `delete_row` starts with.
 const PREPARING: &str = "Allow preparing an admin action? It issues a one-time confirmation \
@@ -78,12 +74,7 @@ impl ServerHandler for Ruled {
     }
 }
 
-struct Harness {
-    client: Client,
-    scripted: ScriptedClient,
-    server: Ruled,
-    audit: MemorySink,
-}
+type Harness = Connected<Ruled>;
 
 impl Harness {
     /// Writes enabled, `delete_row` previewed, rows `a` = 1 and `b` = 2; `configure` adds the
@@ -98,21 +89,10 @@ impl Harness {
             state.rows.insert("a".into(), 1);
             state.rows.insert("b".into(), 2);
         }
-        let audit = MemorySink::new();
-        let builder = WriteGuard::builder(server.clone())
-            .writes_enabled(true)
-            .preview("delete_row")
-            .audit(Arc::new(audit.clone()))
-            .clock(Arc::new(ManualClock::new(start_time())));
-        let guard = configure(builder).build();
-        let scripted = ScriptedClient::new();
-        let client = connect(guard, era, scripted.clone()).await.unwrap();
-        Self {
-            client,
-            scripted,
-            server,
-            audit,
-        }
+        Self::guarded(era, server, |builder| {
+            configure(builder.preview("delete_row"))
+        })
+        .await
     }
 
     fn state(&self) -> State {
@@ -121,10 +101,6 @@ impl Harness {
 
     fn previewed(&self) -> Vec<JsonObject> {
         self.server.previewed.lock().clone()
-    }
-
-    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
-        call_on(&self.client, tool, args).await.unwrap()
     }
 
     async fn prepare_token(&self, args: Value) -> String {

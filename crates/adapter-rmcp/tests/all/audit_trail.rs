@@ -4,10 +4,11 @@
 
 use std::sync::{Arc, Mutex as StdMutex};
 
-use crate::common::{Era, Harness, Options, Reply, start_time, text_of};
 use adapter_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outcome, TracingSink};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
+
+use crate::common::{Era, Harness, Options, Reply, start_time, text_of};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

@@ -6,10 +6,11 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
-use crate::common::{Era, Reply, prepare_token_on, text_of};
-use crate::wrapped::{Harness, Knobs, Wrapped};
 use adapter_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
 use serde_json::json;
+
+use crate::common::{Era, Reply, prepare_token_on, text_of};
+use crate::wrapped::{Harness, Knobs, Wrapped};
 
 /// Records like a [`MemorySink`] and, once armed, cancels the request whose preview ran last
 /// when the user's approval is recorded: the cancellation arrives between the approval and the

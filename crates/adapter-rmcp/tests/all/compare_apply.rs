@@ -1,14 +1,15 @@
 //! Tools that opted in to previews but get the compare-and-apply wrong, in both protocol eras:
 //! the guard never passes their word on as a success it cannot vouch for.
 
+use adapter_rmcp::{Outcome, STALE_MESSAGE};
+use serde_json::json;
+
 use crate::common::{
     Era,
     counter::{Committed, CounterHarness},
     gated::shown_change,
     text_of,
 };
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
-use serde_json::json;
 
 both_eras!(
     a_tool_that_never_compares_is_not_vouched_for,

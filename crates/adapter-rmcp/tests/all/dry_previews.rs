@@ -6,7 +6,6 @@ use std::sync::{
     atomic::{AtomicI64, Ordering},
 };
 
-use crate::common::{Era, Reply, ScriptedClient, call_on, connect, text_of};
 use adapter_rmcp::{MemorySink, Outcome, WriteGuard, WriteStep, write_step};
 use rmcp::{
     ErrorData, ServerHandler,
@@ -18,6 +17,8 @@ use rmcp::{
     service::{RequestContext, RoleServer},
 };
 use serde_json::json;
+
+use crate::common::{Era, Reply, ScriptedClient, call_on, connect, text_of};
 
 /// One counter and one write, `bump`: careful looks at the step, careless does not.
 #[derive(Clone, Default)]

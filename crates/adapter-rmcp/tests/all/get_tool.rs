@@ -1,8 +1,9 @@
 //! `get_tool` and `tools/list` agree on `prepare_admin_action`.
 
-use crate::common::{ERAS, Fixture, ScriptedClient, connect, notes::Notes};
 use adapter_rmcp::{PREPARE_ADMIN_ACTION, WriteGuard};
 use rmcp::ServerHandler;
+
+use crate::common::{ERAS, Fixture, ScriptedClient, connect, notes::Notes};
 
 #[tokio::test]
 async fn without_token_gated_tools_neither_advertises_prepare_admin_action() {

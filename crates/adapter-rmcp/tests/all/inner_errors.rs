@@ -4,11 +4,12 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::common::{Era, Reply, text_of};
-use crate::wrapped::{Harness, INNER_TEXT, Wrapped};
 use adapter_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
+
+use crate::common::{Era, Reply, text_of};
+use crate::wrapped::{Harness, INNER_TEXT, Wrapped};
 
 both_eras!(
     a_preview_protocol_error_stays_in_the_audit_record,

@@ -2,25 +2,19 @@
 //! each tool through `list_tools`, following the cursor to the last page, and classifies it
 //! exactly as it would through `get_tool`.
 
-use std::sync::Arc;
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use approval_core::TOKEN_REFUSAL_MESSAGE;
+use serde_json::json;
 
 use crate::common::{
-    Client, Era, Reply, ScriptedClient, call_on, connect, fixture::Fixture, paged::Paged,
-    prepare_token_on, start_time, text_of, unwrapped,
+    Connected, Era, Reply, call_on, fixture::Fixture, paged::Paged, prepare_token_on, text_of,
+    unwrapped,
 };
-use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
-use approval_core::{ManualClock, TOKEN_REFUSAL_MESSAGE};
-use serde_json::json;
 
 /// Two tools a page: `get_counter, list_rows | add_row, set_counter | delete_row`.
 const PAGE_SIZE: usize = 2;
 
-struct Setup {
-    paged: Paged,
-    audit: MemorySink,
-    client: Client,
-    scripted: ScriptedClient,
-}
+type Setup = Connected<Paged>;
 
 impl Setup {
     async fn start(era: Era) -> Self {
@@ -28,29 +22,16 @@ impl Setup {
         fixture.state.lock().rows.insert("a".into(), 1);
         let paged = Paged::new(fixture, PAGE_SIZE);
         assert_eq!(paged.pages(), 3);
-        let audit = MemorySink::new();
-        let guard = WriteGuard::builder(paged.clone())
-            .writes_enabled(true)
-            .preview("set_counter")
-            .audit(Arc::new(audit.clone()))
-            .clock(Arc::new(ManualClock::new(start_time())))
-            .build();
+        let s = Self::guarded(era, paged, |builder| builder.preview("set_counter")).await;
         assert!(
-            rmcp::ServerHandler::get_tool(&guard, "delete_row").is_none(),
+            rmcp::ServerHandler::get_tool(&s.guard, "delete_row").is_none(),
             "the inner server does not answer get_tool"
         );
-        let scripted = ScriptedClient::new();
-        let client = connect(guard, era, scripted.clone()).await.unwrap();
-        Self {
-            paged,
-            audit,
-            client,
-            scripted,
-        }
+        s
     }
 
     fn rows(&self) -> Vec<(String, i64)> {
-        let state = self.paged.fixture.snapshot();
+        let state = self.server.fixture.snapshot();
         state.rows.into_iter().collect()
     }
 }
@@ -66,7 +47,7 @@ both_eras!(
 async fn a_token_gated_tool_on_the_last_page_is_classified_as_a_write(era: Era) {
     let s = Setup::start(era).await;
     s.scripted.script([Reply::Approve]);
-    let calls_before = s.paged.list_calls();
+    let calls_before = s.server.list_calls();
     // `delete_row` claims to be read-only; found on page 3, it is classified by its schema as
     // token-gated, so without a token it is refused and nothing is deleted.
     let result = call_on(&s.client, "delete_row", json!({"name": "a"}))
@@ -75,13 +56,13 @@ async fn a_token_gated_tool_on_the_last_page_is_classified_as_a_write(era: Era) 
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(text_of(&result), TOKEN_REFUSAL_MESSAGE);
     assert_eq!(s.rows(), vec![("a".to_owned(), 1)]);
-    assert_eq!(s.paged.fixture.snapshot().applies, 0);
+    assert_eq!(s.server.fixture.snapshot().applies, 0);
     assert!(s.scripted.asked().is_empty());
     let last = s.audit.last().unwrap();
     assert_eq!(last.outcome, Outcome::TokenRejected);
     assert_eq!(last.reason.as_deref(), Some("missing"));
     assert!(
-        s.paged.list_calls() - calls_before >= s.paged.pages(),
+        s.server.list_calls() - calls_before >= s.server.pages(),
         "the guard read every page up to the tool"
     );
 }
@@ -110,7 +91,7 @@ async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Er
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
     assert!(s.rows().is_empty());
-    assert_eq!(s.paged.fixture.snapshot().applies, 1);
+    assert_eq!(s.server.fixture.snapshot().applies, 1);
     assert_eq!(s.scripted.asked().len(), 2);
     assert_eq!(
         s.audit.outcomes(),
@@ -149,7 +130,7 @@ async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
         .await
         .unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    let state = s.paged.fixture.snapshot();
+    let state = s.server.fixture.snapshot();
     assert_eq!(state.counter, 7);
     assert_eq!(
         state.previews, 1,
@@ -167,7 +148,7 @@ async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
 
 async fn a_read_on_the_first_page_is_wrapped(era: Era) {
     let s = Setup::start(era).await;
-    s.paged.fixture.state.lock().counter = 4;
+    s.server.fixture.state.lock().counter = 4;
     let read = call_on(&s.client, "get_counter", json!({})).await.unwrap();
     assert_eq!(unwrapped(&read), json!({"counter": 4}));
     assert!(s.audit.records().is_empty(), "reads are not decisions");
@@ -175,10 +156,10 @@ async fn a_read_on_the_first_page_is_wrapped(era: Era) {
 
 async fn an_unknown_tool_is_looked_for_on_every_page(era: Era) {
     let s = Setup::start(era).await;
-    let calls_before = s.paged.list_calls();
+    let calls_before = s.server.list_calls();
     s.scripted.script([Reply::Approve]);
     assert!(call_on(&s.client, "no_such_tool", json!({})).await.is_err());
-    assert_eq!(s.paged.list_calls() - calls_before, s.paged.pages());
+    assert_eq!(s.server.list_calls() - calls_before, s.server.pages());
     assert!(s.scripted.asked().is_empty());
-    assert_eq!(s.paged.fixture.snapshot().applies, 0);
+    assert_eq!(s.server.fixture.snapshot().applies, 0);
 }

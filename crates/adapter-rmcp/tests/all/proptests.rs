@@ -1,12 +1,13 @@
 //! Invariants over inputs: any answer that is not `accept` with `approve: true` writes nothing,
 //! in either era; and what is applied is exactly what was approved.
 
-use crate::common::{Era, Harness, Reply};
 use adapter_rmcp::{INPUT_KEY, Outcome};
 use approval_core::{AnswerAction, Decision, DenyReason, decide_answer};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, InputResponses};
 use serde_json::{Value, json};
+
+use crate::common::{Era, Harness, Reply};
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![

@@ -5,17 +5,18 @@
 
 use std::sync::Arc;
 
+use adapter_rmcp::{Outcome, STALE_MESSAGE};
+use proptest::{collection::vec, prelude::*};
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
 use crate::common::{
     Era, Reply, call_on,
     counter::{Asked, Committed, CounterHarness, approve_round, first_round},
     gated::shown_change,
     text_of, unwrapped,
 };
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
-use proptest::{collection::vec, prelude::*};
-use rmcp::model::CallToolResult;
-use serde_json::{Value, json};
-use tokio::sync::Barrier;
 
 /// One test per era, on a multi-threaded runtime so that concurrent calls really overlap.
 macro_rules! both_eras_threaded {

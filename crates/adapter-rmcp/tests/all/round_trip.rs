@@ -1,12 +1,13 @@
 //! The 2026-07-28 input round, driven by hand: the `requestState` is server-bound, single-use
 //! and expiring, and whatever the client sends back is checked against it.
 
-use crate::common::{Client, Era, Harness, text_of};
 use adapter_rmcp::{INPUT_KEY, Outcome};
 use approval_core::ROUND_TRIP_REFUSAL_MESSAGE;
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
+
+use crate::common::{Client, Era, Harness, text_of};
 
 fn params(tool: &str, args: &Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use crate::common::{Era, Reply, prepare_token_on, unwrapped};
-use crate::wrapped::{Harness, Wrapped};
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, test_util::FailingStore};
 use approval_core::Store;
 use serde_json::json;
+
+use crate::common::{Era, Reply, prepare_token_on, unwrapped};
+use crate::wrapped::{Harness, Wrapped};
 
 async fn start(era: Era) -> (Harness, Arc<FailingStore>) {
     let store = Arc::new(FailingStore::default());

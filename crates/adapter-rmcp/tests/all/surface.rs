@@ -4,10 +4,6 @@
 
 use std::sync::Arc;
 
-use crate::common::{
-    ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, connect, fixture::INJECTION,
-    notes::Notes, start_time, text_of, unwrapped,
-};
 use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
 use approval_core::ManualClock;
 use rmcp::{
@@ -16,6 +12,11 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::common::{
+    ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, connect, fixture::INJECTION,
+    notes::Notes, start_time, text_of, unwrapped,
+};
 
 both_eras!(
     server_info_prompts_resources_and_completions_pass_through,

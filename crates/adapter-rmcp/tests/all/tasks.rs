@@ -4,8 +4,6 @@
 
 use std::sync::{Arc, atomic::Ordering};
 
-use crate::common::{Era, Reply, ScriptedClient, connect, start_time, text_of, unwrapped};
-use crate::wrapped::Wrapped;
 use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
 use approval_core::ManualClock;
 use rmcp::{
@@ -14,6 +12,9 @@ use rmcp::{
     service::{RequestContext, RunningService},
 };
 use serde_json::{Value, json};
+
+use crate::common::{Era, Reply, ScriptedClient, connect, start_time, text_of, unwrapped};
+use crate::wrapped::Wrapped;
 
 /// A scripted client that also declares the tasks extension.
 #[derive(Clone)]

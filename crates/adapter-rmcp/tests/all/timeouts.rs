@@ -2,11 +2,12 @@
 //! as an expired approval, with nothing written. Time is tokio's paused clock, advanced by the
 //! runtime when everything waits; nothing sleeps.
 
-use crate::common::{Era, Fixture, Options, SilentClient, connect, guard, start_time, text_of};
 use adapter_rmcp::{MemorySink, Outcome};
 use approval_core::ManualClock;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
+
+use crate::common::{Era, Fixture, Options, SilentClient, connect, guard, start_time, text_of};
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {

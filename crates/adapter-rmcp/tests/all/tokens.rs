@@ -1,10 +1,11 @@
 //! Token-gated tools and `prepare_admin_action`, in both protocol eras: every way a token can
 //! be wrong is refused with nothing written and one audit record naming the reason.
 
-use crate::common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use approval_core::TOKEN_REFUSAL_MESSAGE;
 use serde_json::json;
+
+use crate::common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
 
 both_eras!(
     the_full_admin_flow_asks_twice_and_deletes_once,

@@ -4,17 +4,18 @@
 
 use std::sync::Arc;
 
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
+use approval_core::{MemoryStore, Principal, StoreError};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use serde_json::json;
+
 use crate::common::{
     Era, Harness, Options, Reply, SilentClient, connect,
     custom::{NotifyingSink, guard_builder},
     fixture::{APPLY_ERROR, Fixture},
     start_time, text_of, unwrapped,
 };
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
-use approval_core::{MemoryStore, Principal, StoreError};
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-use rmcp::service::PeerRequestOptions;
-use serde_json::json;
 
 both_eras!(
     approve_applies_exactly_the_previewed_change,

@@ -9,10 +9,12 @@ pub mod gated;
 pub mod notes;
 pub mod paged;
 
-use adapter_rmcp::{MemorySink, Outcome, WriteGuard};
+use std::sync::Arc;
+
+use adapter_rmcp::{MemorySink, Outcome, WriteGuard, WriteGuardBuilder};
 use approval_core::ManualClock;
 use rmcp::{
-    RoleClient,
+    RoleClient, ServerHandler,
     model::*,
     service::{RunningService, ServiceError},
 };
@@ -73,6 +75,44 @@ pub fn guard(
     custom::guard_builder(fixture, audit, clock, options).build()
 }
 
+/// A scripted client connected to a guard around any `server`: writes enabled, a memory audit
+/// sink and a manual clock, and whatever else `configure` sets.
+pub struct Connected<S> {
+    pub client: Client,
+    pub scripted: ScriptedClient,
+    pub server: S,
+    pub audit: MemorySink,
+    pub guard: WriteGuard<S>,
+}
+
+impl<S: ServerHandler + Clone> Connected<S> {
+    pub async fn guarded(
+        era: Era,
+        server: S,
+        configure: impl FnOnce(WriteGuardBuilder<S>) -> WriteGuardBuilder<S>,
+    ) -> Self {
+        let audit = MemorySink::new();
+        let builder = WriteGuard::builder(server.clone())
+            .writes_enabled(true)
+            .audit(Arc::new(audit.clone()))
+            .clock(Arc::new(ManualClock::new(start_time())));
+        let guard = configure(builder).build();
+        let scripted = ScriptedClient::new();
+        let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
+        Self {
+            client,
+            scripted,
+            server,
+            audit,
+            guard,
+        }
+    }
+
+    pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        call_on(&self.client, tool, args).await.unwrap()
+    }
+}
+
 /// A connected client, the guard it talks to, and everything the test reads back.
 pub struct Harness {
     pub era: Era,
@@ -90,21 +130,7 @@ impl Harness {
     }
 
     pub async fn with(era: Era, options: Options) -> Self {
-        let fixture = Fixture::default();
-        let audit = MemorySink::new();
-        let clock = ManualClock::new(start_time());
-        let guard = guard(fixture.clone(), &audit, &clock, &options);
-        let scripted = scripted_client(options.elicitation);
-        let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
-        Self {
-            era,
-            client,
-            scripted,
-            fixture,
-            audit,
-            clock,
-            guard,
-        }
+        Self::custom(era, options, |builder| builder).await
     }
 
     /// Another connection (another principal) to the same guard configuration and store.

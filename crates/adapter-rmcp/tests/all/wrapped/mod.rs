@@ -108,51 +108,28 @@ impl ServerHandler for Wrapped {
     }
 }
 
-use adapter_rmcp::{MemorySink, Outcome, WriteGuard, WriteGuardBuilder};
-use approval_core::ManualClock;
-use serde_json::Value;
+use adapter_rmcp::{Outcome, WriteGuardBuilder};
 
-use crate::common::{Client, Era, ScriptedClient, State, call_on, connect, start_time, text_of};
+use crate::common::{Connected, Era, State, text_of};
 
-/// A connected client, the guard around a [`Wrapped`] fixture, and what the test reads back.
-pub struct Harness {
-    pub client: Client,
-    pub scripted: ScriptedClient,
-    pub server: Wrapped,
-    pub audit: MemorySink,
-}
+/// A scripted client connected to a guard around a [`Wrapped`] fixture.
+pub type Harness = Connected<Wrapped>;
 
 impl Harness {
-    /// Writes enabled, a memory audit sink, a manual clock, `set_counter` previewed; `configure`
-    /// adds the rest.
+    /// [`Connected::guarded`] with `set_counter` previewed; `configure` adds the rest.
     pub async fn start(
         era: Era,
         server: Wrapped,
         configure: impl FnOnce(WriteGuardBuilder<Wrapped>) -> WriteGuardBuilder<Wrapped>,
     ) -> Self {
-        let audit = MemorySink::new();
-        let builder = WriteGuard::builder(server.clone())
-            .writes_enabled(true)
-            .preview("set_counter")
-            .audit(Arc::new(audit.clone()))
-            .clock(Arc::new(ManualClock::new(start_time())));
-        let guard = configure(builder).build();
-        let scripted = ScriptedClient::new();
-        let client = connect(guard, era, scripted.clone()).await.unwrap();
-        Self {
-            client,
-            scripted,
-            server,
-            audit,
-        }
+        Self::guarded(era, server, |builder| {
+            configure(builder.preview("set_counter"))
+        })
+        .await
     }
 
     pub fn state(&self) -> State {
         self.server.fixture.snapshot()
-    }
-
-    pub async fn call(&self, tool: &str, args: Value) -> rmcp::model::CallToolResult {
-        call_on(&self.client, tool, args).await.unwrap()
     }
 
     /// `isError`, a message that says nothing was saved and does not carry [`INNER_TEXT`], the
