@@ -12,7 +12,8 @@
 
 use std::sync::Arc;
 
-use rmcp::{ServerHandler, ServiceExt};
+use adapter_rmcp::{Era, test_util::connect};
+use rmcp::ServerHandler;
 use serde_json::json;
 use store_server::{Db, SERVER_NAME, StoreServer};
 use workspace_tests::{
@@ -20,13 +21,7 @@ use workspace_tests::{
 };
 
 async fn plain(db: Arc<Db>, user: &ScriptedUser) -> Result<Client, Failure> {
-    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        if let Ok(running) = StoreServer::new(db).serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    Ok(user.clone().serve(client_io).await?)
+    Ok(connect(StoreServer::new(db), Era::Legacy, user.clone()).await?)
 }
 
 #[tokio::test]
