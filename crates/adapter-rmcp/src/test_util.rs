@@ -88,7 +88,8 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt,
     model::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-        ElicitationCapability, FormElicitationCapability, Implementation, ProtocolVersion,
+        ElicitationCapability, FormElicitationCapability, Implementation, JsonObject,
+        ProtocolVersion,
     },
     service::{
         ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RequestContext,
@@ -233,6 +234,7 @@ struct Script {
 pub struct ScriptedClient {
     script: Arc<Script>,
     elicitation: bool,
+    extensions: Vec<String>,
 }
 
 impl Default for ScriptedClient {
@@ -247,6 +249,7 @@ impl ScriptedClient {
         Self {
             script: Arc::default(),
             elicitation: true,
+            extensions: Vec::new(),
         }
     }
 
@@ -255,7 +258,15 @@ impl ScriptedClient {
         Self {
             script: Arc::default(),
             elicitation: false,
+            extensions: Vec::new(),
         }
+    }
+
+    /// The same client, also declaring the extension `id` (for example
+    /// [`TASKS_EXTENSION_ID`](rmcp::model::TASKS_EXTENSION_ID)) in its capabilities.
+    pub fn with_extension(mut self, id: impl Into<String>) -> Self {
+        self.extensions.push(id.into());
+        self
     }
 
     /// Appends `replies` to the script.
@@ -309,11 +320,17 @@ impl ClientHandler for ScriptedClient {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let capabilities = if self.elicitation {
+        let mut capabilities = if self.elicitation {
             form_elicitation()
         } else {
             ClientCapabilities::default()
         };
+        if !self.extensions.is_empty() {
+            let declared = capabilities.extensions.get_or_insert_with(Default::default);
+            for id in &self.extensions {
+                declared.insert(id.clone(), JsonObject::new());
+            }
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("scripted-client", env!("CARGO_PKG_VERSION")),

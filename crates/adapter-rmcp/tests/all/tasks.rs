@@ -2,77 +2,26 @@
 //! with a task is refused before anyone is asked; reads pass through; a request that cannot
 //! become a task writes as usual.
 
-use std::sync::{Arc, atomic::Ordering};
+use std::sync::atomic::Ordering;
 
-use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
-use approval_core::ManualClock;
-use rmcp::{
-    ClientHandler, ErrorData, RoleClient,
-    model::*,
-    service::{RequestContext, RunningService},
-};
-use serde_json::{Value, json};
+use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use rmcp::model::TASKS_EXTENSION_ID;
+use serde_json::json;
 
-use crate::common::{Era, Reply, ScriptedClient, connect, start_time, text_of, unwrapped};
-use crate::wrapped::Wrapped;
+use crate::common::{Era, Reply, ScriptedClient, text_of, unwrapped};
+use crate::wrapped::{Harness, Wrapped};
 
-/// A scripted client that also declares the tasks extension.
-#[derive(Clone)]
-struct TaskClient(ScriptedClient);
-
-impl ClientHandler for TaskClient {
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        self.0.create_elicitation(request, context).await
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut info = self.0.get_info();
-        info.capabilities
-            .extensions
-            .get_or_insert_with(Default::default)
-            .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
-        info
-    }
-}
-
-struct Setup {
-    client: RunningService<RoleClient, TaskClient>,
-    scripted: ScriptedClient,
-    server: Wrapped,
-    audit: MemorySink,
-}
-
-async fn setup(era: Era, server_tasks: bool) -> Setup {
+/// The wrapped fixture (with the tasks extension if `server_tasks`) behind a guard, and a
+/// scripted client that declares the tasks extension.
+async fn setup(era: Era, server_tasks: bool) -> Harness {
     let server = Wrapped::default();
     server.knobs.tasks.store(server_tasks, Ordering::SeqCst);
     server.fixture.state.lock().rows.insert("a".into(), 1);
-    let audit = MemorySink::new();
-    let guard = WriteGuard::builder(server.clone())
-        .writes_enabled(true)
-        .preview("set_counter")
-        .audit(Arc::new(audit.clone()))
-        .clock(Arc::new(ManualClock::new(start_time())))
-        .build();
-    let scripted = ScriptedClient::new();
-    let client = connect(guard, era, TaskClient(scripted.clone()))
-        .await
-        .unwrap();
-    Setup {
-        client,
-        scripted,
-        server,
-        audit,
-    }
-}
-
-async fn call(setup: &Setup, tool: &str, args: Value) -> CallToolResult {
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().cloned().unwrap());
-    setup.client.call_tool(params).await.unwrap()
+    let scripted = ScriptedClient::new().with_extension(TASKS_EXTENSION_ID);
+    Harness::guarded_for(era, server, scripted, |builder| {
+        builder.preview("set_counter")
+    })
+    .await
 }
 
 both_eras!(
@@ -94,7 +43,7 @@ async fn a_write_that_may_become_a_task_is_refused_before_asking(era: Era) {
         ),
     ] {
         s.audit.clear();
-        let result = call(&s, tool, args).await;
+        let result = s.call(tool, args).await;
         assert_eq!(result.is_error, Some(true), "{tool}: {result:?}");
         let text = text_of(&result);
         assert!(text.contains("background tasks"), "{text}");
@@ -116,7 +65,7 @@ async fn a_write_that_may_become_a_task_is_refused_before_asking(era: Era) {
 
     // Reads pass through, wrapped, unrecorded.
     s.audit.clear();
-    let read = call(&s, "get_counter", json!({})).await;
+    let read = s.call("get_counter", json!({})).await;
     assert_eq!(unwrapped(&read), json!({"counter": 0}));
     assert!(s.audit.records().is_empty());
 }
@@ -124,7 +73,7 @@ async fn a_write_that_may_become_a_task_is_refused_before_asking(era: Era) {
 async fn without_server_tasks_the_same_client_writes_as_usual(era: Era) {
     let s = setup(era, false).await;
     s.scripted.script([Reply::Approve]);
-    let result = call(&s, "set_counter", json!({"value": 7})).await;
+    let result = s.call("set_counter", json!({"value": 7})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(s.server.fixture.snapshot().counter, 7);
     assert_eq!(

@@ -91,13 +91,22 @@ impl<S: ServerHandler + Clone> Connected<S> {
         server: S,
         configure: impl FnOnce(WriteGuardBuilder<S>) -> WriteGuardBuilder<S>,
     ) -> Self {
+        Self::guarded_for(era, server, ScriptedClient::new(), configure).await
+    }
+
+    /// [`Connected::guarded`] with this `scripted` client.
+    pub async fn guarded_for(
+        era: Era,
+        server: S,
+        scripted: ScriptedClient,
+        configure: impl FnOnce(WriteGuardBuilder<S>) -> WriteGuardBuilder<S>,
+    ) -> Self {
         let audit = MemorySink::new();
         let builder = WriteGuard::builder(server.clone())
             .writes_enabled(true)
             .audit(Arc::new(audit.clone()))
             .clock(Arc::new(ManualClock::new(start_time())));
         let guard = configure(builder).build();
-        let scripted = ScriptedClient::new();
         let client = connect(guard.clone(), era, scripted.clone()).await.unwrap();
         Self {
             client,
