@@ -2,10 +2,10 @@
 //!
 //! The canonical bytes are written by `serde_json_canonicalizer` (RFC 8785). It passes the RFC's
 //! examples, the reference implementation's test data and the first 10,000 of its ES6
-//! number-formatting vectors (`tests/rfc8785.rs`), which is why this module no longer writes
-//! strings and numbers itself. What it keeps are the checks in front of the serializer: nesting
-//! depth (which also bounds the serializer's recursion), integers without an exact double (which
-//! the serializer would round) and the size of the result.
+//! number-formatting vectors (`tests/rfc8785.rs`), so this module does not write strings or
+//! numbers itself. It keeps the checks in front of the serializer: nesting depth (which also
+//! bounds the serializer's recursion), integers without an exact double (which the serializer
+//! would round) and the size of the result.
 
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
@@ -24,7 +24,8 @@ pub const DEFAULT_MAX_DEPTH: usize = 64;
 pub struct ArgLimits {
     /// The longest canonical form accepted, in bytes (default 1 MiB).
     pub max_bytes: usize,
-    /// The deepest nesting of containers accepted (default 64; the argument object itself is 1).
+    /// The deepest nesting of containers accepted (default 64; the argument object itself is 1;
+    /// never more than [`MAX_SERIALIZED_DEPTH`]).
     pub max_depth: usize,
 }
 
@@ -339,6 +340,21 @@ mod tests {
         // But 1 and 1.5, or 1 and "1", are different.
         assert_ne!(canon(&json!({"qty": 1.5})), canon(&a));
         assert_ne!(canon(&json!({"qty": "1"})), canon(&a));
+    }
+
+    #[test]
+    fn what_the_parser_settles_before_the_form() {
+        // Lone surrogates never reach a `Value`: serde_json refuses them.
+        for text in [r#""\ud800""#, r#""\udc00x""#, r#""\ud800\u0041""#] {
+            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+        }
+        // A repeated key keeps its last value, which is what the tool receives and what is bound.
+        let dup: Value = serde_json::from_str(r#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(canon(&dup), r#"{"a":2}"#);
+        // An integer beyond the 64-bit range is read as a double, and written as that double.
+        let big: Value = serde_json::from_str("123456789012345678901234567891").unwrap();
+        assert!(big.is_f64());
+        assert_eq!(canon(&big), "1.2345678901234568e+29");
     }
 
     #[test]
