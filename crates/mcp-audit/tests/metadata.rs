@@ -200,7 +200,7 @@ async fn malformed_documents_cannot_audit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn network_errors_and_https_cannot_audit() {
+async fn network_errors_and_other_schemes_cannot_audit() {
     let addr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
@@ -209,12 +209,12 @@ async fn network_errors_and_https_cannot_audit() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("could not fetch"), "{run:?}");
 
-    let https = audit(["metadata", "https://127.0.0.1:1/mcp"], &[]).await;
+    // https is spoken: an unreachable https endpoint fails like an http one.
+    let https = audit(["metadata", &format!("https://{addr}/mcp")], &[]).await;
     assert_eq!(https.code, 2, "{https:?}");
-    assert!(
-        https
-            .stderr
-            .contains("https is not supported by this build"),
-        "{https:?}"
-    );
+    assert!(https.stderr.contains("could not fetch"), "{https:?}");
+
+    let ftp = audit(["metadata", "ftp://127.0.0.1:1/mcp"], &[]).await;
+    assert_eq!(ftp.code, 2, "{ftp:?}");
+    assert!(ftp.stderr.contains("use http or https"), "{ftp:?}");
 }
