@@ -652,7 +652,41 @@ mod tests {
             t
         }
 
+        /// `diff` with the `[-…]` piece dropped and the `[+…]` piece unwrapped (`keep == '+'`),
+        /// or the other way round (`keep == '-'`), and the quotes taken off.
+        fn side(diff: &str, keep: char) -> String {
+            let inner = diff.strip_prefix('"').unwrap().strip_suffix('"').unwrap();
+            let mut out = String::new();
+            let mut rest = inner;
+            while let Some(open) = rest.find('[') {
+                out.push_str(&rest[..open]);
+                let close = open + rest[open..].find(']').unwrap();
+                let (mark, piece) = (
+                    rest[open + 1..].chars().next().unwrap(),
+                    &rest[open + 2..close],
+                );
+                if mark == keep {
+                    out.push_str(piece);
+                }
+                rest = &rest[close + 1..];
+            }
+            out.push_str(rest);
+            out
+        }
+
         proptest! {
+            /// Short texts are never cut: either text can be read back from the diff, and it
+            /// marks a change exactly when there is one.
+            #[test]
+            fn a_short_diff_of_short_texts_holds_both_texts(
+                before in "[abc]{0,20}", after in "[abc]{0,20}",
+            ) {
+                let diff = short_diff(&before, &after);
+                prop_assert_eq!(side(&diff, '-'), before.clone());
+                prop_assert_eq!(side(&diff, '+'), after.clone());
+                prop_assert_eq!(diff.contains('['), before != after);
+            }
+
             /// Exactly the fields that differ are named, a changed description is shown, and a
             /// flip to `readOnlyHint: true` is always called out.
             #[test]
