@@ -68,8 +68,7 @@ pub struct AuditFlags {
     /// and openWorldHint; any other tool all four hints).
     #[arg(long)]
     pub strict: bool,
-    /// The protocol era to speak: legacy (the initialize handshake, up to 2025-11-25),
-    /// 2026-07-28 (server/discover, no handshake), or auto (try 2026-07-28, fall back to legacy).
+    /// The protocol era to speak.
     #[arg(long, value_name = "ERA", value_enum, default_value_t = Protocol::Legacy)]
     pub protocol: Protocol,
     /// Give up (exit 2) when connecting and listing take longer than this many seconds.
