@@ -153,45 +153,11 @@ async fn an_unreachable_endpoint_cannot_audit() {
     assert!(run.stderr.contains("could not audit"), "{run:?}");
 }
 
-/// Serves `mode` over https at `https://127.0.0.1:PORT/mcp` with a fresh self-signed
-/// certificate for 127.0.0.1: TLS is ended here and the bytes passed to the plain server.
+/// Serves `mode` over https at `https://127.0.0.1:PORT/mcp` (see [`common::tls_front`]).
 /// Returns the URL and the certificate (PEM).
 async fn serve_tls(mode: FixtureMode) -> (String, String) {
-    use tokio_rustls::rustls;
-
-    let plain = serve(mode, None).await;
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .unwrap();
-    let pem = certified.cert.pem();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![certified.cert.der().clone()], key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                // A client that does not trust the certificate ends here.
-                let Ok(mut tls) = acceptor.accept(stream).await else {
-                    return;
-                };
-                let Ok(mut upstream) = tokio::net::TcpStream::connect(plain).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut upstream).await;
-            });
-        }
-    });
-    (url, pem)
+    let (addr, pem) = common::tls_front(serve(mode, None).await).await;
+    (format!("https://{addr}/mcp"), pem)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
