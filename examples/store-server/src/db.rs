@@ -271,12 +271,10 @@ mod tests {
     use approval_core::ManualClock;
 
     use super::*;
-    use crate::rules::{
-        MAX_ABS_DELTA, MAX_LINE_QUANTITY, MAX_ORDER_LINES, MAX_REASON_CHARS, OrderStatus,
-    };
+    use crate::rules::{MAX_ABS_DELTA, MAX_LINE_QUANTITY, MAX_ORDER_LINES, MAX_REASON_CHARS};
     use crate::sql::INJECTION_TEXT;
     use crate::wire::fixtures::{adjust, cancel, order};
-    use crate::wire::{OrderLine, OrderLineArgs};
+    use crate::wire::{OrderLine, OrderLineArgs, OrderStatus};
 
     /// A seeded store on a temporary file whose writes read a clock standing at
     /// 2026-01-01T00:00:00Z.

@@ -21,8 +21,8 @@
 //!
 //! | module | holds | knows nothing of |
 //! |---|---|---|
-//! | `wire` | one struct per tool's arguments ([`AdjustStockArgs`], ...), used by rmcp and by the database layer alike, and the results ([`StockAdjustment`], ...); the doc comments are the schema's descriptions | SQL, rules |
-//! | `rules` | the business rules as pure functions: [`check_adjustment`] (the request alone) and [`plan_adjustment`] (the request against the rows read), [`OrderStatus`], [`RuleViolation`] | SQL, IO, clocks |
+//! | `wire` | one struct per tool's arguments ([`AdjustStockArgs`], ...), used by rmcp and by the database layer alike, the results ([`StockAdjustment`], ...) and [`OrderStatus`]; the doc comments are the schema's descriptions | SQL, rules |
+//! | `rules` | the business rules as pure functions: [`check_adjustment`] (the request alone) and [`plan_adjustment`] (the request against the rows read), [`RuleViolation`] | SQL, IO, clocks |
 //! | `sql` | the schema, the seed data, one function per statement | rules |
 //! | `db` | [`Db`]: per write, one transaction that reads through `sql`, asks `rules`, writes the plan, and ends as [`Mode`] says; the [`Clock`](approval_core::Clock) it reads `now` from | rmcp |
 //! | `error` | [`StoreError`]: a rule said no ([`StoreError::Rule`]), the data changed ([`StoreError::Changed`]), or storage failed ([`StoreError::Storage`], which fails closed) | |
@@ -124,17 +124,17 @@ pub use db::{Db, Mode};
 pub use error::{StorageError, StoreError};
 pub use prompts::for_preview;
 pub use rules::{
-    Checked, MAX_ABS_DELTA, MAX_LINE_QUANTITY, MAX_ORDER_LINES, MAX_REASON_CHARS, OrderStatus,
-    RuleViolation, check_adjustment, check_cancellation, check_order, check_reason, line_total,
-    order_total, plan_adjustment, plan_cancellation, plan_order, stock_after,
+    Checked, MAX_ABS_DELTA, MAX_LINE_QUANTITY, MAX_ORDER_LINES, MAX_REASON_CHARS, RuleViolation,
+    check_adjustment, check_cancellation, check_order, check_reason, line_total, order_total,
+    plan_adjustment, plan_cancellation, plan_order, stock_after,
 };
 pub use server::{SERVER_NAME, StoreServer};
 pub use sql::INJECTION_TEXT;
 pub use wire::{
     AdjustStockArgs, CancelOrderArgs, CreateOrderArgs, MovementList, Order, OrderCancellation,
-    OrderIdArgs, OrderLine, OrderLineArgs, OrderList, OrderPlacement, PlacedLine, Product,
-    ProductList, RestockedLine, Review, ReviewList, SkuArgs, StockAdjustment, StockMovement,
-    format_cents,
+    OrderIdArgs, OrderLine, OrderLineArgs, OrderList, OrderPlacement, OrderStatus, PlacedLine,
+    Product, ProductList, RestockedLine, Review, ReviewList, SkuArgs, StockAdjustment,
+    StockMovement, format_cents,
 };
 
 /// The write tools; each supports previews and has its own prompt wording.

@@ -97,9 +97,8 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     use super::*;
-    use crate::rules::OrderStatus;
     use crate::wire::{
-        OrderCancellation, OrderPlacement, PlacedLine, RestockedLine, StockAdjustment,
+        OrderCancellation, OrderPlacement, OrderStatus, PlacedLine, RestockedLine, StockAdjustment,
     };
 
     fn ask(tool: &str, preview: &impl serde::Serialize) -> Option<String> {

@@ -39,12 +39,9 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::ops::Deref;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::wire::{
     AdjustStockArgs, CancelOrderArgs, CreateOrderArgs, Order, OrderCancellation, OrderPlacement,
-    PlacedLine, Product, RestockedLine, StockAdjustment, format_cents,
+    OrderStatus, PlacedLine, Product, RestockedLine, StockAdjustment, format_cents,
 };
 
 /// Longest accepted `reason` text, in characters.
@@ -55,39 +52,6 @@ pub const MAX_ORDER_LINES: usize = 50;
 pub const MAX_LINE_QUANTITY: i64 = 10_000;
 /// Largest stock change accepted in one adjustment (either direction).
 pub const MAX_ABS_DELTA: i64 = 1_000_000;
-
-/// Where an order stands. An order is created pending; only a pending order can be cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum OrderStatus {
-    /// Placed; its units have left the stock.
-    Pending,
-    /// Cancelled; its units went back on the shelf.
-    Cancelled,
-}
-
-impl OrderStatus {
-    /// The word stored in the database and sent on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// The status named by `word`, if it is one ([`OrderStatus::as_str`] reversed).
-    pub fn from_word(word: &str) -> Option<Self> {
-        [Self::Pending, Self::Cancelled]
-            .into_iter()
-            .find(|status| status.as_str() == word)
-    }
-}
-
-impl std::fmt::Display for OrderStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A business rule said no. Each message is written for the person (and the model) reading the
 /// tool result: what was wrong and what to do instead. Nothing was written.
@@ -615,16 +579,6 @@ mod tests {
             .unwrap_err(),
             RuleViolation::UnknownSku("TLS-404".into())
         );
-    }
-
-    #[test]
-    fn a_status_reads_back_from_its_word() {
-        for status in [OrderStatus::Pending, OrderStatus::Cancelled] {
-            assert_eq!(OrderStatus::from_word(status.as_str()), Some(status));
-            assert_eq!(status.to_string(), status.as_str());
-        }
-        assert_eq!(OrderStatus::from_word("Pending"), None);
-        assert_eq!(OrderStatus::from_word("shipped"), None);
     }
 
     proptest! {

@@ -363,3 +363,33 @@ impl ServerHandler for StoreServer {
             .with_instructions(INSTRUCTIONS)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The descriptions come from the doc comments (one sentence per line), the argument
+    /// descriptions from the fields of the one wire struct.
+    #[test]
+    fn descriptions_are_the_doc_comments_written_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = StoreServer::new(Arc::new(Db::open(dir.path().join("s.db")).unwrap()));
+        let tool = server.get_tool("adjust_stock").unwrap();
+        assert_eq!(
+            tool.description.as_deref(),
+            Some(
+                "Change a product's stock by `delta` units (negative removes) and log why.\n\
+                 The user sees the stock before and after and must approve the change."
+            )
+        );
+        let delta = &tool.input_schema["properties"]["delta"]["description"];
+        assert_eq!(
+            delta,
+            "Units to add (positive) or remove (negative); never zero."
+        );
+        for tool in server.tool_router.list_all() {
+            let description = tool.description.unwrap_or_default();
+            assert!(description.ends_with('.'), "{}: {description:?}", tool.name);
+        }
+    }
+}

@@ -12,8 +12,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use time::{OffsetDateTime, UtcOffset};
 
 use crate::error::StorageError;
-use crate::rules::OrderStatus;
-use crate::wire::{Order, OrderLine, Product, Review, StockMovement, format_cents};
+use crate::wire::{Order, OrderLine, OrderStatus, Product, Review, StockMovement, format_cents};
 
 /// The schema version written to `PRAGMA user_version` once the schema exists.
 const SCHEMA_VERSION: i64 = 1;

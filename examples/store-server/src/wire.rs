@@ -14,8 +14,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::rules::OrderStatus;
-
 /// Arguments naming one product.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -286,6 +284,39 @@ pub struct ReviewList {
     pub reviews: Vec<Review>,
 }
 
+/// Where an order stands. An order is created pending; only a pending order can be cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderStatus {
+    /// Placed; its units have left the stock.
+    Pending,
+    /// Cancelled; its units went back on the shelf.
+    Cancelled,
+}
+
+impl OrderStatus {
+    /// The word stored in the database and sent on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status named by `word`, if it is one ([`OrderStatus::as_str`] reversed).
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Pending, Self::Cancelled]
+            .into_iter()
+            .find(|status| status.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Formats an amount of cents as dollars, for example `$109.99`.
 pub fn format_cents(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
@@ -333,6 +364,16 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+
+    #[test]
+    fn a_status_reads_back_from_its_word() {
+        for status in [OrderStatus::Pending, OrderStatus::Cancelled] {
+            assert_eq!(OrderStatus::from_word(status.as_str()), Some(status));
+            assert_eq!(status.to_string(), status.as_str());
+        }
+        assert_eq!(OrderStatus::from_word("Pending"), None);
+        assert_eq!(OrderStatus::from_word("shipped"), None);
+    }
 
     #[test]
     fn money_is_formatted_in_dollars() {
