@@ -96,9 +96,9 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
     let order = store
         .db
         .create_order(
-            &store_server::OrderRequest {
+            &store_server::CreateOrderArgs {
                 customer_id: 1,
-                lines: vec![store_server::OrderLineRequest {
+                lines: vec![store_server::OrderLineArgs {
                     sku: "TLS-001".into(),
                     quantity: 3,
                 }],

@@ -15,7 +15,7 @@
 
 use adapter_rmcp::{DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value};
 use serde_json::json;
-use store_server::{Mode, OrderLineRequest, OrderRequest};
+use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{
     Answer, Client, Era, Failure, ScriptedUser, Store, call, connect, is_error, structured,
 };
@@ -82,9 +82,9 @@ fn assert_clean(question: &str, lines: usize, case: &str) {
 
 /// Places a pending order for one TLS-002 directly in the database; returns its id.
 fn place_order(store: &Store) -> Result<i64, Failure> {
-    let request = OrderRequest {
+    let request = CreateOrderArgs {
         customer_id: 1,
-        lines: vec![OrderLineRequest {
+        lines: vec![OrderLineArgs {
             sku: "TLS-002".into(),
             quantity: 1,
         }],

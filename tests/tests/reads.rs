@@ -74,9 +74,9 @@ async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
 async fn catalogue_reads_are_trusted_and_the_rest_are_wrapped() -> Result<(), Failure> {
     let store = Store::new()?;
     store.db.create_order(
-        &store_server::OrderRequest {
+        &store_server::CreateOrderArgs {
             customer_id: 1,
-            lines: vec![store_server::OrderLineRequest {
+            lines: vec![store_server::OrderLineArgs {
                 sku: "TLS-003".into(),
                 quantity: 2,
             }],

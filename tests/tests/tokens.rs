@@ -13,7 +13,7 @@
 use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use approval_core::TOKEN_REFUSAL_MESSAGE;
 use serde_json::{Value, json};
-use store_server::{CancellationRequest, Mode, OrderLineRequest, OrderRequest};
+use store_server::{CancelOrderArgs, CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{
     Answer, Client, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data,
     is_error, message, structured, text,
@@ -23,9 +23,9 @@ const REASON: &str = "customer changed their mind";
 
 /// Places a pending order for one TLS-002 directly in the database; returns its id.
 fn place_order(store: &Store) -> Result<i64, Failure> {
-    let request = OrderRequest {
+    let request = CreateOrderArgs {
         customer_id: 1,
-        lines: vec![OrderLineRequest {
+        lines: vec![OrderLineArgs {
             sku: "TLS-002".into(),
             quantity: 1,
         }],
@@ -390,9 +390,10 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
     for era in Era::ALL {
         let store = Store::new()?;
         let order = place_order(&store)?;
-        let cancelled = CancellationRequest {
+        let cancelled = CancelOrderArgs {
             order_id: order,
             reason: REASON.into(),
+            confirmation_token: None,
         };
         store.db.cancel_order(&cancelled, Mode::Apply)?;
         let before = store.file().snapshot()?;

@@ -24,14 +24,7 @@
 //! approval trail that cannot say what was approved does not do its job; redact what your
 //! tools take that is secret or personal.
 
-use std::{
-    collections::HashSet,
-    fmt,
-    fs::{File, OpenOptions},
-    io::{BufWriter, Write},
-    path::Path,
-    sync::Arc,
-};
+use std::{collections::HashSet, fmt, sync::Arc};
 
 use approval_core::{
     ApprovalId, ArgsDigest, CONFIRMATION_TOKEN_ARG, PREVIEW_LIMITS, PendingApproval, Principal,
@@ -43,7 +36,12 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::{elicit::Era, error::Error};
+use crate::elicit::Era;
+
+#[cfg(feature = "audit-jsonl")]
+mod jsonl;
+#[cfg(feature = "audit-jsonl")]
+pub use jsonl::JsonLinesSink;
 
 /// What happened to one write request (or one step of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -436,56 +434,6 @@ impl AuditSink for TracingSink {
     }
 }
 
-/// Appends one JSON object per decision to a file (JSON lines), flushing after each record.
-///
-/// The write and the flush happen synchronously, on the request's task, under a lock: every
-/// write call waits for the file system (and for other calls recording at the same moment).
-/// That is fine for a local disk and a modest rate of writes. For a slow or network file
-/// system, or many writes per second, implement [`AuditSink`] with a channel to a background
-/// writer instead.
-#[derive(Debug)]
-pub struct JsonLinesSink {
-    file: Mutex<BufWriter<File>>,
-}
-
-impl JsonLinesSink {
-    /// Opens (creating if needed) `path` for appending.
-    ///
-    /// # Errors
-    /// [`Error::AuditFile`] when the file cannot be opened for appending.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
-        let path = path.as_ref();
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|source| Error::AuditFile {
-                path: path.to_owned(),
-                source,
-            })?;
-        Ok(Self {
-            file: Mutex::new(BufWriter::new(file)),
-        })
-    }
-}
-
-impl AuditSink for JsonLinesSink {
-    fn record(&self, record: &AuditRecord) {
-        let line = match serde_json::to_string(record) {
-            Ok(line) => line,
-            Err(error) => {
-                tracing::error!(target: "adapter_rmcp::audit", %error, "cannot serialise audit record");
-                return;
-            }
-        };
-        let mut file = self.file.lock();
-        let written = writeln!(file, "{line}").and_then(|()| file.flush());
-        if let Err(error) = written {
-            tracing::error!(target: "adapter_rmcp::audit", %error, "cannot write audit record");
-        }
-    }
-}
-
 /// Keeps every record in memory, for tests (yours and ours).
 #[derive(Debug, Clone, Default)]
 pub struct MemorySink {
@@ -536,10 +484,10 @@ impl AuditSink for MemorySink {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(outcome: Outcome) -> AuditRecord {
+    pub(crate) fn record(outcome: Outcome) -> AuditRecord {
         AuditRecord::new(
             OffsetDateTime::UNIX_EPOCH,
             Some(Principal::new("connection:1")),
@@ -559,25 +507,6 @@ mod tests {
         assert_eq!(sink.outcomes(), vec![Outcome::Declined, Outcome::Applied]);
         sink.clear();
         assert!(clone.records().is_empty());
-    }
-
-    #[test]
-    fn json_lines_sink_appends_one_object_per_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let sink = JsonLinesSink::open(&path).unwrap();
-        sink.record(&record(Outcome::Declined));
-        sink.record(&record(Outcome::TokenRejected));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["outcome"], "declined");
-        assert_eq!(lines[1]["outcome"], "token-rejected");
-        assert_eq!(lines[1]["tool"], "adjust_stock");
-        assert_eq!(lines[1]["time"], "1970-01-01T00:00:00Z");
     }
 
     #[test]

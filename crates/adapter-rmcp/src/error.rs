@@ -28,7 +28,8 @@ pub enum Error {
     /// The approval store failed.
     #[error("the approval store failed: {0}")]
     Store(#[from] StoreError),
-    /// The audit file could not be opened.
+    /// The audit file could not be opened (feature `audit-jsonl`).
+    #[cfg(feature = "audit-jsonl")]
     #[error("cannot open the audit file {path}: {source}")]
     AuditFile {
         /// The file.

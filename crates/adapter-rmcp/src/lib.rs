@@ -144,9 +144,9 @@ mod tools;
 mod write_path;
 
 pub use approval_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
-pub use audit::{
-    Asked, AuditRecord, AuditSink, Channel, JsonLinesSink, MemorySink, Outcome, TracingSink,
-};
+#[cfg(feature = "audit-jsonl")]
+pub use audit::JsonLinesSink;
+pub use audit::{Asked, AuditRecord, AuditSink, Channel, MemorySink, Outcome, TracingSink};
 pub use builder::WriteGuardBuilder;
 pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};

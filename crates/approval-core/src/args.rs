@@ -65,7 +65,7 @@ impl CapturedArgs {
         expected: ArgsDigest,
     ) -> Result<Self, ArgsError> {
         // These arguments passed the caller's limits when captured; the digest check below is
-        // what matters here, and canonicalisation is iterative whatever the depth.
+        // what matters here (depth stays capped at MAX_SERIALIZED_DEPTH whatever the limits).
         let limits = ArgLimits::new(usize::MAX, usize::MAX);
         let (digest, canonical_len) = digest_object(&arguments, None, &limits)?;
         if digest != expected {

@@ -1,8 +1,13 @@
-//! The canonical JSON form of tool arguments, computed without recursion (see [`canonical_json`]).
+//! The canonical JSON form of tool arguments (see [`canonical_json`]).
+//!
+//! The canonical bytes are written by `serde_json_canonicalizer` (RFC 8785). It passes the RFC's
+//! examples, the reference implementation's test data and the first 10,000 of its ES6
+//! number-formatting vectors (`tests/rfc8785.rs`), so this module does not write strings or
+//! numbers itself. It keeps the checks in front of the serializer: nesting depth (which also
+//! bounds the serializer's recursion), integers without an exact double (which the serializer
+//! would round) and the size of the result.
 
-use std::cmp::Ordering;
-use std::fmt::Write as _;
-
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -19,7 +24,8 @@ pub const DEFAULT_MAX_DEPTH: usize = 64;
 pub struct ArgLimits {
     /// The longest canonical form accepted, in bytes (default 1 MiB).
     pub max_bytes: usize,
-    /// The deepest nesting of containers accepted (default 64; the argument object itself is 1).
+    /// The deepest nesting of containers accepted (default 64; the argument object itself is 1;
+    /// never more than [`MAX_SERIALIZED_DEPTH`]).
     pub max_depth: usize,
 }
 
@@ -51,8 +57,7 @@ pub enum ArgsError {
     TooLarge {
         /// The limit in bytes.
         limit: usize,
-        /// How many canonical bytes had been produced when the limit was crossed: always more
-        /// than `limit`, and a lower bound on the full size (work stops at the limit).
+        /// The length of the canonical form in bytes: always more than `limit`.
         actual: usize,
     },
     /// The arguments nest deeper than the limit.
@@ -66,14 +71,19 @@ pub enum ArgsError {
     Unrepresentable(String),
 }
 
-/// The canonical JSON text of `value`, checked against `limits`. Iterative: any depth gives an
-/// error, never a stack overflow.
+/// The deepest nesting accepted whatever [`ArgLimits::max_depth`] says: the serializer recurses
+/// once per level, and this bounds its stack use. (`serde_json`'s parser stops at 128 levels, so
+/// no parsed value comes near it.)
+pub const MAX_SERIALIZED_DEPTH: usize = 256;
+
+/// The canonical JSON text of `value`, checked against `limits`. Any depth gives an error, never
+/// a stack overflow.
 ///
 /// # The form
 ///
 /// The workspace uses the JSON Canonicalization Scheme of RFC 8785 (JCS), because it is a
 /// published, widely implemented scheme whose number rules match what JavaScript clients (most
-/// MCP clients) do to arguments anyway:
+/// MCP clients) do to arguments anyway. The bytes are written by `serde_json_canonicalizer`:
 ///
 /// - no insignificant whitespace;
 /// - object members sorted by their keys compared as UTF-16 code units (as RFC 8785 says; this
@@ -84,6 +94,9 @@ pub enum ArgsError {
 /// - every number is read as an IEEE-754 double and written the way ECMAScript's
 ///   `Number.prototype.toString` writes it (shortest digits that read back to the same double,
 ///   exponent form below 1e-6 and from 1e21 up, `-0` written as `0`).
+///
+/// Strings cannot hold lone surrogates (`serde_json` refuses `"\ud800"` when it parses), and a
+/// [`Map`] cannot hold a key twice (`serde_json` keeps the last), so neither reaches the form.
 ///
 /// ## `1` and `1.0` are the same argument
 ///
@@ -98,30 +111,31 @@ pub enum ArgsError {
 ///
 /// An integer that has no exact double (for example `9007199254740993`, which is 2^53 + 1) is
 /// refused with [`ArgsError::Unrepresentable`]: canonicalising it would give it the digest of a
-/// *different* integer, so a token approved for one value would spend for another. Send such
-/// values as strings. (The workspace builds `serde_json` without its `arbitrary_precision`
-/// feature, so a non-integer number has already been read as a double when the arguments were
-/// parsed, and the tool sees that same double. Note that `serde_json`'s default float parser is
-/// fast rather than correctly rounded: a few decimal texts read as the neighbour of the nearest
-/// double. That does not weaken the binding, because the same text always gives the same double,
-/// but it means the canonical text of such a number, parsed again by `serde_json`, can give a
-/// different digest; `serde_json`'s `float_roundtrip` feature removes the difference.)
+/// *different* integer, so a token approved for one value would spend for another. (RFC 8785
+/// leaves such numbers to the application, and `serde_json_canonicalizer` rounds them, so this
+/// check runs before it.) Send such values as strings. The workspace builds `serde_json` without
+/// its `arbitrary_precision` feature, so a number with a fraction or an exponent, or an integer
+/// beyond the 64-bit range, has already been read as a double when the arguments were parsed (the
+/// tool sees that same double), and is written as that double. `serde_json` is built with
+/// `float_roundtrip`, so that double is the one nearest the text.
 ///
 /// # Limits
 ///
 /// [`ArgLimits::max_bytes`] bounds the length of the canonical form in bytes;
 /// [`ArgLimits::max_depth`] bounds nesting, counting containers: `{}` and `{"a":1}` have depth 1,
-/// `{"a":[1]}` depth 2. A scalar adds no depth.
+/// `{"a":[1]}` depth 2. A scalar adds no depth. Depth is checked (without recursion) before the
+/// form is written, and is never more than [`MAX_SERIALIZED_DEPTH`]; size is checked on the
+/// written form.
 ///
-/// # No recursion, and a hazard for callers
+/// # A hazard for callers
 ///
-/// [`canonical_json`] walks the value with an explicit stack, so a value nested 100,000 deep
-/// yields [`ArgsError::TooDeep`], never a stack overflow. `serde_json::Value` itself is *not* so
-/// careful: its `Drop`, `Clone`, `PartialEq`, `Debug` and `Serialize` all recurse. Values parsed
-/// by `serde_json` are safe (its parser stops at depth 128 unless the `unbounded_depth` feature is
-/// on), but a caller that builds very deep values by hand, or parses with `unbounded_depth`, can
-/// overflow the stack merely by dropping one. Check depth with this module before doing anything
-/// else with untrusted values, and dismantle a pathological value iteratively if you must drop it.
+/// A value nested 100,000 deep yields [`ArgsError::TooDeep`], never a stack overflow.
+/// `serde_json::Value` itself is *not* so careful: its `Drop`, `Clone`, `PartialEq`, `Debug` and
+/// `Serialize` all recurse. Values parsed by `serde_json` are safe (its parser stops at depth 128
+/// unless the `unbounded_depth` feature is on), but a caller that builds very deep values by
+/// hand, or parses with `unbounded_depth`, can overflow the stack merely by dropping one. Check
+/// depth with this module before doing anything else with untrusted values, and dismantle a
+/// pathological value iteratively if you must drop it.
 /// [`CapturedArgs::capture`](crate::CapturedArgs::capture) checks the limits before it clones
 /// anything.
 ///
@@ -138,9 +152,8 @@ pub enum ArgsError {
 /// );
 /// ```
 pub fn canonical_json(value: &Value, limits: &ArgLimits) -> Result<String, ArgsError> {
-    let mut out = String::new();
-    write_canonical(value, None, limits, &mut out)?;
-    Ok(out)
+    check(vec![(value, 0)], limits)?;
+    write(value, limits)
 }
 
 /// The SHA-256 digest of the canonical form of an argument object, leaving out the top-level
@@ -150,298 +163,105 @@ pub(crate) fn digest_object(
     skip: Option<&str>,
     limits: &ArgLimits,
 ) -> Result<(ArgsDigest, usize), ArgsError> {
-    let mut out = String::new();
-    write_canonical_object(args, skip, limits, &mut out)?;
+    let object = Without { map: args, skip };
+    let depth = enter(0, limits)?;
+    check(object.members().map(|(_, v)| (v, depth)).collect(), limits)?;
+    let out = write(&object, limits)?;
     let digest: [u8; 32] = Sha256::digest(out.as_bytes()).into();
     Ok((ArgsDigest::from_bytes(digest), out.len()))
 }
 
-enum Frame<'a> {
-    Array {
-        items: std::slice::Iter<'a, Value>,
-        first: bool,
-    },
-    Object {
-        members: std::vec::IntoIter<(&'a String, &'a Value)>,
-        first: bool,
-    },
+/// An object without one of its top-level members, written without copying the rest.
+struct Without<'a> {
+    map: &'a Map<String, Value>,
+    skip: Option<&'a str>,
 }
 
-enum Step<'a> {
-    Value {
-        key: Option<&'a str>,
-        value: &'a Value,
-        first: bool,
-    },
-    Close(char),
-}
-
-fn write_canonical(
-    value: &Value,
-    skip: Option<&str>,
-    limits: &ArgLimits,
-    out: &mut String,
-) -> Result<(), ArgsError> {
-    let mut stack: Vec<Frame<'_>> = Vec::new();
-    open(value, skip, &mut stack, limits, out)?;
-    walk(&mut stack, limits, out)
-}
-
-fn write_canonical_object(
-    args: &Map<String, Value>,
-    skip: Option<&str>,
-    limits: &ArgLimits,
-    out: &mut String,
-) -> Result<(), ArgsError> {
-    let mut stack: Vec<Frame<'_>> = Vec::new();
-    open_object(args, skip, &mut stack, limits, out)?;
-    walk(&mut stack, limits, out)
-}
-
-fn walk<'a>(
-    stack: &mut Vec<Frame<'a>>,
-    limits: &ArgLimits,
-    out: &mut String,
-) -> Result<(), ArgsError> {
-    loop {
-        check_size(out, limits)?;
-        let step = match stack.last_mut() {
-            None => return Ok(()),
-            Some(Frame::Array { items, first }) => match items.next() {
-                Some(value) => Step::Value {
-                    key: None,
-                    value,
-                    first: std::mem::replace(first, false),
-                },
-                None => Step::Close(']'),
-            },
-            Some(Frame::Object { members, first }) => match members.next() {
-                Some((key, value)) => Step::Value {
-                    key: Some(key.as_str()),
-                    value,
-                    first: std::mem::replace(first, false),
-                },
-                None => Step::Close('}'),
-            },
-        };
-        match step {
-            Step::Close(c) => {
-                out.push(c);
-                stack.pop();
-            }
-            Step::Value { key, value, first } => {
-                if !first {
-                    out.push(',');
-                }
-                if let Some(key) = key {
-                    write_string(key, out);
-                    out.push(':');
-                }
-                open(value, None, stack, limits, out)?;
-            }
-        }
+impl<'a> Without<'a> {
+    fn members(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'a> {
+        let skip = self.skip;
+        self.map
+            .iter()
+            .filter(move |(k, _)| Some(k.as_str()) != skip)
     }
 }
 
-fn check_size(out: &str, limits: &ArgLimits) -> Result<(), ArgsError> {
+impl Serialize for Without<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.members())
+    }
+}
+
+/// Checks, without recursion, what the serializer does not: the nesting of each `(value, depth
+/// of its container)` and integers without an exact double.
+fn check(mut stack: Vec<(&Value, usize)>, limits: &ArgLimits) -> Result<(), ArgsError> {
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                let depth = enter(depth, limits)?;
+                stack.extend(items.iter().map(|v| (v, depth)));
+            }
+            Value::Object(map) => {
+                let depth = enter(depth, limits)?;
+                stack.extend(map.values().map(|v| (v, depth)));
+            }
+            Value::Number(n) => exact_number(n)?,
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The depth of a container inside one at `depth`, if allowed.
+fn enter(depth: usize, limits: &ArgLimits) -> Result<usize, ArgsError> {
+    let limit = limits.max_depth.min(MAX_SERIALIZED_DEPTH);
+    if depth < limit {
+        Ok(depth + 1)
+    } else {
+        Err(ArgsError::TooDeep { limit })
+    }
+}
+
+/// The canonical bytes of a value that passed [`check`], within the size limit.
+fn write(value: &impl Serialize, limits: &ArgLimits) -> Result<String, ArgsError> {
+    let out = serde_json_canonicalizer::to_string(value)
+        .map_err(|e| ArgsError::Unrepresentable(e.to_string()))?;
     if out.len() > limits.max_bytes {
         Err(ArgsError::TooLarge {
             limit: limits.max_bytes,
             actual: out.len(),
         })
     } else {
-        Ok(())
+        Ok(out)
     }
 }
 
-/// Writes a scalar, or the opening of a container (pushing its frame).
-fn open<'a>(
-    value: &'a Value,
-    skip: Option<&str>,
-    stack: &mut Vec<Frame<'a>>,
-    limits: &ArgLimits,
-    out: &mut String,
-) -> Result<(), ArgsError> {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => write_number(n, out)?,
-        Value::String(s) => write_string(s, out),
-        Value::Array(items) => {
-            enter(stack, limits)?;
-            out.push('[');
-            stack.push(Frame::Array {
-                items: items.iter(),
-                first: true,
-            });
-        }
-        Value::Object(map) => open_object(map, skip, stack, limits, out)?,
-    }
-    Ok(())
-}
-
-fn open_object<'a>(
-    map: &'a Map<String, Value>,
-    skip: Option<&str>,
-    stack: &mut Vec<Frame<'a>>,
-    limits: &ArgLimits,
-    out: &mut String,
-) -> Result<(), ArgsError> {
-    enter(stack, limits)?;
-    let mut members: Vec<(&'a String, &'a Value)> = map
-        .iter()
-        .filter(|(k, _)| Some(k.as_str()) != skip)
-        .collect();
-    members.sort_by(|(a, _), (b, _)| utf16_cmp(a, b));
-    out.push('{');
-    stack.push(Frame::Object {
-        members: members.into_iter(),
-        first: true,
-    });
-    Ok(())
-}
-
-fn enter(stack: &[Frame<'_>], limits: &ArgLimits) -> Result<(), ArgsError> {
-    if stack.len() >= limits.max_depth {
-        Err(ArgsError::TooDeep {
-            limit: limits.max_depth,
-        })
-    } else {
-        Ok(())
-    }
-}
-
-fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
-}
-
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{08}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn write_number(n: &Number, out: &mut String) -> Result<(), ArgsError> {
-    let f = if let Some(i) = n.as_i64() {
-        exact_integer(i128::from(i))?
+/// Refuses an integer that no double equals: the serializer would write its neighbour.
+fn exact_number(n: &Number) -> Result<(), ArgsError> {
+    let exact = if let Some(i) = n.as_i64() {
+        exact_integer(i128::from(i))
     } else if let Some(u) = n.as_u64() {
-        exact_integer(i128::from(u))?
-    } else if let Some(f) = n.as_f64() {
-        f
+        exact_integer(i128::from(u))
     } else {
-        return Err(ArgsError::Unrepresentable(format!("number {n}")));
+        n.as_f64().is_some_and(f64::is_finite)
     };
-    if !f.is_finite() {
-        return Err(ArgsError::Unrepresentable(format!("number {n}")));
+    if exact {
+        Ok(())
+    } else {
+        Err(ArgsError::Unrepresentable(format!(
+            "number {n} has no exact IEEE-754 double; send it as a string"
+        )))
     }
-    write_ecmascript_number(f, out);
-    Ok(())
 }
 
-/// The double equal to `i`, if there is one.
-fn exact_integer(i: i128) -> Result<f64, ArgsError> {
+/// Whether some double equals `i`.
+fn exact_integer(i: i128) -> bool {
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
     let f = i as f64;
     // Every integral double below 2^64 in magnitude converts to i128 exactly.
     #[allow(clippy::cast_possible_truncation)]
     let back = f as i128;
-    if back == i {
-        Ok(f)
-    } else {
-        Err(ArgsError::Unrepresentable(format!(
-            "integer {i} has no exact IEEE-754 double; send it as a string"
-        )))
-    }
-}
-
-/// ECMAScript `Number.prototype.toString` for a finite double (ECMA-262 Number::toString).
-fn write_ecmascript_number(f: f64, out: &mut String) {
-    if f == 0.0 {
-        // Both +0 and -0.
-        out.push('0');
-        return;
-    }
-    if f < 0.0 {
-        out.push('-');
-    }
-    let sci = shortest_scientific(f.abs());
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
-    let exponent: i64 = exponent.parse().unwrap_or(0);
-    let k = i64::try_from(digits.len()).unwrap_or(i64::MAX);
-    // The value is 0.d1d2...dk × 10^n.
-    let n = exponent + 1;
-    if k <= n && n <= 21 {
-        out.push_str(&digits);
-        push_zeros(out, n - k);
-    } else if 0 < n && n <= 21 {
-        let split = usize::try_from(n).unwrap_or(0);
-        let (int, frac) = digits.split_at(split.min(digits.len()));
-        out.push_str(int);
-        out.push('.');
-        out.push_str(frac);
-    } else if -6 < n && n <= 0 {
-        out.push_str("0.");
-        push_zeros(out, -n);
-        out.push_str(&digits);
-    } else {
-        let mut chars = digits.chars();
-        if let Some(first) = chars.next() {
-            out.push(first);
-        }
-        let rest = chars.as_str();
-        if !rest.is_empty() {
-            out.push('.');
-            out.push_str(rest);
-        }
-        out.push('e');
-        out.push(if n > 0 { '+' } else { '-' });
-        let _ = write!(out, "{}", (n - 1).abs());
-    }
-}
-
-/// The shortest digits that read back to `f`, and of those the closest to `f`, ties to even
-/// (ECMA-262 Number::toString step 5), in Rust's `d.ddde±x` form.
-///
-/// Rust's `{:e}` gives the shortest digit count and a closest candidate, but does not break an
-/// exact tie towards the even digit (0x43143ff3c1cb0959 is exactly 1424953923781206.25: `{:e}`
-/// gives …6.3, ECMAScript …6.2). Rust's fixed-precision formatting rounds the exact value to
-/// nearest, ties to even, so re-format with that many digits and keep it if it reads back.
-fn shortest_scientific(f: f64) -> String {
-    let shortest = format!("{f:e}");
-    let digits = shortest
-        .split_once('e')
-        .map_or(shortest.as_str(), |(m, _)| m)
-        .chars()
-        .filter(char::is_ascii_digit)
-        .count();
-    let nearest = format!("{:.*e}", digits.saturating_sub(1), f);
-    if nearest.parse::<f64>() == Ok(f) {
-        nearest
-    } else {
-        shortest
-    }
-}
-
-fn push_zeros(out: &mut String, count: i64) {
-    for _ in 0..count {
-        out.push('0');
-    }
+    back == i
 }
 
 #[cfg(test)]
@@ -454,9 +274,7 @@ mod tests {
     }
 
     fn num(f: f64) -> String {
-        let mut s = String::new();
-        write_ecmascript_number(f, &mut s);
-        s
+        canon(&Value::Number(Number::from_f64(f).unwrap()))
     }
 
     #[test]
@@ -522,6 +340,21 @@ mod tests {
         // But 1 and 1.5, or 1 and "1", are different.
         assert_ne!(canon(&json!({"qty": 1.5})), canon(&a));
         assert_ne!(canon(&json!({"qty": "1"})), canon(&a));
+    }
+
+    #[test]
+    fn what_the_parser_settles_before_the_form() {
+        // Lone surrogates never reach a `Value`: serde_json refuses them.
+        for text in [r#""\ud800""#, r#""\udc00x""#, r#""\ud800\u0041""#] {
+            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+        }
+        // A repeated key keeps its last value, which is what the tool receives and what is bound.
+        let dup: Value = serde_json::from_str(r#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(canon(&dup), r#"{"a":2}"#);
+        // An integer beyond the 64-bit range is read as a double, and written as that double.
+        let big: Value = serde_json::from_str("123456789012345678901234567891").unwrap();
+        assert!(big.is_f64());
+        assert_eq!(canon(&big), "1.2345678901234568e+29");
     }
 
     #[test]
@@ -689,34 +522,64 @@ mod tests {
         v
     }
 
-    #[test]
-    fn hundred_thousand_nested_arrays_is_an_error_not_an_overflow() {
-        // Run on a small stack to prove that canonicalisation does not use the stack per level.
+    /// Runs `f` on a thread with a stack of `bytes`.
+    fn on_stack(bytes: usize, f: impl FnOnce() + Send + 'static) {
         std::thread::Builder::new()
-            .stack_size(256 * 1024)
-            .spawn(|| {
-                let limits = ArgLimits::default();
-                let deep = deeply_nested(100_000, false);
-                assert_eq!(
-                    canonical_json(&deep, &limits),
-                    Err(ArgsError::TooDeep { limit: 64 })
-                );
-                // Even with no depth limit at all, the walk itself is iterative.
-                let unlimited = ArgLimits::new(usize::MAX, usize::MAX);
-                let text = canonical_json(&deep, &unlimited).unwrap();
-                assert_eq!(text.len(), 200_001);
-                dismantle(deep);
-
-                let deep = deeply_nested(100_000, true);
-                assert_eq!(
-                    canonical_json(&deep, &limits),
-                    Err(ArgsError::TooDeep { limit: 64 })
-                );
-                dismantle(deep);
-            })
+            .stack_size(bytes)
+            .spawn(f)
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn hundred_thousand_nested_arrays_is_an_error_not_an_overflow() {
+        // A small stack proves that the depth check does not use the stack per level.
+        on_stack(256 * 1024, || {
+            let unlimited = ArgLimits::new(usize::MAX, usize::MAX);
+            for object in [false, true] {
+                let deep = deeply_nested(100_000, object);
+                assert_eq!(
+                    canonical_json(&deep, &ArgLimits::default()),
+                    Err(ArgsError::TooDeep { limit: 64 })
+                );
+                // Without a depth limit the serializer's own bound still applies.
+                assert_eq!(
+                    canonical_json(&deep, &unlimited),
+                    Err(ArgsError::TooDeep {
+                        limit: MAX_SERIALIZED_DEPTH
+                    })
+                );
+                dismantle(deep);
+            }
+        });
+    }
+
+    #[test]
+    fn the_deepest_value_allowed_is_written_on_a_small_stack() {
+        // The serializer recurses; at MAX_SERIALIZED_DEPTH it must fit well inside the 2 MiB a
+        // tokio worker thread has.
+        on_stack(512 * 1024, || {
+            let unlimited = ArgLimits::new(usize::MAX, usize::MAX);
+            for object in [false, true] {
+                let deepest = deeply_nested(MAX_SERIALIZED_DEPTH, object);
+                let text = canonical_json(&deepest, &unlimited).unwrap();
+                let per_level = if object {
+                    r#"{"k":}"#.len()
+                } else {
+                    "[]".len()
+                };
+                assert_eq!(text.len(), MAX_SERIALIZED_DEPTH * per_level + 1);
+                let too_deep = json!([deepest]);
+                assert_eq!(
+                    canonical_json(&too_deep, &unlimited),
+                    Err(ArgsError::TooDeep {
+                        limit: MAX_SERIALIZED_DEPTH
+                    })
+                );
+                dismantle(too_deep);
+            }
+        });
     }
 
     #[test]

@@ -135,7 +135,10 @@ pub use admission::{Admission, AdmissionFacts, Gate, TokenGate, admit};
 pub use answer::{APPROVE_FIELD, AnswerAction, Decision, DenyReason, decide_answer};
 pub use approval::{Approved, PREVIEW_LIMITS, PendingApproval, Verdict, previews_match};
 pub use args::{CONFIRMATION_TOKEN_ARG, CapturedArgs};
-pub use canonical::{ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, canonical_json};
+pub use canonical::{
+    ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, MAX_SERIALIZED_DEPTH,
+    canonical_json,
+};
 #[cfg(any(test, feature = "test-util"))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};

@@ -11,7 +11,7 @@ use crate::cli::{AuditFlags, HttpArgs, StdioArgs};
 use crate::connect::{self, Listing};
 use crate::error::AuditError;
 use crate::pin::{PinChange, PinFile};
-use crate::surface::{surface_report, tools_list_bytes};
+use crate::surface::surface_report;
 
 /// What was audited.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,6 +85,16 @@ pub struct PinCheck {
     pub changes: Vec<PinChange>,
 }
 
+/// A tool's declared `execution.taskSupport`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSupport {
+    /// The tool.
+    pub tool: String,
+    /// The value as declared: `forbidden`, `optional` or `required` (others are shown as sent).
+    pub task_support: String,
+}
+
 /// Everything one audit found; `--json` prints it as is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -94,10 +104,14 @@ pub struct AuditReport {
     pub target: Target,
     /// Who answered.
     pub server: ServerIdentity,
-    /// The tool list's size in bytes (see [`tools_list_bytes`]).
+    /// The tool list's size in bytes, as sent (see [`ToolsList::from_results`]).
+    ///
+    /// [`ToolsList::from_results`]: crate::ToolsList::from_results
     pub tools_list_bytes: usize,
     /// write-policy's surface report.
     pub surface: SurfaceReport,
+    /// Every tool that declares `execution.taskSupport`, in list order.
+    pub task_support: Vec<TaskSupport>,
     /// The `--contract` comparison.
     pub contract: Option<ContractCheck>,
     /// Where `--write-contract` wrote the contract.
@@ -191,7 +205,17 @@ fn build_report(
     inputs: Inputs,
 ) -> Result<AuditReport, AuditError> {
     let surface = surface_report(&listing.tools);
-    let bytes = tools_list_bytes(&listing.tools)?;
+    let bytes = listing.tools_list_bytes;
+    let task_support = listing
+        .tools
+        .iter()
+        .filter_map(|t| {
+            t.task_support().map(|v| TaskSupport {
+                tool: t.name().to_owned(),
+                task_support: v.to_owned(),
+            })
+        })
+        .collect();
     let contract = inputs.contract.map(|(file, contract)| ContractCheck {
         file,
         drift: contract
@@ -258,6 +282,7 @@ fn build_report(
         server,
         tools_list_bytes: bytes,
         surface,
+        task_support,
         contract,
         written_contract,
         pin,
@@ -276,8 +301,13 @@ fn build_report(
 pub async fn audit_stdio(args: &StdioArgs) -> Result<AuditReport, AuditError> {
     let env = connect::child_env(&args.env, |name| std::env::var_os(name))?;
     let inputs = read_inputs(&args.flags)?;
-    let listing =
-        connect::list_stdio(&args.command, &env, Duration::from_secs(args.flags.timeout)).await?;
+    let listing = connect::list_stdio(
+        &args.command,
+        &env,
+        args.flags.protocol,
+        Duration::from_secs(args.flags.timeout),
+    )
+    .await?;
     let target = Target::Stdio {
         command: args
             .command
@@ -303,6 +333,8 @@ pub async fn audit_http(args: &HttpArgs) -> Result<AuditReport, AuditError> {
     let listing = connect::list_http(
         &args.url,
         &args.headers,
+        args.ca_file.as_deref(),
+        args.flags.protocol,
         Duration::from_secs(args.flags.timeout),
     )
     .await?;

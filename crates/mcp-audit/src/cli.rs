@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::connect::Protocol;
+
 /// The exit codes, as `--help` prints them.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
@@ -35,7 +37,7 @@ pub enum Command {
     /// (when set here) and the variables named with --env; nothing else of this environment.
     #[command(after_help = EXIT_CODES_HELP)]
     Stdio(StdioArgs),
-    /// Connect to a server over streamable HTTP and audit its tools.
+    /// Connect to a server over streamable HTTP (http or https) and audit its tools.
     #[command(after_help = EXIT_CODES_HELP)]
     Http(HttpArgs),
     /// Fetch and check an MCP endpoint's OAuth protected resource metadata (RFC 9728).
@@ -53,16 +55,22 @@ pub struct AuditFlags {
     #[arg(long, value_name = "FILE", conflicts_with = "write_contract")]
     pub contract: Option<PathBuf>,
     /// Write a published-surface contract that pins the live server's surface to FILE. Its
-    /// maxToolsListBytes is the byte length of the compact JSON array of every listed tool.
+    /// maxToolsListBytes is the byte length of the tools arrays exactly as the server sent them
+    /// (all pages; every field of every tool, unknown ones included).
     #[arg(long, value_name = "FILE")]
     pub write_contract: Option<PathBuf>,
-    /// Fingerprint every tool. The first run writes FILE; later runs exit 1 naming each tool
-    /// added, removed or changed, and which part changed. Delete FILE to pin afresh.
+    /// Fingerprint every field of every tool. The first run writes FILE; later runs exit 1
+    /// naming each tool added, removed or changed, which fields and hints changed, and a short
+    /// diff of a changed title or description. Delete FILE to pin afresh.
     #[arg(long, value_name = "FILE")]
     pub pin: Option<PathBuf>,
-    /// Also exit 1 when a tool is unannotated or partially annotated.
+    /// Also exit 1 when a tool is unannotated or partially annotated (a read needs readOnlyHint
+    /// and openWorldHint; any other tool all four hints).
     #[arg(long)]
     pub strict: bool,
+    /// The protocol era to speak.
+    #[arg(long, value_name = "ERA", value_enum, default_value_t = Protocol::Legacy)]
+    pub protocol: Protocol,
     /// Give up (exit 2) when connecting and listing take longer than this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub timeout: u64,
@@ -85,11 +93,15 @@ pub struct StdioArgs {
 /// `mcp-audit http`.
 #[derive(Debug, Clone, Args)]
 pub struct HttpArgs {
-    /// The MCP endpoint, for example http://127.0.0.1:8080/mcp.
+    /// The MCP endpoint: an http:// or https:// URL.
     pub url: String,
     /// Send this header with every request, written 'Name: value' (repeatable).
     #[arg(long = "header", value_name = "'Name: value'")]
     pub headers: Vec<String>,
+    /// Trust https servers whose certificate chains to a certificate in this PEM file, and no
+    /// other (default: the operating system's trust store, the public web roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// Shared flags.
     #[command(flatten)]
     pub flags: AuditFlags,
@@ -98,8 +110,12 @@ pub struct HttpArgs {
 /// `mcp-audit metadata`.
 #[derive(Debug, Clone, Args)]
 pub struct MetadataArgs {
-    /// The MCP endpoint, for example http://127.0.0.1:8080/mcp.
+    /// The MCP endpoint: an http:// or https:// URL.
     pub url: String,
+    /// Trust https servers whose certificate chains to a certificate in this PEM file, and no
+    /// other (default: the operating system's trust store, the public web roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// Print the result as JSON instead of text.
     #[arg(long)]
     pub json: bool,

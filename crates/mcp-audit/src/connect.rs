@@ -2,16 +2,20 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::ServiceExt;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::RoleClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
+use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
 
+use crate::capture::{LineTap, Recorder, TappedHttp};
 use crate::error::AuditError;
+use crate::surface::ListedTool;
 
 /// The variables of the caller's environment that a stdio server always receives (when set).
 /// Everything else must be named with `--env`.
@@ -25,8 +29,40 @@ pub struct Listing {
     pub server: Option<Implementation>,
     /// The negotiated protocol version.
     pub protocol_version: String,
-    /// Every tool, across all pages, in the order listed.
-    pub tools: Vec<Tool>,
+    /// Every tool, across all pages, in the order listed, as the server sent it.
+    pub tools: Vec<ListedTool>,
+    /// The size of the tool list as sent (see [`crate::ToolsList::from_results`]).
+    pub tools_list_bytes: usize,
+}
+
+/// Which protocol era the audit speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Protocol {
+    /// The `initialize` handshake (protocol 2025-11-25 and earlier).
+    #[default]
+    #[value(name = "legacy")]
+    Legacy,
+    /// `server/discover` and per-request metadata (protocol 2026-07-28), no handshake.
+    #[value(name = "2026-07-28")]
+    V2026_07_28,
+    /// Try `server/discover` first; fall back to `initialize` when the server is older.
+    #[value(name = "auto")]
+    Auto,
+}
+
+impl Protocol {
+    fn lifecycle(self) -> ClientLifecycleMode {
+        match self {
+            Self::Legacy => ClientLifecycleMode::Initialize,
+            Self::V2026_07_28 => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Self::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            },
+        }
+    }
 }
 
 /// The environment a stdio server is started with: [`BASE_ENV`] and each of `pass`, taken from
@@ -80,12 +116,11 @@ pub fn parse_header(header: &str) -> Result<(HeaderName, HeaderValue), AuditErro
     Ok((name, value))
 }
 
-/// Checks that `url` is an http URL this build can reach.
+/// Checks that `url` is an http or https URL with a host.
 ///
 /// # Errors
 ///
-/// [`AuditError::HttpsUnsupported`] for https, [`AuditError::BadUrl`] for anything else that is
-/// not an http URL with a host.
+/// [`AuditError::BadUrl`] for anything else.
 pub fn check_http_url(url: &str) -> Result<reqwest::Url, AuditError> {
     let bad = |reason: &str| AuditError::BadUrl {
         url: url.to_owned(),
@@ -93,14 +128,45 @@ pub fn check_http_url(url: &str) -> Result<reqwest::Url, AuditError> {
     };
     let parsed = reqwest::Url::parse(url).map_err(|e| bad(&format!("not a URL: {e}")))?;
     match parsed.scheme() {
-        "http" => {}
-        "https" => return Err(AuditError::HttpsUnsupported(url.to_owned())),
-        other => return Err(bad(&format!("unsupported scheme {other:?}: use http"))),
+        "http" | "https" => {}
+        other => {
+            return Err(bad(&format!(
+                "unsupported scheme {other:?}: use http or https"
+            )));
+        }
     }
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(bad("no host"));
     }
     Ok(parsed)
+}
+
+/// The HTTP client for `http` and `metadata`: https servers are trusted through the public web
+/// roots (the operating system's trust store), or, with `ca_file`, through the certificates in
+/// that PEM file only. Redirects are not followed: the audit reports what the given URL answers.
+///
+/// # Errors
+///
+/// [`AuditError::ReadFile`] when `ca_file` cannot be read, [`AuditError::CaFile`] when it holds
+/// no usable certificate, [`AuditError::Connect`] when the client cannot be built.
+pub fn http_client(ca_file: Option<&Path>) -> Result<reqwest::Client, AuditError> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0);
+    if let Some(path) = ca_file {
+        let pem = std::fs::read(path).map_err(|source| AuditError::ReadFile {
+            path: path.to_owned(),
+            source,
+        })?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .ok()
+            .filter(|certs| !certs.is_empty())
+            .ok_or_else(|| AuditError::CaFile(path.to_owned()))?;
+        builder = builder.tls_certs_only(certs);
+    }
+    builder
+        .build()
+        .map_err(|e| AuditError::Connect(format!("could not set up the HTTP client: {e}")))
 }
 
 /// Starts `command` with exactly `env` (see [`child_env`]) and lists its tools.
@@ -114,45 +180,61 @@ pub fn check_http_url(url: &str) -> Result<reqwest::Url, AuditError> {
 pub async fn list_stdio(
     command: &[OsString],
     env: &[(String, OsString)],
+    protocol: Protocol,
     timeout: Duration,
 ) -> Result<Listing, AuditError> {
-    let (program, args) = command.split_first().ok_or_else(|| AuditError::Spawn {
-        command: String::new(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command given"),
-    })?;
-    let mut cmd = tokio::process::Command::new(program);
-    // kill_on_drop: a server that is still running when the audit ends (a timeout) is killed
-    // even if the runtime shuts down before the transport's own cleanup runs.
-    cmd.args(args).env_clear().kill_on_drop(true);
-    cmd.envs(env.iter().map(|(k, v)| (OsStr::new(k), v.as_os_str())));
     let shown = command
         .iter()
         .map(|a| a.to_string_lossy())
         .collect::<Vec<_>>()
         .join(" ");
-    let transport = TokioChildProcess::new(cmd).map_err(|source| AuditError::Spawn {
-        command: shown,
+    let spawn_error = |source| AuditError::Spawn {
+        command: shown.clone(),
         source,
+    };
+    let (program, args) = command.split_first().ok_or_else(|| {
+        spawn_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no command given",
+        ))
     })?;
-    with_timeout(timeout, async move {
-        let client = client_config()
-            .serve(transport)
-            .await
-            .map_err(|e| AuditError::Connect(e.to_string()))?;
-        list(client).await
-    })
-    .await
+    let mut cmd = tokio::process::Command::new(program);
+    // kill_on_drop: a server that is still running when the audit ends (a timeout) is killed
+    // even if the runtime shuts down before the transport's own cleanup runs.
+    cmd.args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (OsStr::new(k), v.as_os_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(spawn_error(std::io::Error::other("no stdio pipes")));
+    };
+    let recorder = Recorder::default();
+    let transport = (
+        LineTap::reading(stdout, recorder.clone()),
+        LineTap::writing(stdin, recorder.clone()),
+    );
+    let listing = with_timeout(timeout, list(transport, protocol, recorder)).await;
+    // The pipes are closed by now; a server that does not exit on its own is stopped.
+    let _killed = child.kill().await;
+    listing
 }
 
-/// Connects to the streamable HTTP endpoint `url`, sending `headers`, and lists its tools.
+/// Connects to the streamable HTTP endpoint `url` (http or https), sending `headers`, and lists
+/// its tools. `ca_file`: see [`http_client`].
 ///
 /// # Errors
 ///
-/// [`AuditError::BadUrl`], [`AuditError::HttpsUnsupported`], [`AuditError::BadHeader`],
+/// [`AuditError::BadUrl`], [`AuditError::BadHeader`], [`AuditError::CaFile`],
 /// [`AuditError::Connect`], [`AuditError::ListTools`], [`AuditError::Timeout`].
 pub async fn list_http(
     url: &str,
     headers: &[String],
+    ca_file: Option<&Path>,
+    protocol: Protocol,
     timeout: Duration,
 ) -> Result<Listing, AuditError> {
     check_http_url(url)?;
@@ -161,16 +243,11 @@ pub async fn list_http(
         let (name, value) = parse_header(header)?;
         custom.insert(name, value);
     }
+    let recorder = Recorder::default();
+    let client = TappedHttp::new(http_client(ca_file)?, recorder.clone());
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
-    with_timeout(timeout, async move {
-        let transport = StreamableHttpClientTransport::from_config(config);
-        let client = client_config()
-            .serve(transport)
-            .await
-            .map_err(|e| AuditError::Connect(e.to_string()))?;
-        list(client).await
-    })
-    .await
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    with_timeout(timeout, list(transport, protocol, recorder)).await
 }
 
 /// How the audit introduces itself: as `mcp-audit`, asking for no capability (no sampling,
@@ -191,20 +268,41 @@ async fn with_timeout<T>(
         .map_err(|_| AuditError::Timeout(timeout))?
 }
 
-async fn list(client: RunningService<RoleClient, ClientConfig>) -> Result<Listing, AuditError> {
+async fn list<T, E, A>(
+    transport: T,
+    protocol: Protocol,
+    recorder: Recorder,
+) -> Result<Listing, AuditError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client = client_config()
+        .serve_with_lifecycle(transport, protocol.lifecycle())
+        .await
+        .map_err(|e| AuditError::Connect(e.to_string()))?;
     let info = client.peer_info();
     let listed = client.list_all_tools().await;
     // Closing is best effort: the listing is what matters, and a server that does not shut
     // down cleanly is stopped when its transport is dropped.
     let _closed = client.cancel().await;
-    let tools = listed.map_err(|e| AuditError::ListTools(e.to_string()))?;
+    let parsed = listed.map_err(|e| AuditError::ListTools(e.to_string()))?;
+    let list = recorder.tools_list()?;
+    if list.tools.len() != parsed.len() {
+        return Err(AuditError::ListTools(format!(
+            "{} tools were parsed but {} were received as sent",
+            parsed.len(),
+            list.tools.len()
+        )));
+    }
     Ok(Listing {
         server: info.as_ref().and_then(|i| i.server_info.clone()),
         protocol_version: info
             .as_ref()
             .map(|i| i.protocol_version.to_string())
             .unwrap_or_default(),
-        tools,
+        tools: list.tools,
+        tools_list_bytes: list.bytes,
     })
 }
 
@@ -271,12 +369,9 @@ mod tests {
     }
 
     #[test]
-    fn only_http_urls_are_accepted() {
+    fn only_http_and_https_urls_are_accepted() {
         assert!(check_http_url("http://127.0.0.1:8080/mcp").is_ok());
-        assert!(matches!(
-            check_http_url("https://example.com/mcp"),
-            Err(AuditError::HttpsUnsupported(_))
-        ));
+        assert!(check_http_url("https://example.com/mcp").is_ok());
         assert!(matches!(
             check_http_url("ftp://x/"),
             Err(AuditError::BadUrl { .. })

@@ -22,7 +22,7 @@ pub enum AuditError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The URL does not parse, or its scheme is not http.
+    /// The URL does not parse, or its scheme is not http or https.
     #[error("{url:?}: {reason}")]
     BadUrl {
         /// The URL as given.
@@ -30,12 +30,9 @@ pub enum AuditError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The URL is https, which this build cannot speak.
-    #[error(
-        "{0}: https is not supported by this build of mcp-audit (it carries no TLS stack); \
-         audit an http URL, for example through a local port-forward"
-    )]
-    HttpsUnsupported(String),
+    /// `--ca-file` holds no PEM certificate.
+    #[error("--ca-file {0}: no PEM certificate (-----BEGIN CERTIFICATE-----) found in it")]
+    CaFile(PathBuf),
     /// The server process could not be started.
     #[error("could not start the server {command:?}: {source}")]
     Spawn {

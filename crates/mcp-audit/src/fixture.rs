@@ -3,6 +3,9 @@
 //! They are part of this crate only so that the tests can start them, either as the
 //! `audit-fixture` binary over stdio or in-process over streamable HTTP. They are not part
 //! of the audit and every tool call is refused: the audit only ever lists tools.
+//!
+//! [`replay`] is the other kind: a stdio server that answers `tools/list` with a recorded
+//! answer of a real server, byte for byte (`audit-fixture replay FILE`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,6 +18,7 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// The environment variable that selects the stage of the [`FixtureMode::RugPull`] server.
@@ -71,6 +75,76 @@ pub enum FixtureError {
     /// The [`FixtureMode::NeedsEnv`] server started without its variable.
     #[error("{0} is not set: this server needs it")]
     MissingEnv(&'static str),
+    /// A recorded `tools/list` answer is not a JSON-RPC response with a `result`.
+    #[error("not a recorded tools/list response: {0}")]
+    NotARecording(String),
+}
+
+#[derive(serde::Deserialize)]
+struct Recorded<'a> {
+    #[serde(borrow)]
+    result: &'a RawValue,
+}
+
+/// The `result` member of a recorded `tools/list` response, exactly as it was sent.
+///
+/// # Errors
+///
+/// [`FixtureError::NotARecording`] when `response` is not a JSON object with a `result`.
+pub fn recorded_result(response: &[u8]) -> Result<&str, FixtureError> {
+    serde_json::from_slice::<Recorded<'_>>(response)
+        .map(|r| r.result.get())
+        .map_err(|e| FixtureError::NotARecording(e.to_string()))
+}
+
+#[derive(serde::Deserialize)]
+struct Incoming<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: String,
+}
+
+/// Serves one client over line-delimited JSON-RPC (MCP's stdio transport) until `input` ends:
+/// `initialize` (protocol 2025-11-25, tools capability), `ping`, and `tools/list`, whose
+/// answer carries `result` (a [`recorded_result`]) byte for byte. Notifications are ignored;
+/// any other request, `server/discover` included, gets `-32601` (method not found).
+///
+/// # Errors
+///
+/// Reading `input` or writing `output` failed.
+pub async fn replay<R, W>(result: &str, input: R, mut output: W) -> std::io::Result<()>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let initialize = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "audit-replay", "version": env!("CARGO_PKG_VERSION")}
+    });
+    let mut lines = input.lines();
+    while let Some(line) = lines.next_line().await? {
+        let Ok(request) = serde_json::from_str::<Incoming<'_>>(&line) else {
+            continue;
+        };
+        let Some(id) = request.id.map(RawValue::get) else {
+            continue;
+        };
+        let answer = match request.method.as_str() {
+            "initialize" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{initialize}}}"#),
+            "ping" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
+            "tools/list" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
+            _ => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"method not found"}}}}"#
+            ),
+        };
+        output.write_all(answer.as_bytes()).await?;
+        output.write_all(b"\n").await?;
+        output.flush().await?;
+    }
+    Ok(())
 }
 
 /// A fixture MCP server. Cheap to clone.

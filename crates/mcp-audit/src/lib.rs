@@ -12,25 +12,40 @@
 //!
 //! ```text
 //! mcp-audit stdio [--env NAME]... [FLAGS] -- COMMAND [ARGS...]
-//! mcp-audit http URL [--header 'Name: value']... [FLAGS]
-//! mcp-audit metadata URL [--json] [--strict] [--timeout SECONDS]
+//! mcp-audit http URL [--header 'Name: value']... [--ca-file FILE] [FLAGS]
+//! mcp-audit metadata URL [--ca-file FILE] [--json] [--strict] [--timeout SECONDS]
 //!
-//! FLAGS: --json  --contract FILE  --write-contract FILE  --pin FILE  --strict  --timeout SECONDS
+//! FLAGS: --json  --contract FILE  --write-contract FILE  --pin FILE  --strict
+//!        --protocol legacy|2026-07-28|auto  --timeout SECONDS
 //! ```
 //!
 //! - `stdio` starts the server with an environment holding only `HOME`, `LOGNAME`, `PATH`,
 //!   `SHELL`, `TERM`, `USER` (when set) and the variables named with `--env`: never the whole
 //!   environment of the caller. The server's stderr goes to mcp-audit's stderr.
-//! - `http` speaks streamable HTTP. Only `http://` URLs: this build carries no TLS stack and
-//!   says so for an `https://` URL.
-//! - Tools are listed across all pages.
+//! - `http` speaks streamable HTTP, over `http://` or `https://`. An https server must present
+//!   a certificate that chains to the operating system's trust store (the public web roots), or
+//!   with `--ca-file FILE` to a certificate in that PEM file (and then to nothing else).
+//!   Redirects are not followed.
+//! - `--protocol` picks the protocol era: `legacy` (default: the `initialize` handshake),
+//!   `2026-07-28` (`server/discover`, no handshake) or `auto` (try 2026-07-28 first).
+//! - Tools are listed across all pages, and read from the `tools/list` answers exactly as the
+//!   server sent them ([`ToolsList`]): fields rmcp's `Tool` type does not know (such as
+//!   `execution`) are kept, and each tool's `execution.taskSupport` is shown.
 //! - `--contract FILE` compares with a published-surface contract ([`write_policy::SurfaceContract`]);
-//!   `--write-contract FILE` writes one from the live server. The tool-list size it pins is
-//!   defined by [`tools_list_bytes`].
-//! - `--pin FILE` fingerprints every tool (see the [`pin`](PinFile) format); the first run
-//!   writes the file, later runs name each tool added, removed or changed and which part changed.
+//!   `--write-contract FILE` writes one from the live server. The tool-list size it pins is the
+//!   number of bytes of the `tools` arrays as the server sent them ([`ToolsList::from_results`]).
+//! - `--pin FILE` fingerprints every field of every tool (see the [`pin`](PinFile) format); the
+//!   first run writes the file, later runs name each tool added, removed or changed, which
+//!   fields changed, which hints, and a short diff of a changed `title` or `description`.
+//! - `--strict` fails on unannotated and partially annotated tools, as write-policy counts them:
+//!   a read (`readOnlyHint: true`) needs `readOnlyHint` and `openWorldHint` stated, any other
+//!   tool all four hints.
 //! - `metadata` fetches the RFC 9728 protected resource metadata and flags what deserves a look
 //!   ([`Finding`]).
+//!
+//! TLS is rustls through reqwest's `rustls` feature, whose crypto provider is aws-lc-rs: it is
+//! the provider reqwest 0.13 installs itself, so no reqwest client anywhere in a build that
+//! includes this crate can start without one.
 //!
 //! # Exit codes
 //!
@@ -43,20 +58,26 @@
 //! # Example
 //!
 //! ```
-//! use mcp_audit::{surface_report, tools_list_bytes};
-//! use rmcp::model::Tool;
-//! use std::sync::Arc;
+//! use mcp_audit::{ListedTool, surface_report};
 //!
-//! let schema = serde_json::json!({"type": "object"}).as_object().cloned().unwrap();
-//! // A tool that declares nothing: the spec defaults make it a destructive, open-world write.
-//! let tools = [Tool::new("delete_everything", "Deletes everything.", Arc::new(schema))];
+//! let tool = |v: serde_json::Value| ListedTool::new(v.as_object().cloned().unwrap());
+//! let tools = [
+//!     // A tool that declares nothing: the spec defaults make it a destructive, open-world write.
+//!     tool(serde_json::json!({"name": "delete_everything", "inputSchema": {"type": "object"}})),
+//!     // A read needs only readOnlyHint and openWorldHint; `execution` is kept as sent.
+//!     tool(serde_json::json!({"name": "read_file", "inputSchema": {"type": "object"},
+//!         "annotations": {"readOnlyHint": true, "openWorldHint": false},
+//!         "execution": {"taskSupport": "forbidden"}})),
+//! ];
 //! let report = surface_report(&tools);
-//! assert_eq!((report.total, report.destructive, report.open_world), (1, 1, 1));
+//! assert_eq!((report.total, report.read_only, report.destructive), (2, 1, 1));
 //! assert_eq!(report.unannotated, ["delete_everything"]);
-//! assert!(tools_list_bytes(&tools).unwrap() > 0);
+//! assert!(report.partially_annotated.is_empty());
+//! assert_eq!(tools[1].task_support(), Some("forbidden"));
 //! ```
 
 mod audit;
+mod capture;
 mod cli;
 mod connect;
 mod error;
@@ -68,20 +89,21 @@ mod surface;
 
 pub use audit::{
     AuditReport, ContractCheck, DriftEntry, PinCheck, PinStatus, ServerIdentity, Target,
-    audit_http, audit_stdio,
+    TaskSupport, audit_http, audit_stdio,
 };
 pub use cli::{AuditFlags, Cli, Command, EXIT_CODES_HELP, HttpArgs, MetadataArgs, StdioArgs};
 pub use connect::{
-    BASE_ENV, Listing, check_http_url, child_env, list_http, list_stdio, parse_header,
+    BASE_ENV, Listing, Protocol, check_http_url, child_env, http_client, list_http, list_stdio,
+    parse_header,
 };
 pub use error::AuditError;
 pub use metadata::{
     Answer, Finding, MAX_DOCUMENT_BYTES, MetadataReport, ResourceMetadata, WELL_KNOWN, fetch,
     findings, well_known_urls,
 };
-pub use pin::{HintChange, PIN_VERSION, Part, PinChange, PinFile, ToolPin};
+pub use pin::{HintChange, PIN_VERSION, PinChange, PinFile, TextChange, ToolPin, short_diff};
 pub use render::{audit_text, metadata_text, warnings};
-pub use surface::{annotations_of, surface_report, tools_list_bytes};
+pub use surface::{ListedTool, ToolsList, surface_report};
 
 /// How a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -132,21 +154,25 @@ pub async fn run(cli: &Cli) -> RunOutput {
         Command::Http(args) => audit_http(args)
             .await
             .map(|r| audit_output(&r, args.flags.json)),
-        Command::Metadata(args) => fetch(&args.url, std::time::Duration::from_secs(args.timeout))
-            .await
-            .map(|r| {
-                let status = if args.strict && !r.findings.is_empty() {
-                    ExitStatus::Findings
-                } else {
-                    ExitStatus::Clean
-                };
-                let stdout = if args.json {
-                    json_text(&r)
-                } else {
-                    metadata_text(&r)
-                };
-                (status, stdout)
-            }),
+        Command::Metadata(args) => fetch(
+            &args.url,
+            args.ca_file.as_deref(),
+            std::time::Duration::from_secs(args.timeout),
+        )
+        .await
+        .map(|r| {
+            let status = if args.strict && !r.findings.is_empty() {
+                ExitStatus::Findings
+            } else {
+                ExitStatus::Clean
+            };
+            let stdout = if args.json {
+                json_text(&r)
+            } else {
+                metadata_text(&r)
+            };
+            (status, stdout)
+        }),
     };
     match result {
         Ok((status, stdout)) => RunOutput {

@@ -7,12 +7,13 @@
 //! [`fetch`] does IO.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use crate::connect::check_http_url;
+use crate::connect::{check_http_url, http_client};
 use crate::error::AuditError;
 
 /// The RFC 9728 well-known path segment.
@@ -243,22 +244,24 @@ async fn read_body(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>
 ///
 /// # Errors
 ///
-/// [`AuditError::BadUrl`] / [`AuditError::HttpsUnsupported`] for a URL this build cannot ask,
+/// [`AuditError::BadUrl`] for a URL that is not http or https, [`AuditError::ReadFile`] /
+/// [`AuditError::CaFile`] for an unusable `ca_file` (see [`http_client`]),
 /// [`AuditError::Metadata`] for a network error, no document at either location, or a
 /// malformed document.
-pub async fn fetch(endpoint: &str, timeout: Duration) -> Result<MetadataReport, AuditError> {
+pub async fn fetch(
+    endpoint: &str,
+    ca_file: Option<&Path>,
+    timeout: Duration,
+) -> Result<MetadataReport, AuditError> {
     let url = check_http_url(endpoint)?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .build()
-        .map_err(|e| AuditError::Metadata(format!("could not build an HTTP client: {e}")))?;
+    let client = http_client(ca_file)?;
     let mut attempts = Vec::new();
     let mut found = None;
     for candidate in well_known_urls(&url) {
         let response = client
             .get(candidate.clone())
             .header(reqwest::header::ACCEPT, "application/json")
+            .timeout(timeout)
             .send()
             .await
             .map_err(|e| {
@@ -291,7 +294,7 @@ pub async fn fetch(endpoint: &str, timeout: Duration) -> Result<MetadataReport, 
             asked.join("; ")
         )));
     };
-    let plain_get = match client.get(url.clone()).send().await {
+    let plain_get = match client.get(url.clone()).timeout(timeout).send().await {
         Ok(response) => Answer {
             url: url.to_string(),
             status: Some(response.status().as_u16()),

@@ -31,7 +31,7 @@ pub fn warnings(report: &AuditReport) -> Vec<String> {
     }
     if !s.partially_annotated.is_empty() {
         out.push(format!(
-            "{} some hints to their defaults ({}): a missing hint reads as write, destructive, open-world",
+            "{} a hint that matters unset ({}): each unset hint takes the spec default (not read-only, destructive, open-world); a read needs readOnlyHint and openWorldHint, any other tool all four",
             plural(s.partially_annotated.len(), "tool leaves", "tools leave"),
             names(&s.partially_annotated)
         ));
@@ -96,6 +96,13 @@ pub fn audit_text(report: &AuditReport) -> String {
     let _ = writeln!(out, "Destructive writes:   {}", names(&s.destructive_tools));
     let _ = writeln!(out, "Open-world tools:     {}", names(&s.open_world_tools));
     let _ = writeln!(out, "Token-gated tools:    {}", names(&s.token_gated_tools));
+    let tasks: Vec<String> = report
+        .task_support
+        .iter()
+        .filter(|t| t.task_support != "forbidden")
+        .map(|t| format!("{} ({})", t.tool, t.task_support))
+        .collect();
+    let _ = writeln!(out, "Task support:         {}", names(&tasks));
     let _ = writeln!(out, "Unannotated tools:    {}", names(&s.unannotated));
     let _ = writeln!(
         out,
@@ -118,7 +125,13 @@ pub fn audit_text(report: &AuditReport) -> String {
         } else {
             ""
         };
-        let _ = writeln!(out, "  {} [{}{gated}]", tool.name, tool.class);
+        let task = report
+            .task_support
+            .iter()
+            .find(|t| t.tool == tool.name)
+            .map(|t| format!(", taskSupport: {}", t.task_support))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  {} [{}{gated}{task}]", tool.name, tool.class);
         let _ = writeln!(out, "    raw:       {raw}");
         let _ = writeln!(out, "    effective: {effective}");
     }
@@ -127,7 +140,7 @@ pub fn audit_text(report: &AuditReport) -> String {
     if warnings.is_empty() {
         let _ = writeln!(
             out,
-            "Warnings: none (every tool declares all four hints; none is destructive or open-world)"
+            "Warnings: none (every tool declares the hints that matter for it; none is destructive or open-world)"
         );
     } else {
         let _ = writeln!(out, "Warnings:");

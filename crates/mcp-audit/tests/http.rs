@@ -25,11 +25,20 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 /// Serves `mode` at `http://127.0.0.1:PORT/mcp`; when `key` is set, requests without
 /// `X-Audit-Key: key` get 401.
 async fn serve(mode: FixtureMode, key: Option<&'static str>) -> SocketAddr {
+    serve_with(mode, key, StreamableHttpServerConfig::default()).await
+}
+
+/// [`serve`] with a server configuration of its own.
+async fn serve_with(
+    mode: FixtureMode,
+    key: Option<&'static str>,
+    config: StreamableHttpServerConfig,
+) -> SocketAddr {
     let server = FixtureServer::new(mode, []).unwrap();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        config,
     );
     let mut app = axum::Router::new().nest_service("/mcp", service);
     if let Some(key) = key {
@@ -84,6 +93,25 @@ async fn http_and_stdio_measure_the_same_surface() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_and_sse_answers_are_read_alike() {
+    let sse = serve(FixtureMode::Partial, None).await;
+    let json = serve_with(
+        FixtureMode::Partial,
+        None,
+        StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true),
+    )
+    .await;
+    let over_sse = audit(["http", &format!("http://{sse}/mcp"), "--json"], &[]).await;
+    let over_json = audit(["http", &format!("http://{json}/mcp"), "--json"], &[]).await;
+    assert_eq!(over_json.code, 0, "{over_json:?}");
+    let (over_sse, over_json) = (over_sse.json(), over_json.json());
+    assert_eq!(over_json["surface"], over_sse["surface"]);
+    assert_eq!(over_json["toolsListBytes"], over_sse["toolsListBytes"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paged_over_http() {
     let addr = serve(FixtureMode::Paged, None).await;
     let run = audit(["http", &format!("http://{addr}/mcp"), "--json"], &[]).await;
@@ -125,16 +153,93 @@ async fn an_unreachable_endpoint_cannot_audit() {
     assert!(run.stderr.contains("could not audit"), "{run:?}");
 }
 
-#[tokio::test]
-async fn https_and_bad_arguments_are_refused_clearly() {
-    let https = audit(["http", "https://127.0.0.1:1/mcp"], &[]).await;
-    assert_eq!(https.code, 2, "{https:?}");
-    assert!(
-        https
-            .stderr
-            .contains("https is not supported by this build"),
-        "{https:?}"
+/// Serves `mode` over https at `https://127.0.0.1:PORT/mcp` (see [`common::tls_front`]).
+/// Returns the URL and the certificate (PEM).
+async fn serve_tls(mode: FixtureMode) -> (String, String) {
+    let (addr, pem) = common::tls_front(serve(mode, None).await).await;
+    (format!("https://{addr}/mcp"), pem)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_with_a_trusted_ca_file_audits() {
+    let (url, pem) = serve_tls(FixtureMode::Annotated).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &pem).unwrap();
+    let run = audit(
+        ["http", &url, "--json", "--ca-file", ca.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let r = run.json();
+    assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
+    assert_eq!(
+        r["target"],
+        serde_json::json!({"transport": "http", "url": url})
     );
+    // The same surface, byte for byte, as over plain http.
+    let plain = serve(FixtureMode::Annotated, None).await;
+    let over_http = audit(["http", &format!("http://{plain}/mcp"), "--json"], &[]).await;
+    assert_eq!(r["toolsListBytes"], over_http.json()["toolsListBytes"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_with_an_untrusted_certificate_cannot_audit() {
+    let (url, _pem) = serve_tls(FixtureMode::Annotated).await;
+    // Not in the public web roots.
+    let run = audit(["http", &url, "--timeout", "10"], &[]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("could not audit"), "{run:?}");
+
+    // Another self-signed certificate as the only trusted one.
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("other.pem");
+    std::fs::write(&ca, other.cert.pem()).unwrap();
+    let run = audit(
+        [
+            "http",
+            &url,
+            "--timeout",
+            "10",
+            "--ca-file",
+            ca.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stdout.is_empty(), "{run:?}");
+
+    // A CA file without a certificate is refused before any connection.
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let run = audit(["http", &url, "--ca-file", empty.to_str().unwrap()], &[]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("no PEM certificate"), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2026_07_28_era_over_http() {
+    let addr = serve(FixtureMode::Annotated, None).await;
+    let url = format!("http://{addr}/mcp");
+    let run = audit(["http", &url, "--json", "--protocol", "2026-07-28"], &[]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let r = run.json();
+    assert_eq!(r["server"]["protocolVersion"], "2026-07-28");
+    assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
+    let legacy = audit(["http", &url, "--json"], &[]).await.json();
+    assert_eq!(legacy["server"]["protocolVersion"], "2025-11-25");
+    assert_eq!(r["surface"], legacy["surface"]);
+    assert_eq!(r["toolsListBytes"], legacy["toolsListBytes"]);
+}
+
+#[tokio::test]
+async fn bad_arguments_are_refused_clearly() {
+    let scheme = audit(["http", "ftp://127.0.0.1:1/mcp"], &[]).await;
+    assert_eq!(scheme.code, 2, "{scheme:?}");
+    assert!(scheme.stderr.contains("use http or https"), "{scheme:?}");
 
     let header = audit(
         ["http", "http://127.0.0.1:1/mcp", "--header", "no colon"],

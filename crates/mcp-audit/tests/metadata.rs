@@ -57,6 +57,43 @@ fn good(addr: SocketAddr) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_over_https_from_a_trusted_ca_file() {
+    let plain = serve(PATH_FORM, good).await;
+    let (addr, pem) = common::tls_front(plain).await;
+    let url = format!("https://{addr}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, pem).unwrap();
+    let run = audit(
+        [
+            "metadata",
+            &url,
+            "--json",
+            "--ca-file",
+            ca.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let r = run.json();
+    assert_eq!(r["documentUrl"], format!("https://{addr}{PATH_FORM}"));
+    assert_eq!(r["plainGet"]["status"], 405);
+    // The document names the plain http endpoint, not this one.
+    assert_eq!(
+        r["findings"],
+        json!([{"finding": "resourceMismatch", "resource": format!("http://{plain}/mcp"), "endpoint": url}])
+    );
+
+    let untrusted = audit(["metadata", &url, "--timeout", "10"], &[]).await;
+    assert_eq!(untrusted.code, 2, "{untrusted:?}");
+    assert!(
+        untrusted.stderr.contains("could not fetch"),
+        "{untrusted:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_good_document() {
     let addr = serve(PATH_FORM, good).await;
     let url = format!("http://{addr}/mcp");
@@ -200,7 +237,7 @@ async fn malformed_documents_cannot_audit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn network_errors_and_https_cannot_audit() {
+async fn network_errors_and_other_schemes_cannot_audit() {
     let addr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
@@ -209,12 +246,12 @@ async fn network_errors_and_https_cannot_audit() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("could not fetch"), "{run:?}");
 
-    let https = audit(["metadata", "https://127.0.0.1:1/mcp"], &[]).await;
+    // https is spoken: an unreachable https endpoint fails like an http one.
+    let https = audit(["metadata", &format!("https://{addr}/mcp")], &[]).await;
     assert_eq!(https.code, 2, "{https:?}");
-    assert!(
-        https
-            .stderr
-            .contains("https is not supported by this build"),
-        "{https:?}"
-    );
+    assert!(https.stderr.contains("could not fetch"), "{https:?}");
+
+    let ftp = audit(["metadata", "ftp://127.0.0.1:1/mcp"], &[]).await;
+    assert_eq!(ftp.code, 2, "{ftp:?}");
+    assert!(ftp.stderr.contains("use http or https"), "{ftp:?}");
 }

@@ -8,14 +8,26 @@
 //! # What it decides, and what it does not
 //!
 //! It decides the store's business rules (stock never negative, enough stock for every order
-//! line, only a pending order can be cancelled) and checks them in one SQLite transaction per
-//! write, which a preview rolls back and an apply commits ([`Db`], [`Mode`]). An approved apply
-//! is a compare-and-apply ([`Mode::ApplyIfUnchanged`]): inside the transaction that applies, it
-//! recomputes the preview and commits only if it equals the one the person approved, else it
-//! rolls back and the guard answers that the data changed and nothing was saved. It decides the
-//! words of each approval question ([`for_preview`]). It does **not** decide whether a write may
-//! happen: the guard does (writes enabled, the user's approval, confirmation tokens, the
-//! untrusted-data envelope).
+//! line, only a pending order can be cancelled, totals that never wrap) and checks them in one
+//! SQLite transaction per write, which a preview rolls back and an apply commits ([`Db`],
+//! [`Mode`]). An approved apply is a compare-and-apply ([`Mode::ApplyIfUnchanged`]): inside the
+//! transaction that applies, it recomputes the preview and commits only if it equals the one the
+//! person approved, else it rolls back and the guard answers that the data changed and nothing
+//! was saved. It decides the words of each approval question ([`for_preview`]). It does **not**
+//! decide whether a write may happen: the guard does (writes enabled, the user's approval,
+//! confirmation tokens, the untrusted-data envelope).
+//!
+//! # How it is built (copy this shape)
+//!
+//! | module | holds | knows nothing of |
+//! |---|---|---|
+//! | `wire` | one struct per tool's arguments ([`AdjustStockArgs`], ...), used by rmcp and by the database layer alike, the results ([`StockAdjustment`], ...) and [`OrderStatus`]; the doc comments are the schema's descriptions | SQL, rules |
+//! | `rules` | the business rules as pure functions: [`check_adjustment`] (the request alone) and [`plan_adjustment`] (the request against the rows read), [`RuleViolation`] | SQL, IO, clocks |
+//! | `sql` | the schema, the seed data, one function per statement | rules |
+//! | `db` | [`Db`]: per write, one transaction that reads through `sql`, asks `rules`, writes the plan, and ends as [`Mode`] says; the [`Clock`](approval_core::Clock) it reads `now` from | rmcp |
+//! | `error` | [`StoreError`]: a rule said no ([`StoreError::Rule`]), the data changed ([`StoreError::Changed`]), or storage failed ([`StoreError::Storage`], which fails closed) | |
+//! | `server` | [`StoreServer`]: the rmcp tools, each matching the guard's [`adapter_rmcp::WriteStep`] | SQL, rules |
+//! | `prompts` | the question the person reads, from the preview | SQL |
 //!
 //! - Reads: `list_products`, `get_product`, `list_orders`, `get_order`,
 //!   `list_stock_movements`, `list_reviews`.
@@ -52,13 +64,13 @@
 //! use std::sync::Arc;
 //! use rmcp::ServerHandler;
 //! use serde_json::Value;
-//! use store_server::{Db, DbError, Mode, StockAdjustmentRequest, StoreServer, guard_builder};
+//! use store_server::{AdjustStockArgs, Db, Mode, StoreError, StoreServer, guard_builder};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let db = Arc::new(Db::open(dir.path().join("store.db"))?); // created and seeded
 //!
 //! // A preview checks every rule and writes nothing.
-//! let request = StockAdjustmentRequest {
+//! let request = AdjustStockArgs {
 //!     sku: "TLS-002".into(),
 //!     delta: -2,
 //!     reason: "damaged in transit".into(),
@@ -70,11 +82,11 @@
 //! // The person approves "stock 3 -> 1"; meanwhile someone else adds one. The approved apply
 //! // compares inside its transaction, finds "4 -> 2", and writes nothing.
 //! let approved = serde_json::to_value(&preview)?;
-//! let found_one = StockAdjustmentRequest { delta: 1, reason: "found one".into(), ..request.clone() };
+//! let found_one = AdjustStockArgs { delta: 1, reason: "found one".into(), ..request.clone() };
 //! db.adjust_stock(&found_one, Mode::Apply)?;
 //! let unchanged = |fresh: &Value| *fresh == approved;
 //! let stale = db.adjust_stock(&request, Mode::ApplyIfUnchanged(&unchanged));
-//! assert!(matches!(stale, Err(DbError::Changed)));
+//! assert!(matches!(stale, Err(StoreError::Changed)));
 //! assert_eq!(db.get_product("TLS-002")?.stock, 4);
 //!
 //! // What the binary serves: the server inside the guard (here with writes off).
@@ -101,19 +113,28 @@ use rmcp::{
 use tokio::net::TcpListener;
 
 mod db;
+mod error;
 mod prompts;
+mod rules;
 mod server;
+mod sql;
+mod wire;
 
-pub use db::{
-    CancellationRequest, Db, DbError, INJECTION_TEXT, MAX_ABS_DELTA, MAX_LINE_QUANTITY,
-    MAX_ORDER_LINES, MAX_REASON_CHARS, Mode, Order, OrderCancellation, OrderLine, OrderLineRequest,
-    OrderPlacement, OrderRequest, PlacedLine, Product, RestockedLine, Review, StockAdjustment,
-    StockAdjustmentRequest, StockMovement, format_cents,
-};
+pub use db::{Db, Mode};
+pub use error::{StorageError, StoreError};
 pub use prompts::for_preview;
-pub use server::{
-    AdjustStockArgs, CancelOrderArgs, CreateOrderArgs, MovementList, OrderIdArgs, OrderLineArgs,
-    OrderList, ProductList, ReviewList, SERVER_NAME, SkuArgs, StoreServer,
+pub use rules::{
+    Checked, MAX_ABS_DELTA, MAX_LINE_QUANTITY, MAX_ORDER_LINES, MAX_REASON_CHARS, RuleViolation,
+    check_adjustment, check_cancellation, check_order, check_reason, line_total, order_total,
+    plan_adjustment, plan_cancellation, plan_order, stock_after,
+};
+pub use server::{SERVER_NAME, StoreServer};
+pub use sql::INJECTION_TEXT;
+pub use wire::{
+    AdjustStockArgs, CancelOrderArgs, CreateOrderArgs, MovementList, Order, OrderCancellation,
+    OrderIdArgs, OrderLine, OrderLineArgs, OrderList, OrderPlacement, OrderStatus, PlacedLine,
+    Product, ProductList, RestockedLine, Review, ReviewList, SkuArgs, StockAdjustment,
+    StockMovement, format_cents,
 };
 
 /// The write tools; each supports previews and has its own prompt wording.
@@ -133,7 +154,7 @@ pub const HTTP_PATH: &str = "/mcp";
 pub enum Error {
     /// The database could not be opened or initialised.
     #[error("database: {0}")]
-    Db(#[from] DbError),
+    Storage(#[from] StorageError),
     /// A socket or the standard streams failed.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),

@@ -13,7 +13,7 @@
 
 use adapter_rmcp::PromptInput;
 
-use crate::db::format_cents;
+use crate::wire::format_cents;
 
 /// `Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1`.
 fn adjust_stock(input: &PromptInput<'_>) -> Option<String> {
@@ -97,8 +97,8 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     use super::*;
-    use crate::db::{
-        OrderCancellation, OrderPlacement, PlacedLine, RestockedLine, StockAdjustment,
+    use crate::wire::{
+        OrderCancellation, OrderPlacement, OrderStatus, PlacedLine, RestockedLine, StockAdjustment,
     };
 
     fn ask(tool: &str, preview: &impl serde::Serialize) -> Option<String> {
@@ -122,8 +122,8 @@ mod tests {
             order_id: 7,
             customer_id: 1,
             customer_name: customer_name.into(),
-            previous_status: "pending".into(),
-            status: "cancelled".into(),
+            previous_status: OrderStatus::Pending,
+            status: OrderStatus::Cancelled,
             reason: reason.into(),
             lines: vec![RestockedLine {
                 sku: "TLS-002".into(),
@@ -191,7 +191,7 @@ mod tests {
             order_id: None,
             customer_id: 1,
             customer_name: "Harbor Street Garage".into(),
-            status: "pending".into(),
+            status: OrderStatus::Pending,
             lines: vec![line("TLS-002", 1, 10999)],
             total: "$109.99".into(),
             total_cents: 10999,

@@ -34,7 +34,7 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use store_server::{Db, Mode, OrderLineRequest, OrderRequest};
+use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
 use workspace_tests::{
     Answer, Client, Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, call,
@@ -811,9 +811,9 @@ async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Re
 fn place_order(db: &Path) -> Result<i64, Failure> {
     let db = Db::open(db)?;
     let placed = db.create_order(
-        &OrderRequest {
+        &CreateOrderArgs {
             customer_id: 1,
-            lines: vec![OrderLineRequest {
+            lines: vec![OrderLineArgs {
                 sku: "TLS-001".into(),
                 quantity: 2,
             }],

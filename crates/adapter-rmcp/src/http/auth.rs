@@ -84,35 +84,42 @@ pub enum JwksSource {
 impl JwksSource {
     /// `https://…` or `http://` to a loopback host is a URL; anything else is a file path.
     ///
+    /// The URL is read by `http::Uri`, the parser of the HTTP stack that fetches it, so the host
+    /// checked here is the host connected to.
+    ///
     /// # Errors
     ///
-    /// An `http://` URL to a host other than loopback: keys fetched in the clear can be swapped.
+    /// A URL that does not parse or carries user info (`user@host`), and an `http://` URL to a
+    /// host other than loopback: keys fetched in the clear can be swapped.
     pub fn parse(value: &str) -> Result<Self, AuthError> {
-        if value.starts_with("https://") {
-            return Ok(Self::Url(value.to_owned()));
+        let plain = value.starts_with("http://");
+        if !plain && !value.starts_with("https://") {
+            return Ok(Self::File(PathBuf::from(value)));
         }
-        if let Some(rest) = value.strip_prefix("http://") {
-            let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-            let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-            let name = if host.starts_with('[') {
-                host.split_once(']')
-                    .map_or(host, |(h, _)| h)
-                    .trim_start_matches('[')
-            } else {
-                host.split(':').next().unwrap_or_default()
-            };
-            let loopback = name == "localhost"
-                || name
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            if !loopback {
-                return Err(AuthError::Config(format!(
-                    "the JWKS URL {value} is plain http to another machine; use https"
-                )));
-            }
-            return Ok(Self::Url(value.to_owned()));
+        let refuse = |why: &str| Err(AuthError::Config(format!("the JWKS URL {value} {why}")));
+        let Ok(uri) = value.parse::<http::Uri>() else {
+            return refuse("is not a valid URL");
+        };
+        let Some(authority) = uri.authority() else {
+            return refuse("names no host");
+        };
+        if authority.as_str().contains('@') {
+            return refuse("carries user info; give the keys' URL without it");
         }
-        Ok(Self::File(PathBuf::from(value)))
+        let host = authority.host();
+        let port = authority.as_str().get(host.len()..).unwrap_or_default();
+        if !port.is_empty() && authority.port_u16().is_none_or(|p| p == 0) {
+            return refuse("has an invalid port");
+        }
+        let name = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback = name == "localhost"
+            || name
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if plain && !loopback {
+            return refuse("is plain http to another machine; use https");
+        }
+        Ok(Self::Url(value.to_owned()))
     }
 }
 
@@ -924,6 +931,12 @@ mod tests {
             "http://127.0.0.1.evil.example/jwks",
             "http://10.0.0.1/jwks",
             "http://u@a.example/jwks",
+            // A parser that reads `\` as a path separator connects to evil.example.
+            "http://evil.example\\@localhost/jwks",
+            "http://user@localhost/jwks",
+            "https://user:secret@a.example/jwks",
+            "https://a.example:99999/jwks",
+            "https:///jwks",
         ] {
             assert!(JwksSource::parse(remote).is_err(), "{remote}");
         }

@@ -61,24 +61,14 @@ pub const LOOPBACK_ORIGINS: [&str; 6] = [
 /// assert_eq!(exact_origin("app.example"), None);
 /// ```
 pub fn exact_origin(origin: &str) -> Option<String> {
-    let (scheme, rest) = origin.split_once("://")?;
+    let (scheme, authority) = origin.split_once("://")?;
     let default_port = match scheme {
         "http" => 80,
         "https" => 443,
         _ => return None,
     };
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':');
-    if rest.is_empty() || !rest.chars().all(ok) {
-        return None;
-    }
-    let has_port = match rest.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && !port.contains(']') => {
-            port.parse::<u16>().ok()?;
-            true
-        }
-        _ => false,
-    };
-    if has_port {
+    let port = plain_authority(authority)?;
+    if port.is_some() {
         Some(origin.to_owned())
     } else {
         Some(format!("{origin}:{default_port}"))
@@ -97,39 +87,53 @@ pub fn is_plain_endpoint_url(url: &str) -> bool {
         return false;
     }
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(bracketed) => match bracketed.split_once(']') {
-            Some((v6, after)) if v6.parse::<std::net::Ipv6Addr>().is_ok() => (None, after),
-            _ => return false,
-        },
-        None => {
-            let (host, port) = authority.split_at(authority.find(':').unwrap_or(authority.len()));
-            (Some(host), port)
-        }
-    };
-    let port_ok = match port {
-        "" => true,
-        port => port
-            .strip_prefix(':')
-            .is_some_and(|p| !p.starts_with('0') && p.parse::<u16>().is_ok_and(|n| n != 0)),
-    };
-    let name_ok = host.is_none_or(|host| {
-        !host.is_empty()
-            && host.split('.').all(|label| {
-                !label.is_empty()
-                    && !label.starts_with('-')
-                    && !label.ends_with('-')
-                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-            })
-    });
     let path_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '/');
-    port_ok
-        && name_ok
+    plain_authority(authority).is_some()
         && path.chars().all(path_ok)
         && !path.contains("//")
         && !path
             .split('/')
             .any(|segment| segment == "." || segment == "..")
+}
+
+/// `host[:port]` with the host a DNS name (letters, digits, inner `-`), a dotted IPv4 address
+/// or a bracketed IPv6 address, and the port 1 to 65535 without leading zeros. `Some(port)` when
+/// it is one, `None` when it is not: a spelling that URL parsers would read differently (an IPv4
+/// address out of range, `1.2.3`, user info, an empty label) is refused rather than guessed.
+fn plain_authority(authority: &str) -> Option<Option<u16>> {
+    let (host_ok, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => {
+            let (v6, after) = bracketed.split_once(']')?;
+            (v6.parse::<std::net::Ipv6Addr>().is_ok(), after)
+        }
+        None => {
+            let (host, port) = authority.split_at(authority.find(':').unwrap_or(authority.len()));
+            let labels_ok = !host.is_empty()
+                && host.split('.').all(|label| {
+                    !label.is_empty()
+                        && !label.starts_with('-')
+                        && !label.ends_with('-')
+                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                });
+            // All-numeric labels are an IPv4 address, and only a well-formed one is accepted.
+            let numeric = host
+                .split('.')
+                .all(|l| l.chars().all(|c| c.is_ascii_digit()));
+            let ipv4_ok = !numeric || host.parse::<std::net::Ipv4Addr>().is_ok();
+            (labels_ok && ipv4_ok, port)
+        }
+    };
+    if !host_ok {
+        return None;
+    }
+    match port {
+        "" => Some(None),
+        port => {
+            let digits = port.strip_prefix(':')?;
+            let n = digits.parse::<u16>().ok().filter(|n| *n != 0)?;
+            (!digits.starts_with('0') && !digits.starts_with('+')).then_some(Some(n))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -167,8 +171,40 @@ mod tests {
             "https://-h/mcp",
             "ftp://h/mcp",
             "mcp.example",
+            "https://999.999.999.999/mcp",
+            "https://1.2.3/mcp",
+            "https://h:+1/mcp",
         ] {
             assert!(!is_plain_endpoint_url(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn exact_origins() {
+        for (origin, exact) in [
+            ("https://app.example", "https://app.example:443"),
+            ("http://localhost:5173", "http://localhost:5173"),
+            ("http://[::1]", "http://[::1]:80"),
+            ("http://[::1]:5173", "http://[::1]:5173"),
+            ("https://10.0.0.1:8443", "https://10.0.0.1:8443"),
+        ] {
+            assert_eq!(exact_origin(origin).as_deref(), Some(exact), "{origin}");
+        }
+        for bad in [
+            "https://[",
+            "https://:",
+            "http://::1",
+            "https://a..b",
+            "https://-",
+            "https://h:+1",
+            "https://h:0",
+            "https://u@h",
+            "https://app.example/",
+            "https://300.1.1.1",
+            "app.example",
+            "ws://h",
+        ] {
+            assert_eq!(exact_origin(bad), None, "{bad}");
         }
     }
 }

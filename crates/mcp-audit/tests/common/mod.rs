@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
+use std::net::SocketAddr;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -86,4 +88,43 @@ pub(crate) fn counts(report: &Value) -> (u64, u64, u64, u64, usize, usize) {
         s["unannotated"].as_array().unwrap().len(),
         s["partiallyAnnotated"].as_array().unwrap().len(),
     )
+}
+
+/// An https front for the plain server at `plain`: a fresh self-signed certificate for
+/// 127.0.0.1, TLS ended here and the bytes passed on. Returns its address and the certificate
+/// (PEM). A client that does not trust the certificate gets no further than the handshake.
+pub(crate) async fn tls_front(plain: SocketAddr) -> (SocketAddr, String) {
+    use tokio_rustls::rustls;
+
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let pem = certified.cert.pem();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let Ok(mut upstream) = tokio::net::TcpStream::connect(plain).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut upstream).await;
+            });
+        }
+    });
+    (addr, pem)
 }
