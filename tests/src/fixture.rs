@@ -3,8 +3,8 @@
 
 use std::{path::PathBuf, sync::Arc};
 
-use adapter_rmcp::{MemorySink, WriteGuard, WriteGuardBuilder};
-use approval_core::ManualClock;
+use mcp_write_guard_core::ManualClock;
+use mcp_write_guard_rmcp::{MemorySink, WriteGuard, WriteGuardBuilder};
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, ServiceExt,
     model::ProtocolVersion,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use adapter_rmcp::{INPUT_KEY, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{INPUT_KEY, STALE_MESSAGE};
 use rmcp::{
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses, JsonObject},
     service::{Peer, RoleClient},

@@ -46,7 +46,8 @@ pub fn structured(result: &CallToolResult) -> Result<&Value, Failure> {
 /// is not a well-formed envelope.
 pub fn enveloped_data(result: &CallToolResult) -> Result<&Value, Failure> {
     let content = structured(result)?;
-    envelope::unwrap(content).ok_or_else(|| format!("not an envelope: {content}").into())
+    mcp_write_guard_envelope::unwrap(content)
+        .ok_or_else(|| format!("not an envelope: {content}").into())
 }
 
 /// What the result says, in plain words: the text content, with any untrusted-data envelope
@@ -58,9 +59,9 @@ pub fn message(result: &CallToolResult) -> String {
         .iter()
         .filter_map(|block| block.as_text().map(|t| t.text.as_str()))
         .map(|text| {
-            match envelope::parse_text(text)
+            match mcp_write_guard_envelope::parse_text(text)
                 .as_ref()
-                .and_then(envelope::unwrap)
+                .and_then(mcp_write_guard_envelope::unwrap)
             {
                 Some(Value::String(data)) => data.clone(),
                 Some(other) => other.to_string(),

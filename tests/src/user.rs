@@ -3,7 +3,7 @@
 
 use std::{collections::VecDeque, future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use approval_core::ManualClock;
+use mcp_write_guard_core::ManualClock;
 use parking_lot::Mutex;
 use rmcp::{
     ClientHandler, ErrorData,

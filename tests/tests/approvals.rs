@@ -9,7 +9,7 @@
     missing_docs
 )]
 
-use adapter_rmcp::Outcome;
+use mcp_write_guard_rmcp::Outcome;
 use serde_json::json;
 use workspace_tests::{
     Answer, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data, is_error,
@@ -140,13 +140,16 @@ async fn the_result_carries_before_and_after_as_structured_content_and_as_text()
     );
     // The text twin is the same envelope, after the notice.
     let text = text(&result);
-    assert!(text.starts_with(envelope::NOTICE_PREFIX), "{text}");
+    assert!(
+        text.starts_with(mcp_write_guard_envelope::NOTICE_PREFIX),
+        "{text}"
+    );
     assert_eq!(
-        envelope::parse_text(&text).as_ref(),
+        mcp_write_guard_envelope::parse_text(&text).as_ref(),
         Some(structured(&result)?)
     );
     assert_eq!(
-        envelope::source(structured(&result)?),
+        mcp_write_guard_envelope::source(structured(&result)?),
         Some("store-server/adjust_stock")
     );
     Ok(())

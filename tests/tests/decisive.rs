@@ -9,7 +9,7 @@
     missing_docs
 )]
 
-use adapter_rmcp::Outcome;
+use mcp_write_guard_rmcp::Outcome;
 use serde_json::json;
 use workspace_tests::{Answer, Era, Failure, ScriptedUser, Store, call, connect, is_error, text};
 

@@ -11,8 +11,8 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, PrincipalRequest, WriteGuard};
-use approval_core::Principal;
+use mcp_write_guard_core::Principal;
+use mcp_write_guard_rmcp::{Outcome, PrincipalRequest, WriteGuard};
 use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
@@ -115,7 +115,7 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
 
     let prepared = call(
         &alice_client,
-        adapter_rmcp::PREPARE_ADMIN_ACTION,
+        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
         json!({"tool": "cancel_order", "arguments": arguments}),
     )
     .await?;
@@ -196,7 +196,7 @@ impl Captured {
     }
 }
 
-/// The default principal, [`adapter_rmcp::PerConnection`], over streamable HTTP: a 2026-07-28
+/// The default principal, [`mcp_write_guard_rmcp::PerConnection`], over streamable HTTP: a 2026-07-28
 /// request is stateless, and rmcp does not check its `Mcp-Session-Id`. An invented one names
 /// nobody: the write is refused before anyone is asked, no round trip is opened, nothing saved,
 /// and the server logs why, once. In the older era rmcp itself answers an invented session

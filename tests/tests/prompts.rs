@@ -13,7 +13,9 @@
     missing_docs
 )]
 
-use adapter_rmcp::{DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value};
+use mcp_write_guard_rmcp::{
+    DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
+};
 use serde_json::json;
 use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{

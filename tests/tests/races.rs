@@ -10,7 +10,7 @@
     missing_docs
 )]
 
-use adapter_rmcp::Outcome;
+use mcp_write_guard_rmcp::Outcome;
 use serde_json::{Value, json};
 use workspace_tests::{
     Answer, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data,

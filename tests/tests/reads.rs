@@ -9,7 +9,7 @@
     missing_docs
 )]
 
-use adapter_rmcp::{ConfigMistake, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::{ConfigMistake, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::INJECTION_TEXT;
 use workspace_tests::{
@@ -36,13 +36,13 @@ async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
 
     assert!(!is_error(&result));
     let wrapped = structured(&result)?.clone();
-    let meta = &wrapped[envelope::ENVELOPE_KEY];
+    let meta = &wrapped[mcp_write_guard_envelope::ENVELOPE_KEY];
     assert_eq!(meta["classification"], "untrusted");
     assert_eq!(meta["source"], "store-server/list_reviews");
-    assert_eq!(meta["warning"], envelope::WARNING);
+    assert_eq!(meta["warning"], mcp_write_guard_envelope::WARNING);
     assert_eq!(
         wrapped.as_object().unwrap().keys().collect::<Vec<_>>(),
-        [envelope::ENVELOPE_KEY, "data"]
+        [mcp_write_guard_envelope::ENVELOPE_KEY, "data"]
     );
     // The review is there, word for word, but only inside `data`.
     let data = enveloped_data(&result)?;
@@ -61,8 +61,11 @@ async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
     assert!(!outside.to_string().contains(INJECTION_TEXT));
     // The text the model reads opens with the notice, and is the same envelope.
     let text = text(&result);
-    assert!(text.starts_with(envelope::NOTICE_PREFIX), "{text}");
-    assert_eq!(envelope::parse_text(&text), Some(wrapped));
+    assert!(
+        text.starts_with(mcp_write_guard_envelope::NOTICE_PREFIX),
+        "{text}"
+    );
+    assert_eq!(mcp_write_guard_envelope::parse_text(&text), Some(wrapped));
     assert_eq!(text.matches(INJECTION_TEXT).count(), 1);
     // Reading wrote nothing and asked nobody.
     assert!(user.asked().is_empty());
@@ -196,7 +199,11 @@ async fn the_advertised_surface_is_what_the_issue_promises() -> Result<(), Failu
     // Wrapped tools advertise the wrapped output schema; trusted ones their own.
     for name in ["adjust_stock", "list_reviews", "list_orders"] {
         let required = &by_name(name)["outputSchema"]["required"];
-        assert_eq!(required, &json!([envelope::ENVELOPE_KEY, "data"]), "{name}");
+        assert_eq!(
+            required,
+            &json!([mcp_write_guard_envelope::ENVELOPE_KEY, "data"]),
+            "{name}"
+        );
     }
     assert!(by_name("list_products")["outputSchema"]["properties"]["products"].is_object());
     Ok(())

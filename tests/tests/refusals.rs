@@ -9,7 +9,7 @@
     missing_docs
 )]
 
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
 use serde_json::{Value, json};
 use workspace_tests::{
     Answer, Era, Failure, ScriptedUser, Store, call, connect, is_error, message, structured, text,
@@ -258,7 +258,7 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
                 "{era:?} {tool} {arguments}: {}",
                 message(&result)
             );
-            assert!(text(&result).starts_with(envelope::NOTICE_PREFIX));
+            assert!(text(&result).starts_with(mcp_write_guard_envelope::NOTICE_PREFIX));
         }
         assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
         assert_eq!(file.snapshot()?, before, "{era:?}");

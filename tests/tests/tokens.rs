@@ -10,8 +10,8 @@
     missing_docs
 )]
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
-use approval_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::{CancelOrderArgs, CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{
@@ -294,7 +294,7 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
 
     let stale = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
     assert!(is_error(&stale));
-    assert_eq!(text(&stale), adapter_rmcp::STALE_MESSAGE);
+    assert_eq!(text(&stale), mcp_write_guard_rmcp::STALE_MESSAGE);
     let before = file.snapshot()?;
 
     let replay = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;

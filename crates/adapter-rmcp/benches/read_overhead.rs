@@ -15,8 +15,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use adapter_rmcp::{Era, MemorySink, WriteGuard, test_util};
 use criterion::Criterion;
+use mcp_write_guard_rmcp::{Era, MemorySink, WriteGuard, test_util};
 use rmcp::{RoleClient, ServerHandler, model::CallToolRequestParams, service::RunningService};
 use std::sync::Arc;
 

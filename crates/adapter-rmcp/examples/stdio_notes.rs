@@ -1,7 +1,7 @@
 //! A team's own MCP server over stdio, guarded: one read, one write with a preview.
 //!
 //! ```text
-//! MCP_WRITES_ENABLED=true cargo run -p adapter-rmcp --example stdio_notes
+//! MCP_WRITES_ENABLED=true cargo run -p mcp-write-guard-rmcp --example stdio_notes
 //! ```
 //!
 //! Connect an MCP client that can show approval forms (form elicitation). `add_note` asks
@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{WriteGuard, WriteStep, default_prompt, write_step};
+use mcp_write_guard_rmcp::{WriteGuard, WriteStep, default_prompt, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler, ServiceExt,

@@ -26,7 +26,7 @@
 
 use std::{collections::HashSet, fmt, sync::Arc};
 
-use approval_core::{
+use mcp_write_guard_core::{
     ApprovalId, ArgsDigest, CONFIRMATION_TOKEN_ARG, PREVIEW_LIMITS, PendingApproval, Principal,
     canonical_json,
 };
@@ -385,7 +385,7 @@ impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
     }
 }
 
-/// The default sink: one `tracing` event per decision (target `adapter_rmcp::audit`), at
+/// The default sink: one `tracing` event per decision (target `mcp_write_guard_rmcp::audit`), at
 /// `info` for approvals and applies, `warn` for refusals.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TracingSink;
@@ -406,7 +406,7 @@ impl AuditSink for TracingSink {
         macro_rules! event {
             ($level:ident, $message:literal) => {
                 tracing::$level!(
-                    target: "adapter_rmcp::audit",
+                    target: "mcp_write_guard_rmcp::audit",
                     time = %time,
                     principal,
                     tool = %record.tool,

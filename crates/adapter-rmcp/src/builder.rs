@@ -9,10 +9,10 @@ use std::{
     },
 };
 
-use approval_core::{ApprovalPolicy, ArgLimits, Clock, MemoryStore, Store, SystemClock};
-use envelope::EnvelopePolicy;
+use mcp_write_guard_core::{ApprovalPolicy, ArgLimits, Clock, MemoryStore, Store, SystemClock};
+use mcp_write_guard_envelope::EnvelopePolicy;
+use mcp_write_guard_policy::DEFAULT_WRITES_ENV;
 use rmcp::ServerHandler;
-use write_policy::DEFAULT_WRITES_ENV;
 
 use crate::{
     WriteGuard,
@@ -262,7 +262,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
     pub fn build(self) -> WriteGuard<S> {
         let writes_enabled = self.writes_enabled.unwrap_or_else(|| {
             let value = std::env::var(&self.writes_env).ok();
-            write_policy::writes_enabled(value.as_deref())
+            mcp_write_guard_policy::writes_enabled(value.as_deref())
         });
         let server_name = self
             .server_name

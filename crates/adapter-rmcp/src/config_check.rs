@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use write_policy::ToolClass;
+use mcp_write_guard_policy::ToolClass;
 
 /// One builder setting that matches no tool, or a tool it cannot apply to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -17,7 +17,7 @@
 /// The other checks stay on (writes must be enabled, arguments are captured once, the apply
 /// still compares the preview it was computed against, results are still wrapped, every
 /// decision is recorded with the outcome `approved-without-elicitation`), but the human step
-/// is gone. The guard makes the approval through [`approval_core::danger`], the one other way
+/// is gone. The guard makes the approval through [`mcp_write_guard_core::danger`], the one other way
 /// than a person's answer to reach the apply.
 ///
 /// Use it only for a client that cannot elicit and that a person drives directly (a test rig, a

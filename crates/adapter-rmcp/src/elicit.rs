@@ -6,11 +6,11 @@
 //!   `InputRequiredResult` whose `requestState` names a server-side round-trip record, and the
 //!   client answers by retrying the call with the elicitation result under [`INPUT_KEY`].
 //!
-//! Either way the answer becomes an [`Answer`] that approval-core turns into a decision.
+//! Either way the answer becomes an [`Answer`] that mcp-write-guard-core turns into a decision.
 
 use std::time::Duration;
 
-use approval_core::{APPROVE_FIELD, AnswerAction};
+use mcp_write_guard_core::{APPROVE_FIELD, AnswerAction};
 use rmcp::{
     model::{
         ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest, InputRequests,
@@ -66,7 +66,7 @@ pub(crate) fn can_ask(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
-/// The user's answer, before approval-core decides on it.
+/// The user's answer, before mcp-write-guard-core decides on it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Answer {
     pub(crate) action: AnswerAction,

@@ -4,7 +4,7 @@
 //! (`isError: true`, nothing written, one audit record). They are public so that the audit
 //! reason and the logs can name them.
 
-use approval_core::StoreError;
+use mcp_write_guard_core::StoreError;
 
 /// Something went wrong while guarding a write. Always ends in a refusal.
 #[derive(Debug, thiserror::Error)]

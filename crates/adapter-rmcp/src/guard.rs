@@ -20,8 +20,8 @@ use std::{
     },
 };
 
-use approval_core::{ApprovalPolicy, Clock, Store};
-use envelope::EnvelopePolicy;
+use mcp_write_guard_core::{ApprovalPolicy, Clock, Store};
+use mcp_write_guard_envelope::EnvelopePolicy;
 use rmcp::{
     ErrorData, ServerHandler,
     model::{
@@ -212,7 +212,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     async fn all_tool_classes(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Vec<(String, write_policy::ToolClass)>, ErrorData> {
+    ) -> Result<Vec<(String, mcp_write_guard_policy::ToolClass)>, ErrorData> {
         Ok(self
             .all_tools(context)
             .await?
@@ -222,7 +222,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 
     /// Finds the builder mistakes against `classes` (once), and logs each.
-    fn check_config(&self, classes: &[(String, write_policy::ToolClass)]) {
+    fn check_config(&self, classes: &[(String, mcp_write_guard_policy::ToolClass)]) {
         let shared = &self.shared;
         let found = config_check::mistakes(
             classes,

@@ -4,17 +4,17 @@
 //! # What this crate decides
 //!
 //! Nothing of its own. It wires the policy crates into rmcp:
-//! [`write_policy`] decides which tools are writes and whether writes are enabled,
-//! [`approval_core`] decides what an approval, an answer, a token and a round trip are worth, and
-//! [`envelope`] decides which results are wrapped as untrusted data. The [`WriteGuard`] forwards
+//! [`mcp_write_guard_policy`] decides which tools are writes and whether writes are enabled,
+//! [`mcp_write_guard_core`] decides what an approval, an answer, a token and a round trip are worth, and
+//! [`mcp_write_guard_envelope`] decides which results are wrapped as untrusted data. The [`WriteGuard`] forwards
 //! every `ServerHandler` method to the inner server, rewrites what `tools/list` advertises, and
 //! runs each `tools/call` through the write path:
 //!
 //! 1. Classify the tool. A read goes to the inner server, then into the envelope (unless the
 //!    read is [trusted](WriteGuardBuilder::trust_read)).
 //! 2. Who is asking, writes enabled, the arguments captured once (not an object, too large or
-//!    too deep: refuse; every later step uses exactly these), in the order of approval-core's
-//!    [`admit`](approval_core::admit). A request that lets the inner
+//!    too deep: refuse; every later step uses exactly these), in the order of mcp-write-guard-core's
+//!    [`admit`](mcp_write_guard_core::admit). A request that lets the inner
 //!    server answer with a task (it declares the tasks extension and the inner server supports
 //!    it) is refused too: a task would apply after the guard has finished with the call.
 //! 3. The client cannot be asked (no form elicitation): refuse, unless
@@ -36,8 +36,8 @@
 //!    is down, or a user with too many open approvals, is a refusal. Every argument and
 //!    preview value reaches the question through one renderer ([`render_value`]): a value
 //!    cannot add lines to it or reorder it. One [`Outcome::Asked`] record says what was shown.
-//! 7. Only `accept` with `approve: true` continues: approval-core's decision consumes the
-//!    pending approval and returns an [`approval_core::Approved`], the only value the apply
+//! 7. Only `accept` with `approve: true` continues: mcp-write-guard-core's decision consumes the
+//!    pending approval and returns an [`mcp_write_guard_core::Approved`], the only value the apply
 //!    takes.
 //! 8. If the client cancelled the request meanwhile, refuse. Spend the token, then apply with
 //!    the same captured arguments as a compare-and-apply: the tool sees
@@ -69,12 +69,12 @@
 //!
 //! The `test-util` feature adds `test_util`: a client that answers approval questions from a
 //! script in both protocol eras, an in-memory connect, a store that can be switched down, and
-//! approval-core's `ManualClock`. This crate's own tests use them.
+//! mcp-write-guard-core's `ManualClock`. This crate's own tests use them.
 //!
 //! # Example
 //!
 //! ```
-//! use adapter_rmcp::{WriteGuard, WriteStep, write_step};
+//! use mcp_write_guard_rmcp::{WriteGuard, WriteStep, write_step};
 //! use rmcp::{
 //!     ErrorData, ServerHandler, handler::server::{router::tool::ToolRouter, wrapper::Parameters},
 //!     model::{CallToolResult, ContentBlock}, schemars, service::{RequestContext, RoleServer},
@@ -143,7 +143,6 @@ pub mod test_util;
 mod tools;
 mod write_path;
 
-pub use approval_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 #[cfg(feature = "audit-jsonl")]
 pub use audit::JsonLinesSink;
 pub use audit::{Asked, AuditRecord, AuditSink, Channel, MemorySink, Outcome, TracingSink};
@@ -152,6 +151,16 @@ pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;
+/// The decisions (approvals, tokens, clock, store): `mcp-write-guard-core`, so that a server
+/// needs this one dependency for what the builder takes ([`approval::Clock`],
+/// [`approval::Store`], [`approval::ArgLimits`]).
+pub use mcp_write_guard_core as approval;
+/// The untrusted-data envelope: `mcp-write-guard-envelope`.
+pub use mcp_write_guard_envelope as envelope;
+/// Which tools are writes, and the published surface: `mcp-write-guard-policy`.
+pub use mcp_write_guard_policy as policy;
+
+pub use mcp_write_guard_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 pub use principal::{
     AuthenticatedSubject, ConnectionId, FromAuthenticatedSubject, LOCAL_PRINCIPAL, LocalMachine,
     PerConnection, PrincipalRequest, PrincipalResolver,

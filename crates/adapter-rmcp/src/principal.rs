@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-use approval_core::Principal;
+use mcp_write_guard_core::Principal;
 use rmcp::{
     model::Extensions,
     service::{RequestContext, RoleServer},

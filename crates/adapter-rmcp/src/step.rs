@@ -15,7 +15,7 @@
 //!    an apply in two calls is a race that another writer can win.
 //!
 //! ```
-//! use adapter_rmcp::{WriteStep, write_step_in};
+//! use mcp_write_guard_rmcp::{WriteStep, write_step_in};
 //! use rmcp::model::Extensions;
 //! use serde_json::json;
 //!
@@ -158,7 +158,7 @@ impl ApprovedPreview {
     /// # Errors
     /// [`Stale`] when the two differ or either has no canonical form (fail closed).
     pub fn check(&self, fresh: &Value) -> Result<(), Stale> {
-        let found = if approval_core::previews_match(&self.value, fresh) {
+        let found = if mcp_write_guard_core::previews_match(&self.value, fresh) {
             Comparison::Unchanged
         } else {
             Comparison::Stale

@@ -9,13 +9,13 @@
 //! - [`SilentClient`]: a client whose dialog never answers, for timeouts and cancellation.
 //! - [`connect`]: any client to any server over an in-memory duplex, in either [`Era`].
 //! - [`FailingStore`]: an approval store that can be switched down.
-//! - [`ManualClock`]: approval-core's fake clock, so approvals and tokens expire without sleeping.
+//! - [`ManualClock`]: mcp-write-guard-core's fake clock, so approvals and tokens expire without sleeping.
 //!
 //! # Example
 //!
 //! ```
-//! use adapter_rmcp::test_util::{ERAS, ManualClock, Reply, ScriptedClient, connect};
-//! use adapter_rmcp::{MemorySink, Outcome, WriteGuard};
+//! use mcp_write_guard_rmcp::test_util::{ERAS, ManualClock, Reply, ScriptedClient, connect};
+//! use mcp_write_guard_rmcp::{MemorySink, Outcome, WriteGuard};
 //! use rmcp::{
 //!     ServerHandler, handler::server::{router::tool::ToolRouter, wrapper::Parameters},
 //!     model::CallToolRequestParams, schemars, tool, tool_handler, tool_router,
@@ -82,7 +82,7 @@ use std::{
     },
 };
 
-use approval_core::{BoxFuture, MemoryStore, Principal, Store, StoreError, StoreKey};
+use mcp_write_guard_core::{BoxFuture, MemoryStore, Principal, Store, StoreError, StoreKey};
 use parking_lot::Mutex;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt,
@@ -100,7 +100,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use tokio::sync::Notify;
 
-pub use approval_core::ManualClock;
+pub use mcp_write_guard_core::ManualClock;
 
 use crate::Era;
 

@@ -1,14 +1,16 @@
 //! What `tools/list` advertises, and the facts the policy reads from an rmcp [`Tool`].
 //!
-//! The classification itself is write-policy's; the output-schema rewrite is envelope's. This
+//! The classification itself is mcp-write-guard-policy's; the output-schema rewrite is envelope's. This
 //! module only converts between rmcp's types and theirs.
 
 use std::sync::Arc;
 
-use envelope::EnvelopePolicy;
+use mcp_write_guard_envelope::EnvelopePolicy;
+use mcp_write_guard_policy::{
+    Annotations, Classification, ToolFacts, advertised_annotations, classify,
+};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::json;
-use write_policy::{Annotations, Classification, ToolFacts, advertised_annotations, classify};
 
 /// The tool the guard adds when any tool is token-gated: it asks the user, then returns a
 /// confirmation token bound to one tool and its exact arguments.
@@ -59,7 +61,9 @@ pub(crate) fn advertise(mut tool: Tool, envelope: &EnvelopePolicy) -> Tool {
     if envelope.should_wrap(&tool.name, classification.class)
         && let Some(schema) = tool.output_schema.take()
     {
-        tool.output_schema = Some(Arc::new(envelope::wrap_output_schema(&schema)));
+        tool.output_schema = Some(Arc::new(mcp_write_guard_envelope::wrap_output_schema(
+            &schema,
+        )));
     }
     tool
 }
@@ -119,8 +123,8 @@ fn as_object(value: serde_json::Value) -> JsonObject {
 
 #[cfg(test)]
 mod tests {
+    use mcp_write_guard_policy::ToolClass;
     use serde_json::Value;
-    use write_policy::ToolClass;
 
     use super::*;
 
@@ -157,7 +161,10 @@ mod tests {
 
         let wrapped = advertise(read.clone(), &EnvelopePolicy::new());
         let wrapped_schema = wrapped.output_schema.unwrap();
-        assert_eq!(*wrapped_schema, envelope::wrap_output_schema(&schema));
+        assert_eq!(
+            *wrapped_schema,
+            mcp_write_guard_envelope::wrap_output_schema(&schema)
+        );
         assert_eq!(wrapped.annotations, read.annotations);
 
         let trusted = advertise(read, &EnvelopePolicy::new().trust_read("get_count"));

@@ -116,7 +116,7 @@ impl fmt::Display for DenyReason {
 /// reason. Extra fields in the content are ignored.
 ///
 /// ```
-/// use approval_core::{decide_answer, AnswerAction, Decision, DenyReason};
+/// use mcp_write_guard_core::{decide_answer, AnswerAction, Decision, DenyReason};
 /// use serde_json::json;
 ///
 /// assert_eq!(decide_answer(&AnswerAction::Accept, Some(&json!({"approve": true}))), Decision::Approve);

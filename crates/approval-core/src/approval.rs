@@ -22,7 +22,7 @@ use crate::policy::ApprovalPolicy;
 /// asked, never arguments from a later call.
 ///
 /// ```compile_fail
-/// # use approval_core::*;
+/// # use mcp_write_guard_core::*;
 /// # fn edit(mut pending: PendingApproval, other: CapturedArgs) {
 /// pending.args = other; // private: the arguments cannot be swapped after the question
 /// # }
@@ -85,7 +85,7 @@ impl PendingApproval {
     /// [`DenyReason::Expired`] whatever it says.
     ///
     /// ```compile_fail
-    /// # use approval_core::*;
+    /// # use mcp_write_guard_core::*;
     /// # fn twice(pending: PendingApproval, now: time::OffsetDateTime) {
     /// let _first = pending.decide(&AnswerAction::Decline, None, now);
     /// let _again = pending.decide(&AnswerAction::Accept, None, now); // moved: decided once
@@ -190,7 +190,7 @@ impl Verdict {
 /// one approval, one apply.
 ///
 /// ```compile_fail
-/// # use approval_core::*;
+/// # use mcp_write_guard_core::*;
 /// # fn copy(approved: Approved) -> (Approved, Approved) {
 /// (approved.clone(), approved) // one approval, one apply
 /// # }
@@ -260,7 +260,7 @@ impl Approved {
 /// represent) never matches: fail closed.
 ///
 /// ```
-/// use approval_core::previews_match;
+/// use mcp_write_guard_core::previews_match;
 /// use serde_json::json;
 ///
 /// let approved = json!({"before": 5, "after": 25});

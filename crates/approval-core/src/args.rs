@@ -5,10 +5,10 @@ use serde_json::{Map, Value};
 use crate::canonical::{ArgLimits, ArgsError, digest_object};
 use crate::ids::ArgsDigest;
 
-/// The name of the argument that carries a confirmation token (write-policy's one definition).
+/// The name of the argument that carries a confirmation token (mcp-write-guard-policy's one definition).
 /// It is left out of the digest a token is bound to (a token cannot be bound to arguments that
 /// contain itself).
-pub use write_policy::CONFIRMATION_TOKEN_ARG;
+pub use mcp_write_guard_policy::CONFIRMATION_TOKEN_ARG;
 
 /// Tool arguments captured once, at the start of a call: checked against [`ArgLimits`],
 /// canonicalised and digested.

@@ -142,7 +142,7 @@ pub const MAX_SERIALIZED_DEPTH: usize = 256;
 /// # Example
 ///
 /// ```
-/// use approval_core::{canonical_json, ArgLimits};
+/// use mcp_write_guard_core::{canonical_json, ArgLimits};
 /// use serde_json::json;
 ///
 /// let v = json!({"b": [1.0, 2, "x"], "a": {"z": null, "y": true}});

@@ -38,7 +38,7 @@ impl<C: Clock + ?Sized> Clock for &C {
 ///
 /// ```
 /// # #[cfg(feature = "test-util")] {
-/// use approval_core::{Clock, ManualClock};
+/// use mcp_write_guard_core::{Clock, ManualClock};
 /// use time::Duration;
 ///
 /// let clock = ManualClock::default();

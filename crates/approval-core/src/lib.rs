@@ -58,7 +58,7 @@
 //! # Example
 //!
 //! ```
-//! use approval_core::*;
+//! use mcp_write_guard_core::*;
 //! use serde_json::json;
 //! use time::Duration;
 //! # // The in-memory store's futures are ready at once; poll them without an executor.

@@ -2,7 +2,7 @@
 //! and pinned canonical forms and digests: a change of implementation must not change the digest
 //! of any argument that was already approved.
 
-use approval_core::{ArgLimits, ArgsDigest, ArgsError, CapturedArgs, canonical_json};
+use mcp_write_guard_core::{ArgLimits, ArgsDigest, ArgsError, CapturedArgs, canonical_json};
 use serde_json::{Number, Value};
 use sha2::{Digest as _, Sha256};
 

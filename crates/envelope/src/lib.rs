@@ -21,16 +21,16 @@
 //! # What it does not do
 //!
 //! No IO, and nothing of rmcp: the adapter applies the envelope to `CallToolResult`s and
-//! `tools/list` entries. Classifying tools is [`write_policy`]'s job. The envelope is a
+//! `tools/list` entries. Classifying tools is [`mcp_write_guard_policy`]'s job. The envelope is a
 //! structural marker, not a guarantee: a model may still be swayed by what `data` says, which is
 //! why writes also need a person's approval.
 //!
 //! # Example
 //!
 //! ```
-//! use envelope::{parse_text, render_text, unwrap, wrap, EnvelopePolicy};
+//! use mcp_write_guard_envelope::{parse_text, render_text, unwrap, wrap, EnvelopePolicy};
 //! use serde_json::json;
-//! use write_policy::ToolClass;
+//! use mcp_write_guard_policy::ToolClass;
 //!
 //! let policy = EnvelopePolicy::new().trust_read("list_categories");
 //! assert!(policy.should_wrap("get_review", ToolClass::Read));

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use write_policy::ToolClass;
+use mcp_write_guard_policy::ToolClass;
 
 /// Which tool results get wrapped, and how the text form looks.
 ///
@@ -11,8 +11,8 @@ use write_policy::ToolClass;
 /// Trusting a tool that classifies as a write has no effect.
 ///
 /// ```
-/// use envelope::EnvelopePolicy;
-/// use write_policy::ToolClass;
+/// use mcp_write_guard_envelope::EnvelopePolicy;
+/// use mcp_write_guard_policy::ToolClass;
 /// let policy = EnvelopePolicy::new().trust_read("list_categories");
 /// assert!(!policy.should_wrap("list_categories", ToolClass::Read));
 /// assert!(policy.should_wrap("list_products", ToolClass::Read));

@@ -20,7 +20,7 @@ const ROOT_KEYS: [&str; 3] = ["$schema", "$defs", "definitions"];
 ///
 /// ```
 /// let original = serde_json::json!({"type": "object", "properties": {"stock": {"type": "integer"}}});
-/// let wrapped = envelope::wrap_output_schema(original.as_object().unwrap());
+/// let wrapped = mcp_write_guard_envelope::wrap_output_schema(original.as_object().unwrap());
 /// assert_eq!(wrapped["type"], "object");
 /// assert_eq!(wrapped["required"], serde_json::json!(["_zealySecurity", "data"]));
 /// assert_eq!(wrapped["properties"]["data"], original);

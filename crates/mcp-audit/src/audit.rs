@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mcp_write_guard_policy::{SurfaceContract, SurfaceReport};
 use serde::Serialize;
-use write_policy::{SurfaceContract, SurfaceReport};
 
 use crate::ExitStatus;
 use crate::cli::{AuditFlags, HttpArgs, StdioArgs};
@@ -108,7 +108,7 @@ pub struct AuditReport {
     ///
     /// [`ToolsList::from_results`]: crate::ToolsList::from_results
     pub tools_list_bytes: usize,
-    /// write-policy's surface report.
+    /// mcp-write-guard-policy's surface report.
     pub surface: SurfaceReport,
     /// Every tool that declares `execution.taskSupport`, in list order.
     pub task_support: Vec<TaskSupport>,

@@ -76,7 +76,7 @@ pub enum AuditError {
         path: PathBuf,
         /// Why it failed.
         #[source]
-        source: write_policy::Error,
+        source: mcp_write_guard_policy::Error,
     },
     /// A pin file is malformed.
     #[error("{path}: invalid pin file: {reason}")]

@@ -6,7 +6,7 @@
 //! about itself, and reads those claims with the MCP spec's defaults: a tool with no hints is a
 //! destructive, open-world write. It never calls a tool. Every count and predicate (read-only,
 //! destructive, open-world, unannotated, partially annotated, additive, token-gated) comes from
-//! [`write_policy`]; this crate only connects, measures, compares and prints. It does not judge
+//! [`mcp_write_guard_policy`]; this crate only connects, measures, compares and prints. It does not judge
 //! whether a server is honest: annotations are claims, and a pin (`--pin`) only tells you when
 //! they change.
 //!
@@ -31,13 +31,13 @@
 //! - Tools are listed across all pages, and read from the `tools/list` answers exactly as the
 //!   server sent them ([`ToolsList`]): fields rmcp's `Tool` type does not know (such as
 //!   `execution`) are kept, and each tool's `execution.taskSupport` is shown.
-//! - `--contract FILE` compares with a published-surface contract ([`write_policy::SurfaceContract`]);
+//! - `--contract FILE` compares with a published-surface contract ([`mcp_write_guard_policy::SurfaceContract`]);
 //!   `--write-contract FILE` writes one from the live server. The tool-list size it pins is the
 //!   number of bytes of the `tools` arrays as the server sent them ([`ToolsList::from_results`]).
 //! - `--pin FILE` fingerprints every field of every tool (see the [`pin`](PinFile) format); the
 //!   first run writes the file, later runs name each tool added, removed or changed, which
 //!   fields changed, which hints, and a short diff of a changed `title` or `description`.
-//! - `--strict` fails on unannotated and partially annotated tools, as write-policy counts them:
+//! - `--strict` fails on unannotated and partially annotated tools, as mcp-write-guard-policy counts them:
 //!   a read (`readOnlyHint: true`) needs `readOnlyHint` and `openWorldHint` stated, any other
 //!   tool all four hints.
 //! - `metadata` fetches the RFC 9728 protected resource metadata and flags what deserves a look
@@ -58,7 +58,7 @@
 //! # Example
 //!
 //! ```
-//! use mcp_audit::{ListedTool, surface_report};
+//! use mcp_write_guard_audit::{ListedTool, surface_report};
 //!
 //! let tool = |v: serde_json::Value| ListedTool::new(v.as_object().cloned().unwrap());
 //! let tools = [

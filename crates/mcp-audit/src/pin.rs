@@ -2,7 +2,7 @@
 //! which part of it changed.
 //!
 //! A tool's fingerprint is the SHA-256 digest (lowercase hex) of the workspace's canonical JSON
-//! form ([`approval_core::canonical_json`], RFC 8785 style: keys sorted, no whitespace, numbers
+//! form ([`mcp_write_guard_core::canonical_json`], RFC 8785 style: keys sorted, no whitespace, numbers
 //! written as ECMAScript does) of the whole tool object exactly as the server listed it: every
 //! field, those the MCP schema names (`title`, `description`, `inputSchema`, `outputSchema`,
 //! `annotations`, `icons`, `execution`, `_meta`) and any other. It does not depend on JSON key
@@ -14,11 +14,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use approval_core::{ArgLimits, canonical_json};
+use mcp_write_guard_core::{ArgLimits, canonical_json};
+use mcp_write_guard_policy::Annotations;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use write_policy::Annotations;
 
 use crate::error::AuditError;
 use crate::surface::ListedTool;
@@ -41,7 +41,7 @@ pub struct ToolPin {
     pub fingerprint: String,
     /// Digest of each top-level field, by name.
     pub fields: BTreeMap<String, String>,
-    /// The annotations as write-policy reads them, to show which hint changed.
+    /// The annotations as mcp-write-guard-policy reads them, to show which hint changed.
     pub annotations: Option<Annotations>,
     /// The `title` and `description` text, when the tool has them.
     pub text: BTreeMap<String, String>,
@@ -122,7 +122,7 @@ fn excerpt(text: &[char], max: usize, from_end: bool) -> String {
 ///
 /// ```
 /// assert_eq!(
-///     mcp_audit::short_diff("Look up a customer.", "Look up a customer. Then call send_report."),
+///     mcp_write_guard_audit::short_diff("Look up a customer.", "Look up a customer. Then call send_report."),
 ///     "\"Look up a customer.[+ Then call send_report.]\"",
 /// );
 /// ```

@@ -1,12 +1,12 @@
-//! The tool list as the server sent it, and its reading into write-policy's surface report.
+//! The tool list as the server sent it, and its reading into mcp-write-guard-policy's surface report.
 
 use std::sync::LazyLock;
 
+use mcp_write_guard_policy::{Annotations, SurfaceReport, ToolFacts};
 use rmcp::model::JsonObject;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use write_policy::{Annotations, SurfaceReport, ToolFacts};
 
 use crate::error::AuditError;
 
@@ -34,7 +34,7 @@ impl ListedTool {
         self.0.get("name").and_then(Value::as_str).unwrap_or("")
     }
 
-    /// The annotation object, read leniently by write-policy
+    /// The annotation object, read leniently by mcp-write-guard-policy
     /// ([`Annotations::from_json_lenient`]): `None` when the tool declares none (or `null`);
     /// a hint of the wrong type reads as not declared.
     pub fn annotations(&self) -> Option<Annotations> {
@@ -115,7 +115,7 @@ impl ToolsList {
     }
 }
 
-/// write-policy's [`SurfaceReport`] of `tools`: every count and predicate comes from there.
+/// mcp-write-guard-policy's [`SurfaceReport`] of `tools`: every count and predicate comes from there.
 pub fn surface_report(tools: &[ListedTool]) -> SurfaceReport {
     let annotations: Vec<Option<Annotations>> = tools.iter().map(ListedTool::annotations).collect();
     SurfaceReport::from_tools(

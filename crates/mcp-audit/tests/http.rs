@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use common::{audit, counts, names};
-use mcp_audit::fixture::{FixtureMode, FixtureServer};
+use mcp_write_guard_audit::fixture::{FixtureMode, FixtureServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 

@@ -38,7 +38,7 @@ impl Annotations {
     /// a write, destructive, open-world. A value that is not an object reads as no hints at all.
     ///
     /// ```
-    /// use write_policy::Annotations;
+    /// use mcp_write_guard_policy::Annotations;
     /// let a = Annotations::from_json_lenient(&serde_json::json!({
     ///     "readOnlyHint": "true", "destructiveHint": false, "title": "Add item"
     /// }));
@@ -122,7 +122,7 @@ impl EffectiveAnnotations {
 /// annotations of what is actually advertised).
 ///
 /// ```
-/// use write_policy::{effective_annotations, Annotations, EffectiveAnnotations};
+/// use mcp_write_guard_policy::{effective_annotations, Annotations, EffectiveAnnotations};
 /// assert_eq!(effective_annotations(None), EffectiveAnnotations::SPEC_DEFAULTS);
 /// let additive = Annotations { destructive_hint: Some(false), ..Annotations::default() };
 /// let e = effective_annotations(Some(&additive));

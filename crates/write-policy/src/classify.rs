@@ -108,7 +108,7 @@ pub fn declares_confirmation_token(input_schema: &Map<String, Value>) -> bool {
 /// - A write is additive only if `destructiveHint` is exactly `false`; otherwise destructive.
 ///
 /// ```
-/// use write_policy::{classify, Annotations, ToolClass, ToolFacts};
+/// use mcp_write_guard_policy::{classify, Annotations, ToolClass, ToolFacts};
 /// let schema = serde_json::Map::new();
 /// let claims_read = Annotations { read_only_hint: Some(true), ..Annotations::default() };
 /// let c = classify(&ToolFacts::new("list_products", Some(&claims_read), &schema));
@@ -155,7 +155,7 @@ fn force_destructive(a: &mut Annotations) {
 /// kept.
 ///
 /// ```
-/// use write_policy::{advertised_annotations, Annotations, ToolFacts};
+/// use mcp_write_guard_policy::{advertised_annotations, Annotations, ToolFacts};
 /// let schema = serde_json::json!({"type": "object", "properties": {"confirmationToken": {"type": "string"}}});
 /// let schema = schema.as_object().unwrap();
 /// let claims = Annotations { read_only_hint: Some(true), title: Some("Purge".into()), ..Annotations::default() };

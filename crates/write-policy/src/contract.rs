@@ -108,7 +108,7 @@ impl SurfaceContract {
     /// Counts must match exactly; the tool list may be smaller than the maximum, not larger.
     ///
     /// ```
-    /// use write_policy::{SurfaceContract, SurfaceReport, ToolFacts};
+    /// use mcp_write_guard_policy::{SurfaceContract, SurfaceReport, ToolFacts};
     /// let schema = serde_json::Map::new();
     /// let report = SurfaceReport::from_tools([ToolFacts::new("delete_all", None, &schema)]);
     /// let contract = SurfaceContract::from_surface(&report, 200);

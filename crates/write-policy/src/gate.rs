@@ -10,7 +10,7 @@ pub const DEFAULT_WRITES_ENV: &str = "MCP_WRITES_ENABLED";
 /// the caller's business; this is a pure function of the value.
 ///
 /// ```
-/// use write_policy::writes_enabled;
+/// use mcp_write_guard_policy::writes_enabled;
 /// assert!(writes_enabled(Some("true")));
 /// assert!(!writes_enabled(Some("True")));
 /// assert!(!writes_enabled(None));

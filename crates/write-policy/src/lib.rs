@@ -28,7 +28,7 @@
 //! # Example
 //!
 //! ```
-//! use write_policy::{
+//! use mcp_write_guard_policy::{
 //!     classify, writes_enabled, Annotations, SurfaceContract, SurfaceReport, ToolClass, ToolFacts,
 //! };
 //!

@@ -90,7 +90,7 @@ impl SurfaceReport {
     /// Classifies every tool and builds the report.
     ///
     /// ```
-    /// use write_policy::{Annotations, SurfaceReport, ToolFacts};
+    /// use mcp_write_guard_policy::{Annotations, SurfaceReport, ToolFacts};
     /// let schema = serde_json::Map::new();
     /// let read = Annotations { read_only_hint: Some(true), ..Annotations::default() };
     /// let report = SurfaceReport::from_tools([

@@ -21,7 +21,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use approval_core::{Clock, SystemClock};
+use mcp_write_guard_core::{Clock, SystemClock};
 use parking_lot::Mutex;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde_json::Value;
@@ -268,7 +268,7 @@ fn known_order(conn: &Connection, order_id: i64) -> Result<Order, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use approval_core::ManualClock;
+    use mcp_write_guard_core::ManualClock;
 
     use super::*;
     use crate::rules::{MAX_ABS_DELTA, MAX_LINE_QUANTITY, MAX_ORDER_LINES, MAX_REASON_CHARS};

@@ -1,9 +1,9 @@
-//! A reference inventory and order MCP server on SQLite, guarded by `adapter-rmcp`.
+//! A reference inventory and order MCP server on SQLite, guarded by `mcp-write-guard-rmcp`.
 //!
 //! This crate is what a team's own server looks like once it uses the guard: a plain rmcp
 //! server ([`StoreServer`]) whose write tools do what the guard asks of them
-//! ([`adapter_rmcp::WriteStep`]: a dry run, or a compare-and-apply), wrapped in
-//! [`adapter_rmcp::WriteGuard`] by [`guard_builder`].
+//! ([`mcp_write_guard_rmcp::WriteStep`]: a dry run, or a compare-and-apply), wrapped in
+//! [`mcp_write_guard_rmcp::WriteGuard`] by [`guard_builder`].
 //!
 //! # What it decides, and what it does not
 //!
@@ -24,9 +24,9 @@
 //! | `wire` | one struct per tool's arguments ([`AdjustStockArgs`], ...), used by rmcp and by the database layer alike, the results ([`StockAdjustment`], ...) and [`OrderStatus`]; the doc comments are the schema's descriptions | SQL, rules |
 //! | `rules` | the business rules as pure functions: [`check_adjustment`] (the request alone) and [`plan_adjustment`] (the request against the rows read), [`RuleViolation`] | SQL, IO, clocks |
 //! | `sql` | the schema, the seed data, one function per statement | rules |
-//! | `db` | [`Db`]: per write, one transaction that reads through `sql`, asks `rules`, writes the plan, and ends as [`Mode`] says; the [`Clock`](approval_core::Clock) it reads `now` from | rmcp |
+//! | `db` | [`Db`]: per write, one transaction that reads through `sql`, asks `rules`, writes the plan, and ends as [`Mode`] says; the [`Clock`](mcp_write_guard_core::Clock) it reads `now` from | rmcp |
 //! | `error` | [`StoreError`]: a rule said no ([`StoreError::Rule`]), the data changed ([`StoreError::Changed`]), or storage failed ([`StoreError::Storage`], which fails closed) | |
-//! | `server` | [`StoreServer`]: the rmcp tools, each matching the guard's [`adapter_rmcp::WriteStep`] | SQL, rules |
+//! | `server` | [`StoreServer`]: the rmcp tools, each matching the guard's [`mcp_write_guard_rmcp::WriteStep`] | SQL, rules |
 //! | `prompts` | the question the person reads, from the preview | SQL |
 //!
 //! - Reads: `list_products`, `get_product`, `list_orders`, `get_order`,
@@ -57,7 +57,7 @@
 //! plus the applied ones, one movement each. A tool that wants a write to land on whatever
 //! state is current would pin less in its preview (only the change and the facts that must
 //! hold) and must then not show absolute numbers in its question; this store chose to show
-//! them. See the `adapter_rmcp::WriteStep` docs.
+//! them. See the `mcp_write_guard_rmcp::WriteStep` docs.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -98,7 +98,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
-use adapter_rmcp::{
+use mcp_write_guard_rmcp::{
     FromAuthenticatedSubject, LocalMachine, PromptInput, WriteGuard, WriteGuardBuilder,
     default_prompt,
     http::{
@@ -224,7 +224,7 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// The most live sessions (older protocol era); idle ones close after five minutes. With
     /// auth, each session belongs to the subject that opened it, and one subject holds at most
-    /// [`adapter_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER`].
+    /// [`mcp_write_guard_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER`].
     pub max_sessions: usize,
     /// Bearer-token auth in front of the endpoint, if any.
     pub auth: Option<BearerAuth>,

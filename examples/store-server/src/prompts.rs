@@ -11,7 +11,7 @@
 //! fake a "stock 3 -> 3", or reorder the text around it; the question is one line, and that
 //! line carries the true figures.
 
-use adapter_rmcp::PromptInput;
+use mcp_write_guard_rmcp::PromptInput;
 
 use crate::wire::format_cents;
 

@@ -1,7 +1,7 @@
 //! The MCP server: one rmcp tool per store operation.
 //!
 //! This server knows nothing about approvals. Each write tool reads what the guard that wraps
-//! it asks of this call, out of band ([`adapter_rmcp::write_step`], never an argument the model
+//! it asks of this call, out of band ([`mcp_write_guard_rmcp::write_step`], never an argument the model
 //! could set), and matches it exhaustively:
 //!
 //! - [`WriteStep::Preview`]: run the write in a transaction that is rolled back
@@ -9,10 +9,10 @@
 //!   values, which the guard shows to the person.
 //! - [`WriteStep::Apply`]: the person approved. Run the write again in one immediate SQLite
 //!   transaction and, before it commits, compare the change as a preview would report it now
-//!   with the approved preview ([`ApprovedPreview::check`](adapter_rmcp::ApprovedPreview::check));
+//!   with the approved preview ([`ApprovedPreview::check`](mcp_write_guard_rmcp::ApprovedPreview::check));
 //!   commit only if it is unchanged ([`Mode::ApplyIfUnchanged`]). A business rule that held at
 //!   the preview and fails now is reported as stale too
-//!   ([`ApprovedPreview::stale`](adapter_rmcp::ApprovedPreview::stale)). Either way the
+//!   ([`ApprovedPreview::stale`](mcp_write_guard_rmcp::ApprovedPreview::stale)). Either way the
 //!   transaction rolls back and the guard tells the person the data changed.
 //! - [`WriteStep::Direct`]: no guard step (the server runs without the guard, or the guard was
 //!   not told that the tool previews): apply as usual ([`Mode::Apply`]).
@@ -34,7 +34,7 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{WriteStep, write_step};
+use mcp_write_guard_rmcp::{WriteStep, write_step};
 use rmcp::{
     ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Json, wrapper::Parameters},
@@ -101,9 +101,9 @@ impl StoreServer {
     ///
     /// On an approved apply the write compares, inside the transaction that applies, the change
     /// as a preview would report it now with the approved preview, and commits only if
-    /// [`ApprovedPreview::check`](adapter_rmcp::ApprovedPreview::check) says it is unchanged.
+    /// [`ApprovedPreview::check`](mcp_write_guard_rmcp::ApprovedPreview::check) says it is unchanged.
     /// A business rule that held at the preview and fails now means the data changed too: it
-    /// is reported with [`ApprovedPreview::stale`](adapter_rmcp::ApprovedPreview::stale).
+    /// is reported with [`ApprovedPreview::stale`](mcp_write_guard_rmcp::ApprovedPreview::stale).
     async fn write<T: Send + 'static>(
         &self,
         step: WriteStep,

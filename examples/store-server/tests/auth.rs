@@ -23,10 +23,10 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use adapter_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
-use approval_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
 use common::{HttpChild, Log};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
+use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::{
     model::{CallToolRequestParams, CallToolResponse, InputResponses, JsonObject},
     transport::{
@@ -379,7 +379,7 @@ fn fields(line: &str) -> Vec<(String, String)> {
 
 #[test]
 fn the_field_parser_itself() {
-    let line = r#"2026-01-01T00:00:00Z  WARN adapter_rmcp::audit: write refused time=2026 principal="oauth:[\"https://i\",\"a b\"]" tool=adjust_stock outcome=state-rejected reason="other-principal""#;
+    let line = r#"2026-01-01T00:00:00Z  WARN mcp_write_guard_rmcp::audit: write refused time=2026 principal="oauth:[\"https://i\",\"a b\"]" tool=adjust_stock outcome=state-rejected reason="other-principal""#;
     let fields = fields(line);
     let get = |k: &str| {
         fields
@@ -397,7 +397,7 @@ fn the_field_parser_itself() {
 fn records(log: &Log) -> Vec<Record> {
     log.lines()
         .iter()
-        .filter(|line| line.contains("adapter_rmcp::audit"))
+        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
         .map(|line| {
             let fields = fields(line);
             let get = |k: &str| {
@@ -980,7 +980,7 @@ async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> 
 #[tokio::test]
 async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_sessions_are_404()
 -> Result<(), Failure> {
-    const CAP: usize = approval_core::DEFAULT_PER_PRINCIPAL_CAP;
+    const CAP: usize = mcp_write_guard_core::DEFAULT_PER_PRINCIPAL_CAP;
     const EXTRA: usize = 3;
     let server = AuthServer::start().await?;
     let file = server.file();
@@ -1288,7 +1288,7 @@ async fn another_subject_cannot_answer_or_close_a_session_it_did_not_open() -> R
 /// would have opened is closed; another subject can still open one.
 #[tokio::test]
 async fn one_subject_cannot_take_every_session() -> Result<(), Failure> {
-    const PER_OWNER: usize = adapter_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER;
+    const PER_OWNER: usize = mcp_write_guard_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER;
     let server = AuthServer::start().await?;
     let raw = RawHttp::new(server.url());
     let alice = format!("Bearer {}", server.token("alice", READ_AND_WRITE));

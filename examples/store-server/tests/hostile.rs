@@ -202,13 +202,13 @@ fn the_rfc3339_check_itself() {
     assert!(!is_rfc3339_utc("2026-07-28T12:34:5Z"));
 }
 
-/// The audit lines (target `adapter_rmcp::audit`) once one says `outcome=applied`, or whatever
+/// The audit lines (target `mcp_write_guard_rmcp::audit`) once one says `outcome=applied`, or whatever
 /// was logged after a few seconds.
 async fn audit_lines_until_applied(log: &Log) -> Vec<String> {
     let audit = || -> Vec<String> {
         log.lines()
             .into_iter()
-            .filter(|line| line.contains("adapter_rmcp::audit"))
+            .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
             .collect()
     };
     for _ in 0..100 {

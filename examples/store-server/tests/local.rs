@@ -14,8 +14,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use adapter_rmcp::Outcome;
 use common::{HttpChild, command, python_adjust};
+use mcp_write_guard_rmcp::Outcome;
 use serde_json::json;
 use workspace_tests::{Failure, FileView, Movement, RawHttp};
 
@@ -73,7 +73,7 @@ async fn the_python_sdk_writes_after_approval_in_both_eras_and_a_decline_writes_
         .log
         .lines()
         .into_iter()
-        .filter(|l| l.contains("adapter_rmcp::audit"))
+        .filter(|l| l.contains("mcp_write_guard_rmcp::audit"))
         .collect();
     assert!(
         audit.iter().all(|l| l.contains("principal=\"local\"")),

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Era, test_util::connect};
+use mcp_write_guard_rmcp::{Era, test_util::connect};
 use rmcp::ServerHandler;
 use serde_json::json;
 use store_server::{Db, SERVER_NAME, StoreServer};

@@ -14,8 +14,8 @@
 
 mod common;
 
-use adapter_rmcp::Outcome;
 use common::{HttpChild, Log, launch_stdio};
+use mcp_write_guard_rmcp::Outcome;
 use serde_json::{Value, json};
 use workspace_tests::{
     Answer, Client, Era, Failure, FileView, Movement, ScriptedUser, call, hold_approvals, is_error,

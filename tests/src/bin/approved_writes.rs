@@ -203,7 +203,7 @@ async fn stock(client: &Client) -> Result<i64, Failure> {
         .structured_content
         .as_ref()
         .ok_or("get_product returned no structured content")?;
-    let product = envelope::unwrap(content).unwrap_or(content);
+    let product = mcp_write_guard_envelope::unwrap(content).unwrap_or(content);
     product
         .get("stock")
         .and_then(Value::as_i64)

@@ -49,14 +49,14 @@ impl AuditSink for JsonLinesSink {
         let line = match serde_json::to_string(record) {
             Ok(line) => line,
             Err(error) => {
-                tracing::error!(target: "adapter_rmcp::audit", %error, "cannot serialise audit record");
+                tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, "cannot serialise audit record");
                 return;
             }
         };
         let mut file = self.file.lock();
         let written = writeln!(file, "{line}").and_then(|()| file.flush());
         if let Err(error) = written {
-            tracing::error!(target: "adapter_rmcp::audit", %error, "cannot write audit record");
+            tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, "cannot write audit record");
         }
     }
 }

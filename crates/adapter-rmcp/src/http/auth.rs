@@ -394,7 +394,7 @@ struct Inner {
 /// ```no_run
 /// # async fn demo(mcp: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
-/// use adapter_rmcp::http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource};
+/// use mcp_write_guard_rmcp::http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource};
 ///
 /// let config = AuthConfig::new(
 ///     "https://auth.example.com",

@@ -54,7 +54,7 @@ pub const LOOPBACK_ORIGINS: [&str; 6] = [
 /// `http` or `https` scheme, a host, an optional port, nothing else.
 ///
 /// ```
-/// use adapter_rmcp::http::exact_origin;
+/// use mcp_write_guard_rmcp::http::exact_origin;
 /// assert_eq!(exact_origin("https://app.example").as_deref(), Some("https://app.example:443"));
 /// assert_eq!(exact_origin("http://localhost:5173").as_deref(), Some("http://localhost:5173"));
 /// assert_eq!(exact_origin("https://app.example/"), None);

@@ -56,7 +56,7 @@ pub enum SessionsError {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use adapter_rmcp::http::BoundedSessions;
+/// use mcp_write_guard_rmcp::http::BoundedSessions;
 ///
 /// let sessions = Arc::new(BoundedSessions::new(64));
 /// assert_eq!(sessions.max_sessions(), 64);

@@ -2,19 +2,19 @@
 //!
 //! The adapter gathers the facts (who is asking, whether writes are on, the captured
 //! arguments, whether the request could become a task, whether it is a retry, whether the
-//! client can be asked, the token); the order in which they are weighed is approval-core's
+//! client can be asked, the token); the order in which they are weighed is mcp-write-guard-core's
 //! [`admit`], a pure function with a truth table beside it.
 
-use approval_core::{
+use mcp_write_guard_core::{
     Admission, AdmissionFacts, CapturedArgs, Gate, Principal, TokenGate, TokenRejection, admit,
     check_token_from_args,
 };
+use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
     model::{CallToolRequestParams, InputResponses},
     service::{RequestContext, RoleServer},
 };
-use write_policy::Classification;
 
 use std::sync::atomic::Ordering;
 
@@ -46,7 +46,7 @@ pub(super) struct Admitted {
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
-    /// Weighs the gates in approval-core's order. The guard's own round-trip fields are taken
+    /// Weighs the gates in mcp-write-guard-core's order. The guard's own round-trip fields are taken
     /// out of `request` here, so they never reach the inner tool.
     pub(super) async fn admit(
         &self,
@@ -155,7 +155,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "a write over streamable HTTP was refused: the request has no session this \
                  server issued and no verified credential, so nobody can be named as asking \
                  (every 2026-07-28 request is stateless). Put a verified credential in front \
-                 (FromAuthenticatedSubject behind adapter_rmcp::http::BearerAuth) or, on a \
+                 (FromAuthenticatedSubject behind mcp_write_guard_rmcp::http::BearerAuth) or, on a \
                  loopback-only server, use LocalMachine. Logged once."
             );
         }
@@ -174,7 +174,7 @@ impl<S: ServerHandler> WriteGuard<S> {
 /// The refusal for the first gate that said no.
 fn refuse_at(
     gate: Gate,
-    args_error: Option<&approval_core::ArgsError>,
+    args_error: Option<&mcp_write_guard_core::ArgsError>,
     token: TokenRejection,
 ) -> Refusal {
     match gate {

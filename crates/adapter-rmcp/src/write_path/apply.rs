@@ -6,7 +6,8 @@
 //! with it ([`crate::WriteStep::Apply`]) and the tool compares it inside the transaction that
 //! applies. For `prepare_admin_action` the apply is issuing the token.
 
-use approval_core::{Approved, TokenRejection, issue_token, spend_token};
+use mcp_write_guard_core::{Approved, TokenRejection, issue_token, spend_token};
+use mcp_write_guard_policy::{CONFIRMATION_TOKEN_ARG, Classification};
 use rmcp::{
     ServerHandler,
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock},
@@ -14,7 +15,6 @@ use rmcp::{
 };
 use serde_json::json;
 use time::format_description::well_known::Rfc3339;
-use write_policy::{CONFIRMATION_TOKEN_ARG, Classification};
 
 use super::{Call, capture::AdminTarget, refusal::Refusal};
 use crate::{
@@ -121,7 +121,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// say whether, or on which state, it wrote.
     fn not_vouched(&self, tool: &str, reason: &'static str) -> Refusal {
         tracing::error!(
-            target: "adapter_rmcp",
+            target: "mcp_write_guard_rmcp",
             tool,
             reason,
             "a tool that opted in to previews must call ApprovedPreview::check in its apply and \

@@ -7,7 +7,7 @@
 //! Either way the open approval lives in the store (a store that is down, or a person with too
 //! many open approvals, is a refusal), and one `asked` record says what was shown.
 
-use approval_core::{PendingApproval, render_key, take_approval};
+use mcp_write_guard_core::{PendingApproval, render_key, take_approval};
 use rmcp::{
     ServerHandler,
     model::CallToolResponse,
@@ -63,7 +63,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let era = elicit::era(context);
         match era {
             Era::InputRounds => {
-                let state = approval_core::open_round_trip(store, &pending, now)
+                let state = mcp_write_guard_core::open_round_trip(store, &pending, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &prompt, era);
@@ -73,9 +73,9 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
             Era::Legacy => {
                 let Some(time_left) = pending.time_left(now) else {
-                    return Err(Refusal::denied(approval_core::DenyReason::Expired));
+                    return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
                 };
-                let id = approval_core::store_approval(store, &pending, now)
+                let id = mcp_write_guard_core::store_approval(store, &pending, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &prompt, era);
@@ -95,7 +95,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 let answer = match answer {
                     Ok(answer) => answer,
                     Err(Error::TimedOut) => {
-                        return Err(Refusal::denied(approval_core::DenyReason::Expired));
+                        return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
                     }
                     Err(error) => return Err(Refusal::ask_failed(&error)),
                 };

@@ -6,14 +6,14 @@
 //!
 //! [`WriteStep::Preview`]: crate::WriteStep::Preview
 
-use approval_core::{CapturedArgs, PendingApproval, Principal, ToolName, previews_match};
+use mcp_write_guard_core::{CapturedArgs, PendingApproval, Principal, ToolName, previews_match};
+use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject},
     service::{RequestContext, RoleServer},
 };
 use serde_json::Value;
-use write_policy::Classification;
 
 use super::{Call, refusal::Refusal};
 use crate::{

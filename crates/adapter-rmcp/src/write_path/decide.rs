@@ -1,10 +1,12 @@
 //! Step 4 of a write: the person's answer becomes an [`Approved`] or a refusal (DESIGN step 7).
 //!
-//! approval-core decides: only `accept` with `approve == true`, inside the approval clock,
+//! mcp-write-guard-core decides: only `accept` with `approve == true`, inside the approval clock,
 //! approves, and [`PendingApproval::decide`] consumes the pending approval, so the arguments
 //! that reach the apply are the ones the person was asked about.
 
-use approval_core::{Approved, CapturedArgs, PendingApproval, Principal, Verdict, take_round_trip};
+use mcp_write_guard_core::{
+    Approved, CapturedArgs, PendingApproval, Principal, Verdict, take_round_trip,
+};
 use rmcp::ServerHandler;
 
 use super::{Call, admit::Retry, refusal::Refusal};

@@ -5,19 +5,19 @@
 //! ```
 //!
 //! - [`admit`]: who is asking, writes on, the arguments captured once, no task, a retry or
-//!   not, the client can be asked, the token would spend (the order is approval-core's
+//!   not, the client can be asked, the token would spend (the order is mcp-write-guard-core's
 //!   `admit`).
 //! - [`capture`]: what the person will approve: the tool's preview (the target's, for
 //!   `prepare_admin_action`) and the pending approval.
 //! - [`ask`]: the question, in the request's protocol era; the `asked` audit record.
-//! - [`decide`]: the answer turned into an [`Approved`] or a refusal (approval-core decides).
+//! - [`decide`]: the answer turned into an [`Approved`] or a refusal (mcp-write-guard-core decides).
 //! - [`apply`]: only an [`Approved`] gets here: spend the token, compare-and-apply (or issue
 //!   the admin token).
 //! - [`wrap`]: the result in the envelope.
 //!
 //! Every step returns `Result<_, Refusal>`; [`Refusal`] carries the audit outcome, the audit
 //! reason and the answer the model reads, and [`WriteGuard::write`] records it. Every decision
-//! is taken by write-policy, approval-core or envelope; these modules sequence them and talk
+//! is taken by mcp-write-guard-policy, mcp-write-guard-core or envelope; these modules sequence them and talk
 //! to rmcp.
 
 mod admit;
@@ -28,13 +28,13 @@ mod decide;
 mod refusal;
 mod wrap;
 
-use approval_core::{ApprovalId, Approved, ArgsDigest, Principal, ToolName, danger};
+use mcp_write_guard_core::{ApprovalId, Approved, ArgsDigest, Principal, ToolName, danger};
+use mcp_write_guard_policy::Classification;
 use rmcp::{
     ErrorData, ServerHandler,
     model::{CallToolRequestParams, CallToolResponse},
     service::{RequestContext, RoleServer},
 };
-use write_policy::Classification;
 
 pub use refusal::STALE_MESSAGE;
 

@@ -4,7 +4,9 @@
 //! the pipeline records it and answers with it, nothing else. Texts that name a lifetime read it
 //! from the configured [`ApprovalPolicy`].
 
-use approval_core::{ApprovalPolicy, DenyReason, RoundTripRejection, StoreError, TokenRejection};
+use mcp_write_guard_core::{
+    ApprovalPolicy, DenyReason, RoundTripRejection, StoreError, TokenRejection,
+};
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use crate::{audit::Outcome, error::Error};

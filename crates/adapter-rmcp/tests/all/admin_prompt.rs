@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{
+use mcp_write_guard_rmcp::{
     Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuardBuilder, WriteStep, write_step,
 };
 use parking_lot::Mutex;
@@ -256,9 +256,16 @@ async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
     h.assert_refused_before_asking(&result, &before, "preview failed");
     // The tool's own words, in the envelope, as a failed preview of the tool itself is.
     let text = text_of(&result);
-    let wrapped = envelope::parse_text(&text).unwrap_or_else(|| panic!("not wrapped: {text}"));
-    assert_eq!(envelope::unwrap(&wrapped), Some(&json!(no_such_row("zzz"))));
-    assert_eq!(envelope::source(&wrapped), Some("fixture/delete_row"));
+    let wrapped = mcp_write_guard_envelope::parse_text(&text)
+        .unwrap_or_else(|| panic!("not wrapped: {text}"));
+    assert_eq!(
+        mcp_write_guard_envelope::unwrap(&wrapped),
+        Some(&json!(no_such_row("zzz")))
+    );
+    assert_eq!(
+        mcp_write_guard_envelope::source(&wrapped),
+        Some("fixture/delete_row")
+    );
     assert_eq!(h.state().previews, before.previews + 1);
 
     // Nothing was issued: the act has no token to present and is refused before asking.

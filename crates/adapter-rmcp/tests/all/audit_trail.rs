@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex as StdMutex};
 
-use adapter_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outcome, TracingSink};
+use mcp_write_guard_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outcome, TracingSink};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -95,7 +95,7 @@ async fn a_stale_write_is_asked_approved_then_stale_under_one_id(era: Era) {
         Reply::Approve,
     )]);
     let result = h.call("set_counter", json!({"value": 7})).await;
-    assert_eq!(text_of(&result), adapter_rmcp::STALE_MESSAGE);
+    assert_eq!(text_of(&result), mcp_write_guard_rmcp::STALE_MESSAGE);
     assert_eq!(h.state().counter, 3);
     let records = h.audit.records();
     assert_eq!(
@@ -171,7 +171,7 @@ fn a_record() -> AuditRecord {
         + time::Duration::milliseconds(740);
     AuditRecord::new(
         time,
-        Some(approval_core::Principal::new("connection:1")),
+        Some(mcp_write_guard_core::Principal::new("connection:1")),
         "adjust_stock",
         None,
         Outcome::Declined,

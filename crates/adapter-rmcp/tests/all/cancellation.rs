@@ -6,7 +6,7 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
-use adapter_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
+use mcp_write_guard_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
 use serde_json::json;
 
 use crate::common::{Era, Reply, prepare_token_on, text_of};

@@ -1,7 +1,7 @@
 //! Tools that opted in to previews but get the compare-and-apply wrong, in both protocol eras:
 //! the guard never passes their word on as a success it cannot vouch for.
 
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
 use serde_json::json;
 
 use crate::common::{

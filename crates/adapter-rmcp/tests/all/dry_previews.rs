@@ -6,7 +6,7 @@ use std::sync::{
     atomic::{AtomicI64, Ordering},
 };
 
-use adapter_rmcp::{MemorySink, Outcome, WriteGuard, WriteStep, write_step};
+use mcp_write_guard_rmcp::{MemorySink, Outcome, WriteGuard, WriteStep, write_step};
 use rmcp::{
     ErrorData, ServerHandler,
     model::{

@@ -1,6 +1,6 @@
 //! `get_tool` and `tools/list` agree on `prepare_admin_action`.
 
-use adapter_rmcp::{PREPARE_ADMIN_ACTION, WriteGuard};
+use mcp_write_guard_rmcp::{PREPARE_ADMIN_ACTION, WriteGuard};
 use rmcp::ServerHandler;
 
 use crate::common::{ERAS, Fixture, ScriptedClient, connect, notes::Notes};

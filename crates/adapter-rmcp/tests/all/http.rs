@@ -9,9 +9,11 @@ use std::{
     time::Duration,
 };
 
-use adapter_rmcp::http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource, TokenRejection};
 use axum::{Router, extract::State, routing::get};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+use mcp_write_guard_rmcp::http::{
+    AuthConfig, BearerAuth, BoundedSessions, JwksSource, TokenRejection,
+};
 use parking_lot::Mutex;
 use rmcp::{
     ServerHandler,

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use adapter_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
 

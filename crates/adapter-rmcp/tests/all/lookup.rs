@@ -2,8 +2,8 @@
 //! each tool through `list_tools`, following the cursor to the last page, and classifies it
 //! exactly as it would through `get_tool`.
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
-use approval_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::json;
 
 use crate::common::{

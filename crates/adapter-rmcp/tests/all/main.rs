@@ -1,7 +1,7 @@
 //! The adapter's integration tests, one module per behaviour, built as one binary so that the
 //! suite links once. Shared servers and harnesses are in `common` and `wrapped`; the scripted
 //! clients, the in-memory connect and the failing store are the crate's own test kit
-//! (`adapter_rmcp::test_util`, feature `test-util`).
+//! (`mcp_write_guard_rmcp::test_util`, feature `test-util`).
 //!
 //! proptest keeps the shrunk failures of module `m` in `tests/proptest-regressions/m.txt`.
 #![allow(

@@ -2,7 +2,7 @@
 //! exactly the lines its wording intends and no control, format or separator character of its
 //! own making: the default wording, and a tool's own wording built from `PromptInput`.
 
-use adapter_rmcp::{PromptInput, default_prompt};
+use mcp_write_guard_rmcp::{PromptInput, default_prompt};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use unicode_general_category::{GeneralCategory, get_general_category};

@@ -1,8 +1,8 @@
 //! Invariants over inputs: any answer that is not `accept` with `approve: true` writes nothing,
 //! in either era; and what is applied is exactly what was approved.
 
-use adapter_rmcp::{INPUT_KEY, Outcome};
-use approval_core::{AnswerAction, Decision, DenyReason, decide_answer};
+use mcp_write_guard_core::{AnswerAction, Decision, DenyReason, decide_answer};
+use mcp_write_guard_rmcp::{INPUT_KEY, Outcome};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, InputResponses};
 use serde_json::{Value, json};
@@ -41,7 +41,7 @@ fn approves(action: &str, content: &Option<Value>) -> bool {
             .is_some_and(|a| *a == json!(true))
 }
 
-/// The refusal approval-core's decision calls for: the outcome and the audit reason.
+/// The refusal mcp-write-guard-core's decision calls for: the outcome and the audit reason.
 fn expected_refusal(action: &str, content: Option<&Value>) -> (Outcome, &'static str) {
     let Decision::Deny(reason) = decide_answer(&AnswerAction::from_wire(action), content) else {
         panic!("{action} {content:?} approves");

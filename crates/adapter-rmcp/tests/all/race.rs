@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
 use proptest::{collection::vec, prelude::*};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, test_util::FailingStore};
-use approval_core::Store;
+use mcp_write_guard_core::Store;
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, test_util::FailingStore};
 use serde_json::json;
 
 use crate::common::{Era, Reply, prepare_token_on, unwrapped};

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
-use approval_core::ManualClock;
+use mcp_write_guard_core::ManualClock;
+use mcp_write_guard_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
 use rmcp::{
     ServerHandler, ServiceExt,
     model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, Tool},
@@ -158,7 +158,10 @@ async fn tools_list_is_rewritten(era: Era) {
         .output_schema
         .clone()
         .unwrap();
-    assert_eq!(*schema, envelope::wrap_output_schema(&original_schema));
+    assert_eq!(
+        *schema,
+        mcp_write_guard_envelope::wrap_output_schema(&original_schema)
+    );
 
     // Tools that need no rewrite are advertised as they are.
     for name in ["add_row", "set_counter", "list_rows"] {
@@ -182,15 +185,18 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
     h.fixture.state.lock().counter = 4;
     let read = h.call("get_counter", json!({})).await;
     assert_eq!(unwrapped(&read), json!({"counter": 4}));
-    let source = envelope::source(read.structured_content.as_ref().unwrap());
+    let source = mcp_write_guard_envelope::source(read.structured_content.as_ref().unwrap());
     assert_eq!(source, Some("fixture/get_counter"));
 
     let rows = h.call("list_rows", json!({})).await;
     let text = text_of(&rows);
-    assert!(text.starts_with(envelope::NOTICE_PREFIX), "{text}");
-    let parsed = envelope::parse_text(&text).unwrap();
     assert!(
-        envelope::unwrap(&parsed)
+        text.starts_with(mcp_write_guard_envelope::NOTICE_PREFIX),
+        "{text}"
+    );
+    let parsed = mcp_write_guard_envelope::parse_text(&text).unwrap();
+    assert!(
+        mcp_write_guard_envelope::unwrap(&parsed)
             .unwrap()
             .as_str()
             .unwrap()
@@ -224,9 +230,12 @@ async fn the_text_prefix_can_be_turned_off(era: Era) {
     .await;
     let rows = h.call("list_rows", json!({})).await;
     let text = text_of(&rows);
-    assert!(!text.starts_with(envelope::NOTICE_PREFIX), "{text}");
+    assert!(
+        !text.starts_with(mcp_write_guard_envelope::NOTICE_PREFIX),
+        "{text}"
+    );
     let parsed: Value = serde_json::from_str(&text).unwrap();
-    assert!(envelope::unwrap(&parsed).is_some());
+    assert!(mcp_write_guard_envelope::unwrap(&parsed).is_some());
 }
 
 async fn a_tool_router_server_is_guarded(era: Era) {
@@ -352,7 +361,7 @@ async fn non_object_arguments_are_refused_without_a_panic() {
         json!({"name": "add_row", "arguments": true}),
     ];
     let mut deep = json!(1);
-    for _ in 0..(approval_core::DEFAULT_MAX_DEPTH + 5) {
+    for _ in 0..(mcp_write_guard_core::DEFAULT_MAX_DEPTH + 5) {
         deep = json!([deep]);
     }
     // A control over the same connection: object arguments do reach the guard, which refuses

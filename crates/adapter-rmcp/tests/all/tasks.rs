@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::TASKS_EXTENSION_ID;
 use serde_json::json;
 

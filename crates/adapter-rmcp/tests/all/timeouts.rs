@@ -2,8 +2,8 @@
 //! as an expired approval, with nothing written. Time is tokio's paused clock, advanced by the
 //! runtime when everything waits; nothing sleeps.
 
-use adapter_rmcp::{MemorySink, Outcome};
-use approval_core::ManualClock;
+use mcp_write_guard_core::ManualClock;
+use mcp_write_guard_rmcp::{MemorySink, Outcome};
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
-use approval_core::{MemoryStore, Principal, StoreError};
+use mcp_write_guard_core::{MemoryStore, Principal, StoreError};
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
@@ -51,7 +51,7 @@ async fn approve_applies_exactly_the_previewed_change(era: Era) {
     assert_eq!(h.state().previews, 1);
     // The write result is wrapped.
     assert_eq!(unwrapped(&result), json!({"before": 0, "after": 7}));
-    assert!(text_of(&result).starts_with(envelope::NOTICE_PREFIX));
+    assert!(text_of(&result).starts_with(mcp_write_guard_envelope::NOTICE_PREFIX));
     // The user saw the tool, the argument and the before/after values.
     let asked = h.asked();
     assert_eq!(asked.len(), 1);
@@ -323,23 +323,23 @@ async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
     h.script([Reply::Approve, Reply::Approve]);
-    let huge = "x".repeat(approval_core::DEFAULT_MAX_BYTES + 1);
+    let huge = "x".repeat(mcp_write_guard_core::DEFAULT_MAX_BYTES + 1);
     let result = h.call("add_row", json!({"name": huge, "value": 1})).await;
     let too_large = format!(
         "tool arguments are larger than the limit of {} bytes",
-        approval_core::DEFAULT_MAX_BYTES
+        mcp_write_guard_core::DEFAULT_MAX_BYTES
     );
     h.assert_refused(&result, &before, Outcome::BadArguments, Some(&too_large));
 
     h.audit.clear();
     let mut deep = json!(1);
-    for _ in 0..(approval_core::DEFAULT_MAX_DEPTH + 5) {
+    for _ in 0..(mcp_write_guard_core::DEFAULT_MAX_DEPTH + 5) {
         deep = json!([deep]);
     }
     let result = h.call("add_row", json!({"name": "a", "value": deep})).await;
     let too_deep = format!(
         "tool arguments nest deeper than the limit of {} levels",
-        approval_core::DEFAULT_MAX_DEPTH
+        mcp_write_guard_core::DEFAULT_MAX_DEPTH
     );
     h.assert_refused(&result, &before, Outcome::BadArguments, Some(&too_deep));
     assert!(h.asked().is_empty());
@@ -506,9 +506,9 @@ async fn an_apply_error_after_approval_is_recorded(era: Era) {
 #[tokio::test]
 async fn a_call_cancelled_while_asking_writes_nothing() {
     let fixture = Fixture::default();
-    let memory = adapter_rmcp::MemorySink::new();
+    let memory = mcp_write_guard_rmcp::MemorySink::new();
     let sink = NotifyingSink::new(memory.clone());
-    let clock = approval_core::ManualClock::new(start_time());
+    let clock = mcp_write_guard_core::ManualClock::new(start_time());
     let guard = guard_builder(fixture.clone(), &memory, &clock, &Options::default())
         .audit(Arc::new(sink.clone()))
         .build();

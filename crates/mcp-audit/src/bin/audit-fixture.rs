@@ -1,14 +1,14 @@
 //! `audit-fixture MODE`: a small MCP server over stdio that mcp-audit's tests audit.
 //!
 //! This is a test fixture, not part of the audit. MODE is one of `annotated`, `unannotated`,
-//! `partial`, `rug-pull`, `needs-env`, `paged` (see `mcp_audit::fixture::FixtureMode`).
+//! `partial`, `rug-pull`, `needs-env`, `paged` (see `mcp_write_guard_audit::fixture::FixtureMode`).
 //!
 //! `audit-fixture replay FILE` answers `tools/list` with the recorded response in FILE, byte for
-//! byte (see `mcp_audit::fixture::replay`).
+//! byte (see `mcp_write_guard_audit::fixture::replay`).
 
 use std::process::ExitCode;
 
-use mcp_audit::fixture::{FixtureMode, FixtureServer};
+use mcp_write_guard_audit::fixture::{FixtureMode, FixtureServer};
 use rmcp::ServiceExt;
 
 #[tokio::main(flavor = "current_thread")]
@@ -68,7 +68,7 @@ async fn replay(file: Option<std::ffi::OsString>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = match mcp_audit::fixture::recorded_result(&recorded) {
+    let result = match mcp_write_guard_audit::fixture::recorded_result(&recorded) {
         Ok(result) => result,
         Err(e) => {
             eprintln!("audit-fixture: {}: {e}", file.to_string_lossy());
@@ -76,7 +76,7 @@ async fn replay(file: Option<std::ffi::OsString>) -> ExitCode {
         }
     };
     let input = tokio::io::BufReader::new(tokio::io::stdin());
-    match mcp_audit::fixture::replay(result, input, tokio::io::stdout()).await {
+    match mcp_write_guard_audit::fixture::replay(result, input, tokio::io::stdout()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("audit-fixture: {e}");

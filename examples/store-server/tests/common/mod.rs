@@ -47,17 +47,17 @@ impl Log {
     }
 
     /// The audit decisions logged so far, in order: the `outcome=` field of each line the
-    /// default audit sink (`adapter_rmcp::audit`) wrote, except the `asked` records.
+    /// default audit sink (`mcp_write_guard_rmcp::audit`) wrote, except the `asked` records.
     pub fn outcomes(&self) -> Vec<String> {
         self.lines()
             .iter()
-            .filter(|line| line.contains("adapter_rmcp::audit"))
+            .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
             .filter_map(|line| {
                 line.split_whitespace()
                     .find_map(|field| field.strip_prefix("outcome="))
                     .map(str::to_owned)
             })
-            .filter(|outcome| outcome != adapter_rmcp::Outcome::Asked.as_str())
+            .filter(|outcome| outcome != mcp_write_guard_rmcp::Outcome::Asked.as_str())
             .collect()
     }
 
@@ -74,7 +74,7 @@ impl Log {
     }
 
     /// How many of the logged outcomes are `outcome`.
-    pub fn count(&self, outcome: adapter_rmcp::Outcome) -> usize {
+    pub fn count(&self, outcome: mcp_write_guard_rmcp::Outcome) -> usize {
         self.outcomes()
             .iter()
             .filter(|logged| logged.as_str() == outcome.as_str())

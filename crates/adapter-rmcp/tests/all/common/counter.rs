@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{INPUT_KEY, MemorySink, WriteGuard, WriteStep, write_step};
-use approval_core::ManualClock;
+use mcp_write_guard_core::ManualClock;
+use mcp_write_guard_rmcp::{INPUT_KEY, MemorySink, WriteGuard, WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, Peer, RoleClient, ServerHandler,

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{
+use mcp_write_guard_core::ManualClock;
+use mcp_write_guard_rmcp::{
     AuditRecord, AuditSink, MemorySink, WriteGuard, WriteGuardBuilder,
     danger::AllowWritesWithoutElicitation,
 };
-use approval_core::ManualClock;
 use tokio::sync::Notify;
 
 use super::{Fixture, Harness, Options, connect, start_time};

@@ -15,7 +15,7 @@ use std::{
     sync::{Arc, LazyLock},
 };
 
-use adapter_rmcp::{WriteStep, write_step};
+use mcp_write_guard_rmcp::{WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,

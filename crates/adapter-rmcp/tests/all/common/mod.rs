@@ -11,8 +11,8 @@ pub mod paged;
 
 use std::sync::Arc;
 
-use adapter_rmcp::{MemorySink, Outcome, WriteGuard, WriteGuardBuilder};
-use approval_core::ManualClock;
+use mcp_write_guard_core::ManualClock;
+use mcp_write_guard_rmcp::{MemorySink, Outcome, WriteGuard, WriteGuardBuilder};
 use rmcp::{
     RoleClient, ServerHandler,
     model::*,
@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 
 pub use fixture::{Fixture, State};
 
-pub use adapter_rmcp::{
+pub use mcp_write_guard_rmcp::{
     Era,
     test_util::{ERAS, Reply, ScriptedClient, SilentClient, connect},
 };
@@ -234,7 +234,7 @@ pub async fn prepare_token_on(
     scripted.script([Reply::Approve]);
     let result = call_on(
         client,
-        adapter_rmcp::PREPARE_ADMIN_ACTION,
+        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
         json!({"tool": tool, "arguments": args}),
     )
     .await
@@ -260,7 +260,7 @@ pub fn unwrapped(result: &CallToolResult) -> Value {
         .structured_content
         .as_ref()
         .expect("structured content");
-    envelope::unwrap(structured)
+    mcp_write_guard_envelope::unwrap(structured)
         .unwrap_or_else(|| panic!("not wrapped: {structured}"))
         .clone()
 }

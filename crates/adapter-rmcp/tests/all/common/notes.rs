@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use adapter_rmcp::{WriteStep, write_step};
+use mcp_write_guard_rmcp::{WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,

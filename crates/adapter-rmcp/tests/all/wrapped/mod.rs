@@ -8,7 +8,7 @@ use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
 };
 
-use adapter_rmcp::{WriteStep, write_step};
+use mcp_write_guard_rmcp::{WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,
@@ -108,7 +108,7 @@ impl ServerHandler for Wrapped {
     }
 }
 
-use adapter_rmcp::{Outcome, WriteGuardBuilder};
+use mcp_write_guard_rmcp::{Outcome, WriteGuardBuilder};
 
 use crate::common::{Connected, Era, State, text_of};
 
