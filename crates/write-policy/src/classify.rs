@@ -91,13 +91,59 @@ pub struct Classification {
     pub effective: EffectiveAnnotations,
 }
 
-/// Whether an input schema declares a `confirmationToken` property
-/// (`properties.confirmationToken` exists, whatever its own schema).
+/// Whether an input schema declares a `confirmationToken` property of the arguments object:
+/// in its `properties`, or in the `properties` of a schema it is composed of (`allOf`, `anyOf`,
+/// `oneOf`, `if`/`then`/`else`, and local `$ref`s to `#/$defs/…` or `#/definitions/…`),
+/// whatever the property's own schema.
+///
+/// A composition nested deeper than [`MAX_SCHEMA_COMPOSITION`] (a `$ref` cycle, say) counts as
+/// declaring it: the tool is then treated as a token-gated destructive write, the cautious
+/// reading. A `$ref` to another document cannot be read here and declares nothing.
 pub fn declares_confirmation_token(input_schema: &Map<String, Value>) -> bool {
-    input_schema
+    declares_token_in(input_schema, input_schema, 0)
+}
+
+/// How deep [`declares_confirmation_token`] follows compositions and `$ref`s.
+pub const MAX_SCHEMA_COMPOSITION: usize = 16;
+
+fn declares_token_in(root: &Map<String, Value>, schema: &Map<String, Value>, depth: usize) -> bool {
+    if depth > MAX_SCHEMA_COMPOSITION {
+        return true;
+    }
+    let declared_here = schema
         .get("properties")
         .and_then(Value::as_object)
-        .is_some_and(|properties| properties.contains_key(CONFIRMATION_TOKEN_ARG))
+        .is_some_and(|properties| properties.contains_key(CONFIRMATION_TOKEN_ARG));
+    let mut parts = ["allOf", "anyOf", "oneOf"]
+        .into_iter()
+        .filter_map(|key| schema.get(key).and_then(Value::as_array))
+        .flatten()
+        .chain(
+            ["if", "then", "else"]
+                .into_iter()
+                .filter_map(|key| schema.get(key)),
+        )
+        .filter_map(Value::as_object)
+        .chain(schema.get("$ref").and_then(|r| local_ref(root, r)));
+    declared_here || parts.any(|part| declares_token_in(root, part, depth + 1))
+}
+
+/// The schema a local `$ref` (`#`, `#/$defs/Name`, `#/definitions/Name`) points at.
+fn local_ref<'a>(
+    root: &'a Map<String, Value>,
+    reference: &Value,
+) -> Option<&'a Map<String, Value>> {
+    let pointer = reference.as_str()?.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .try_fold(root, |object, part| {
+            let part = part.replace("~1", "/").replace("~0", "~");
+            object.get(&part)?.as_object()
+        })
 }
 
 /// Classifies a tool.
@@ -332,6 +378,52 @@ mod tests {
             (
                 json!({"type": "object", "properties": {"a": {}, "confirmationToken": {"type": "string"}}}),
                 true,
+            ),
+            // Composed schemas: the arguments object is still the one that declares it.
+            (
+                json!({"allOf": [{"properties": {"confirmationToken": {}}}]}),
+                true,
+            ),
+            (
+                json!({"anyOf": [{}, {"properties": {"confirmationToken": {}}}]}),
+                true,
+            ),
+            (
+                json!({"oneOf": [{"allOf": [{"properties": {"confirmationToken": {}}}]}]}),
+                true,
+            ),
+            (
+                json!({"if": {}, "then": {"properties": {"confirmationToken": {}}}}),
+                true,
+            ),
+            (
+                json!({"$ref": "#/$defs/Args", "$defs": {"Args": {"properties": {"confirmationToken": {}}}}}),
+                true,
+            ),
+            (
+                json!({"allOf": [{"$ref": "#/definitions/A~1B"}], "definitions": {"A/B": {"properties": {"confirmationToken": {}}}}}),
+                true,
+            ),
+            // A $ref cycle is read the cautious way.
+            (json!({"$ref": "#"}), true),
+            (
+                json!({"$ref": "#/$defs/A", "$defs": {"A": {"$ref": "#/$defs/A"}}}),
+                true,
+            ),
+            // Nested objects, other documents and other keys declare nothing.
+            (
+                json!({"properties": {"a": {"properties": {"confirmationToken": {}}}}}),
+                false,
+            ),
+            (json!({"$ref": "https://example.com/args.json"}), false),
+            (json!({"$ref": "#/$defs/Missing", "$defs": {}}), false),
+            (
+                json!({"allOf": [{"properties": {"a": {}}}], "$defs": {"X": {"properties": {"confirmationToken": {}}}}}),
+                false,
+            ),
+            (
+                json!({"not": {"properties": {"confirmationToken": {}}}}),
+                false,
             ),
         ];
         for (schema, gated) in cases {

@@ -71,8 +71,8 @@ mod surface;
 
 pub use annotations::{Annotations, EffectiveAnnotations, effective_annotations};
 pub use classify::{
-    CONFIRMATION_TOKEN_ARG, Classification, ToolClass, ToolFacts, advertised_annotations, classify,
-    declares_confirmation_token,
+    CONFIRMATION_TOKEN_ARG, Classification, MAX_SCHEMA_COMPOSITION, ToolClass, ToolFacts,
+    advertised_annotations, classify, declares_confirmation_token,
 };
 pub use contract::{Drift, SurfaceContract};
 pub use error::Error;
