@@ -450,7 +450,7 @@ impl BearerAuth {
         }
         let client = match &config.jwks {
             JwksSource::File(_) => None,
-            JwksSource::Url(_) => Some(http_client(config.jwks_roots.as_deref())?),
+            JwksSource::Url(url) => Some(http_client(url, config.jwks_roots.as_deref())?),
         };
         let keys = load(&config.jwks, client.as_ref()).await?;
         let metadata_url = format!("{}{METADATA_PATH}", config.base());
@@ -813,7 +813,10 @@ impl Claims {
     }
 }
 
-fn http_client(roots: Option<&[u8]>) -> Result<ureq::Agent, AuthError> {
+/// The client that fetches the JWKS at `url`. A plain `http` URL (loopback, see
+/// [`JwksSource::parse`]) is fetched directly, never through a proxy named in the environment:
+/// keys that left the machine in the clear could be swapped on the way.
+fn http_client(url: &str, roots: Option<&[u8]>) -> Result<ureq::Agent, AuthError> {
     let mut tls = ureq::tls::TlsConfig::builder();
     if let Some(pem) = roots {
         let certificates = ureq::tls::parse_pem(pem)
@@ -831,8 +834,14 @@ fn http_client(roots: Option<&[u8]>) -> Result<ureq::Agent, AuthError> {
         }
         tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certificates)));
     }
+    let proxy = if url.starts_with("http://") {
+        None
+    } else {
+        ureq::Proxy::try_from_env()
+    };
     let config = ureq::Agent::config_builder()
         .tls_config(tls.build())
+        .proxy(proxy)
         .timeout_global(Some(Duration::from_secs(10)))
         .max_redirects(0)
         .https_only(false)

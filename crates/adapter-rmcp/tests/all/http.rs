@@ -313,3 +313,60 @@ async fn a_jwks_over_https_is_fetched_from_a_trusted_server_only() {
         .unwrap_err();
     assert!(error.to_string().contains("no PEM certificate"), "{error}");
 }
+
+/// Run with the proxy variables set by
+/// [`a_plain_http_jwks_on_loopback_never_goes_through_a_proxy`]: builds the layer from a JWKS on
+/// loopback.
+#[tokio::test]
+#[ignore = "run by a_plain_http_jwks_on_loopback_never_goes_through_a_proxy"]
+async fn loopback_jwks_with_proxy_variables_set() {
+    assert!(
+        std::env::var_os("HTTP_PROXY").is_some(),
+        "run by its parent test"
+    );
+    let (_, jwk) = key("k1");
+    let keys = KeyServer::default();
+    *keys.document.lock() = json!({"keys": [jwk]});
+    let url = serve_keys(keys.clone()).await;
+    let config = AuthConfig::new(
+        ISSUER,
+        AUDIENCE,
+        JwksSource::parse(&url).unwrap(),
+        "http://127.0.0.1:1/mcp",
+    );
+    BearerAuth::new(config).await.unwrap();
+    assert_eq!(keys.fetches.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_plain_http_jwks_on_loopback_never_goes_through_a_proxy() {
+    // Keys fetched over plain http are only safe when they never leave the machine; a proxy
+    // named in the environment would carry them (and could swap them).
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    proxy.set_nonblocking(true).unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "http::loopback_jwks_with_proxy_variables_set",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("HTTP_PROXY", &proxy_url)
+        .env("http_proxy", &proxy_url)
+        .env("ALL_PROXY", &proxy_url)
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    assert!(
+        proxy.accept().is_err(),
+        "the JWKS request went to the proxy"
+    );
+    assert!(
+        child.status.success(),
+        "the layer was not built from the loopback JWKS: {}{}",
+        String::from_utf8_lossy(&child.stdout),
+        String::from_utf8_lossy(&child.stderr)
+    );
+}
