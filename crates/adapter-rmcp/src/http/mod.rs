@@ -96,10 +96,11 @@ pub fn is_plain_endpoint_url(url: &str) -> bool {
             .any(|segment| segment == "." || segment == "..")
 }
 
-/// `host[:port]` with the host a DNS name (letters, digits, inner `-`), a dotted IPv4 address
-/// or a bracketed IPv6 address, and the port 1 to 65535 without leading zeros. `Some(port)` when
-/// it is one, `None` when it is not: a spelling that URL parsers would read differently (an IPv4
-/// address out of range, `1.2.3`, user info, an empty label) is refused rather than guessed.
+/// `host[:port]` with the host a DNS name (letters, digits, inner `-`, the last label not a
+/// number), a dotted decimal IPv4 address or a bracketed IPv6 address, and the port 1 to 65535
+/// without leading zeros. `Some(port)` when it is one, `None` when it is not: a spelling that URL
+/// parsers would read differently (an IPv4 address out of range, `1.2.3`, `0x7f.1`, user info,
+/// an empty label) is refused rather than guessed.
 fn plain_authority(authority: &str) -> Option<Option<u16>> {
     let (host_ok, port) = match authority.strip_prefix('[') {
         Some(bracketed) => {
@@ -115,10 +116,15 @@ fn plain_authority(authority: &str) -> Option<Option<u16>> {
                         && !label.ends_with('-')
                         && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
                 });
-            // All-numeric labels are an IPv4 address, and only a well-formed one is accepted.
-            let numeric = host
-                .split('.')
-                .all(|l| l.chars().all(|c| c.is_ascii_digit()));
+            // A host whose last label is a number (decimal, or hex after `0x`) is an IPv4
+            // address to URL parsers and resolvers (`0x7f.1` is 127.0.0.1), and only the dotted
+            // decimal form is accepted.
+            let last = host.rsplit('.').next().unwrap_or_default();
+            let hex = last
+                .strip_prefix("0x")
+                .or_else(|| last.strip_prefix("0X"))
+                .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+            let numeric = hex || last.chars().all(|c| c.is_ascii_digit());
             let ipv4_ok = !numeric || host.parse::<std::net::Ipv4Addr>().is_ok();
             (labels_ok && ipv4_ok, port)
         }
@@ -174,6 +180,12 @@ mod tests {
             "https://999.999.999.999/mcp",
             "https://1.2.3/mcp",
             "https://h:+1/mcp",
+            // Hosts that end in a number are IPv4 addresses to WHATWG URL parsers and to
+            // `inet_aton`: `0x7f.1` and `0x7f000001` are 127.0.0.1.
+            "http://0x7f.1:8080/mcp",
+            "http://0x7f000001/mcp",
+            "http://a.1/mcp",
+            "http://h.0x/mcp",
         ] {
             assert!(!is_plain_endpoint_url(bad), "{bad}");
         }
@@ -203,6 +215,8 @@ mod tests {
             "https://300.1.1.1",
             "app.example",
             "ws://h",
+            "http://0x7f.0.0.1:5173",
+            "http://0X7F000001",
         ] {
             assert_eq!(exact_origin(bad), None, "{bad}");
         }
