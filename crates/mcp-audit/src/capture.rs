@@ -51,6 +51,9 @@ struct Response<'a> {
     id: Value,
     #[serde(borrow, default)]
     result: Option<&'a RawValue>,
+    /// Present on a request from the server, which is not an answer whatever its id.
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
 }
 
 fn is_tools_list(message: &[u8]) -> Option<Value> {
@@ -81,19 +84,30 @@ impl Recorder {
         let responses: Vec<Response<'_>> = recorded
             .received
             .iter()
-            .filter_map(|m| serde_json::from_slice(m).ok())
+            .filter_map(|m| serde_json::from_slice::<Response<'_>>(m).ok())
+            .filter(|r| r.method.is_none())
             .collect();
         let mut results = Vec::new();
         for id in recorded.sent.iter().filter_map(|m| is_tools_list(m)) {
-            let result = responses
-                .iter()
-                .find(|r| r.id == id)
-                .and_then(|r| r.result)
-                .ok_or_else(|| {
-                    AuditError::ListTools(format!(
-                        "the answer to tools/list request {id} was not received as sent"
-                    ))
-                })?;
+            // rmcp takes the first answer to a pending request and drops the rest, even one that
+            // came before the request: with more than one, what was recorded may not be what
+            // rmcp parsed.
+            let answers: Vec<&Response<'_>> = responses.iter().filter(|r| r.id == id).collect();
+            let result = match answers.as_slice() {
+                [answer] => answer.result,
+                [] => None,
+                more => {
+                    return Err(AuditError::ListTools(format!(
+                        "the server sent {} answers to tools/list request {id}",
+                        more.len()
+                    )));
+                }
+            }
+            .ok_or_else(|| {
+                AuditError::ListTools(format!(
+                    "the answer to tools/list request {id} was not received as sent"
+                ))
+            })?;
             results.push(result);
         }
         ToolsList::from_results(results)
@@ -423,6 +437,38 @@ mod tests {
             recorder.tools_list(),
             Err(AuditError::ListTools(m)) if m.contains("request 7")
         ));
+    }
+
+    #[test]
+    fn a_second_answer_to_a_list_request_is_an_error() {
+        // rmcp takes the first answer with a pending id and drops the others, including one
+        // sent before the request: a server that answers twice could show the audit one list
+        // and the client another.
+        let request = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let safe = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read"}]}}"#;
+        let real = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"delete_all"}]}}"#;
+        for received in [[safe, real], [real, safe]] {
+            let recorder = tap(&[request], &received);
+            assert!(matches!(
+                recorder.tools_list(),
+                Err(AuditError::ListTools(m)) if m.contains("2 answers") && m.contains("request 1")
+            ));
+        }
+    }
+
+    #[test]
+    fn a_server_request_with_the_same_id_is_not_an_answer() {
+        // Server and client number their requests independently.
+        let recorder = tap(
+            &[r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#],
+            &[
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}"#,
+            ],
+        );
+        let list = recorder.tools_list().unwrap();
+        let names: Vec<&str> = list.tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["a"]);
     }
 
     #[tokio::test]
