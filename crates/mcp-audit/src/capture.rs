@@ -121,7 +121,13 @@ pub(crate) struct LineTap<T> {
     recorder: Recorder,
     sent: bool,
     pending: Vec<u8>,
+    /// Inside a line longer than rmcp reads, skipping to its end.
+    discarding: bool,
 }
+
+/// rmcp's stdio transport drops a line (with its newline) longer than this; the tap drops the
+/// same lines, so it records only what rmcp read and never holds more.
+const MAX_LINE_LENGTH: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 impl<T> LineTap<T> {
     /// Records what is read from `inner` as received messages.
@@ -131,6 +137,7 @@ impl<T> LineTap<T> {
             recorder,
             sent: false,
             pending: Vec::new(),
+            discarding: false,
         }
     }
 
@@ -143,15 +150,27 @@ impl<T> LineTap<T> {
     }
 
     fn push(&mut self, bytes: &[u8]) {
-        self.pending.extend_from_slice(bytes);
-        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
-            let mut line: Vec<u8> = self.pending.drain(..=end).collect();
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
+        for piece in bytes.split_inclusive(|b| *b == b'\n') {
+            let ends = piece.last() == Some(&b'\n');
+            if self.discarding {
+                self.discarding = !ends;
+                continue;
             }
-            if !line.is_empty() {
-                self.recorder.record(self.sent, line);
+            if self.pending.len().saturating_add(piece.len()) > MAX_LINE_LENGTH {
+                self.pending = Vec::new();
+                self.discarding = !ends;
+                continue;
+            }
+            self.pending.extend_from_slice(piece);
+            if ends {
+                let mut line = std::mem::take(&mut self.pending);
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if !line.is_empty() {
+                    self.recorder.record(self.sent, line);
+                }
             }
         }
     }
@@ -493,5 +512,32 @@ mod tests {
         assert_eq!(recorded.sent, recorded.received);
         assert_eq!(recorded.sent.len(), 2);
         assert_eq!(recorded.sent[0], br#"{"id":1,"method":"tools/list"}"#);
+    }
+
+    #[test]
+    fn a_line_tap_drops_the_lines_rmcp_drops_and_holds_no_more() {
+        use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH as MAX;
+        let recorder = Recorder::default();
+        let mut tap = LineTap::reading((), recorder.clone());
+        // A line of MAX bytes and its newline: one byte more than rmcp reads, so rmcp drops it.
+        let dropped = vec![b'x'; MAX];
+        tap.push(&dropped[..MAX / 2]);
+        tap.push(&dropped[MAX / 2..]);
+        tap.push(b"\n{\"id\":1}\n");
+        // The longest line rmcp keeps.
+        let kept = vec![b'y'; MAX - 1];
+        tap.push(&kept);
+        tap.push(b"\n");
+        // A line that never ends is not held beyond the limit.
+        for _ in 0..3 {
+            tap.push(&dropped);
+            assert!(tap.pending.len() <= MAX);
+        }
+        tap.push(b"\n{}\n");
+        let recorded = recorder.0.lock().unwrap();
+        assert_eq!(recorded.received.len(), 3);
+        assert_eq!(recorded.received[0], br#"{"id":1}"#);
+        assert_eq!(recorded.received[1], kept);
+        assert_eq!(recorded.received[2], b"{}");
     }
 }
