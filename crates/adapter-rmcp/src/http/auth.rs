@@ -946,6 +946,17 @@ mod tests {
             "https://user:secret@a.example/jwks",
             "https://a.example:99999/jwks",
             "https:///jwks",
+            // Spellings a resolver may take to loopback (or not): refused, never guessed.
+            "http://[::ffff:127.0.0.1]/jwks",
+            "http://0.0.0.0/jwks",
+            "http://127.1/jwks",
+            "http://0x7f.0.0.1/jwks",
+            "http://2130706433/jwks",
+            "http://localhost./jwks",
+            "http://LOCALHOST/jwks",
+            "http://localhost%2e/jwks",
+            "http://localhost:0/jwks",
+            "http://localhost:/jwks",
         ] {
             assert!(JwksSource::parse(remote).is_err(), "{remote}");
         }
