@@ -7,6 +7,7 @@ use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::args::CapturedArgs;
 use crate::canonical::{ArgLimits, canonical_json};
 use crate::ids::{ApprovalId, ArgsDigest, Principal, ToolName};
+use crate::page::PageId;
 use crate::policy::ApprovalPolicy;
 
 /// A question put to the user: who asked, which tool, the arguments captured for it, the preview
@@ -36,6 +37,8 @@ pub struct PendingApproval {
     preview: Value,
     asked_at: OffsetDateTime,
     expires_at: OffsetDateTime,
+    /// The approval page that asks about it, if the person is asked on a page.
+    page: Option<PageId>,
 }
 
 impl PendingApproval {
@@ -56,6 +59,7 @@ impl PendingApproval {
             preview,
             asked_at: now,
             expires_at: expiry(now, policy.approval_ttl),
+            page: None,
         }
     }
 
@@ -76,7 +80,14 @@ impl PendingApproval {
             preview,
             asked_at,
             expires_at,
+            page: None,
         }
+    }
+
+    /// The same approval, asked about on `page` (see [`open_page`](crate::open_page)).
+    pub(crate) fn on_page(mut self, page: PageId) -> Self {
+        self.page = Some(page);
+        self
     }
 
     /// The answer arrived at `now`. Consumes the pending approval: the result is
@@ -158,6 +169,12 @@ impl PendingApproval {
     /// The end of the approval clock (exclusive).
     pub fn expires_at(&self) -> OffsetDateTime {
         self.expires_at
+    }
+
+    /// The approval page the person answers on, when they are asked on a page (see
+    /// [`open_page`](crate::open_page)); `None` when the answer comes through the client.
+    pub fn page(&self) -> Option<&PageId> {
+        self.page.as_ref()
     }
 }
 

@@ -66,6 +66,9 @@ pub(crate) struct StoredApproval {
     pub(crate) id: String,
     pub(crate) arguments: Map<String, Value>,
     pub(crate) preview: Value,
+    /// The approval page that asks about it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) page: Option<String>,
 }
 
 /// Why taking a bound record failed.

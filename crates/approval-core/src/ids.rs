@@ -231,6 +231,14 @@ impl Serialize for ApprovalId {
         serializer.collect_str(self)
     }
 }
+
+/// Reads the text [`Serialize`] writes (and only the canonical form).
+impl<'de> Deserialize<'de> for ApprovalId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
 uuid_id!(
     /// The id of a round-trip state record: the `requestState` value handed to the client.
     StateId,

@@ -122,6 +122,7 @@ mod clock;
 pub mod danger;
 mod error;
 mod ids;
+mod page;
 mod policy;
 mod render;
 mod round_trip;
@@ -145,6 +146,10 @@ pub use clock::{Clock, SystemClock};
 pub use error::Error;
 pub use ids::{
     ApprovalId, ArgsDigest, ConfirmationToken, IdError, Principal, StateId, TokenId, ToolName,
+};
+pub use page::{
+    CsrfToken, OpenPage, PageAnswered, PageChoice, PageId, PageOutcome, PagePerson, PageRefusal,
+    PageSubject, PageView, answer_page, open_page, page_outcome, show_page, withdraw_page,
 };
 pub use policy::{
     ApprovalPolicy, DEFAULT_APPROVAL_TTL, DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_TOKEN_TTL,

@@ -167,6 +167,7 @@ async fn put_pending<S: Store + ?Sized>(
             id: pending.id().to_string(),
             arguments: pending.args().arguments().clone(),
             preview: pending.preview().clone(),
+            page: pending.page().map(ToString::to_string),
         }),
     };
     bound::put(store, key, record, now).await
@@ -188,7 +189,11 @@ fn restore(live: LiveRecord) -> Option<PendingApproval> {
     let stored = live.approval?;
     let id: ApprovalId = stored.id.parse().ok()?;
     let args = CapturedArgs::restore(stored.arguments, live.digest).ok()?;
-    Some(PendingApproval::from_parts(
+    let page = match stored.page {
+        Some(page) => Some(page.parse().ok()?),
+        None => None,
+    };
+    let pending = PendingApproval::from_parts(
         id,
         live.principal,
         live.tool,
@@ -196,7 +201,11 @@ fn restore(live: LiveRecord) -> Option<PendingApproval> {
         stored.preview,
         bound::from_ns(live.issued_at_ns).ok()?,
         bound::from_ns(live.expires_at_ns).ok()?,
-    ))
+    );
+    Some(match page {
+        Some(page) => pending.on_page(page),
+        None => pending,
+    })
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ pub enum RecordKind {
     RoundTrip,
     /// A confirmation token.
     Token,
+    /// An approval page: what it shows, and the person's answer until the guard reads it.
+    Page,
 }
 
 impl RecordKind {
@@ -34,6 +36,7 @@ impl RecordKind {
             Self::Approval => "approval",
             Self::RoundTrip => "round-trip",
             Self::Token => "token",
+            Self::Page => "page",
         }
     }
 }

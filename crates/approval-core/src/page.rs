@@ -1,0 +1,1007 @@
+//! The approval page's records: the person answers on the server's own page instead of through
+//! the client (URL-mode elicitation).
+//!
+//! A page is opened for one [`PendingApproval`] ([`open_page`]) and lives exactly as long as its
+//! approval clock. Its id is the URL's secret: 256 random bits, single use. The page's form
+//! carries a [`CsrfToken`] bound to that id. Three functions do everything else, each with the
+//! store as the only shared state, so replicas behind a shared store agree:
+//!
+//! - [`show_page`]: what a `GET` shows (the change, or why there is nothing to answer).
+//! - [`answer_page`]: a `POST`: the CSRF token and, where people sign in, the person are checked
+//!   first (a refusal changes nothing); then the page is taken from the store, atomically and
+//!   once, and the answer is kept for the guard. A second answer finds the page decided.
+//! - [`page_outcome`]: the guard reads the answer (once). The answer then goes through the same
+//!   [`PendingApproval::decide`] as a form answer: only an approval, inside the clock, approves.
+//!
+//! [`withdraw_page`] closes a page nobody may answer any more (the client declined to open it,
+//! or the guard stopped waiting).
+//!
+//! Under the page's id, the store holds:
+//!
+//! | key | holds | until |
+//! |---|---|---|
+//! | `page:<id>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker one more lifetime |
+//! | `page:<id>.receipt` | that the page was opened, and when it expires | one more lifetime after the clock |
+//! | `page:<id>.answer` | the person's answer, until the guard takes it | one more lifetime after the clock |
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
+
+use crate::answer::{APPROVE_FIELD, AnswerAction};
+use crate::approval::PendingApproval;
+use crate::bound::{from_ns, retain_until, to_ns};
+use crate::ids::{ApprovalId, IdError, Principal, ToolName};
+use crate::store::{RecordKind, Store, StoreError, StoreKey};
+
+/// The number of random bytes in a [`PageId`] and a [`CsrfToken`] (256 bits).
+const SECRET_BYTES: usize = 32;
+
+/// A 256-bit random value from the operating system, shown as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Secret([u8; SECRET_BYTES]);
+
+impl Secret {
+    fn random() -> Result<Self, StoreError> {
+        let mut bytes = [0_u8; SECRET_BYTES];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| StoreError::Unavailable(format!("no random bytes: {e}")))?;
+        Ok(Self(bytes))
+    }
+
+    fn parse(text: &str, kind: &'static str) -> Result<Self, IdError> {
+        let malformed = || IdError::MalformedId { kind };
+        let digits = text.as_bytes();
+        if digits.len() != 2 * SECRET_BYTES {
+            return Err(malformed());
+        }
+        let mut bytes = [0_u8; SECRET_BYTES];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            let &[high, low] = pair else {
+                return Err(malformed());
+            };
+            let (Some(high), Some(low)) = (hex_digit(high), hex_digit(low)) else {
+                return Err(malformed());
+            };
+            *byte = high << 4 | low;
+        }
+        Ok(Self(bytes))
+    }
+}
+
+/// A lowercase hex digit's value; uppercase is refused, so each secret has one spelling.
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+/// The id of an approval page: the secret part of its URL (`/approvals/<id>`).
+///
+/// 256 random bits from the operating system, never derived from anything; shown as 64
+/// lowercase hex digits, the only form [`FromStr`] accepts. `Debug` does not print it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PageId(Secret);
+
+impl PageId {
+    fn key(&self) -> StoreKey {
+        StoreKey::new(RecordKind::Page, self.to_string())
+    }
+
+    fn receipt_key(&self) -> StoreKey {
+        StoreKey::new(RecordKind::Page, format!("{self}.receipt"))
+    }
+
+    fn answer_key(&self) -> StoreKey {
+        StoreKey::new(RecordKind::Page, format!("{self}.answer"))
+    }
+}
+
+impl fmt::Display for PageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Debug for PageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PageId(..)")
+    }
+}
+
+impl FromStr for PageId {
+    type Err = IdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Secret::parse(s, "approval page").map(Self)
+    }
+}
+
+/// The token a page's form carries, bound to that page: a `POST` without the page's own token
+/// is refused and changes nothing. 256 random bits; compared in constant time. `Debug` does not
+/// print it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CsrfToken(Secret);
+
+impl CsrfToken {
+    /// Whether `presented` is this token (constant time in the token's value).
+    pub fn matches(&self, presented: &str) -> bool {
+        Secret::parse(presented, "csrf token")
+            .is_ok_and(|other| bool::from(self.0.0.ct_eq(&other.0)))
+    }
+}
+
+impl fmt::Display for CsrfToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Debug for CsrfToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CsrfToken(..)")
+    }
+}
+
+impl Serialize for CsrfToken {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CsrfToken {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Secret::parse(&text, "csrf token")
+            .map(Self)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a page shows the person: the change as the guard would ask about it in a form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PageSubject {
+    /// The tool whose change is approved (for an admin-token request, the target tool).
+    pub tool: ToolName,
+    /// Its arguments, without the confirmation token.
+    pub arguments: Map<String, Value>,
+    /// The tool's preview of the change, if it has one.
+    pub preview: Option<Value>,
+    /// Approving issues a one-time confirmation token for `tool` rather than running it.
+    pub issues_token: bool,
+}
+
+impl PageSubject {
+    /// A page about running `tool` with `arguments`, showing `preview` if there is one.
+    pub fn new(tool: ToolName, arguments: Map<String, Value>, preview: Option<Value>) -> Self {
+        Self {
+            tool,
+            arguments,
+            preview,
+            issues_token: false,
+        }
+    }
+
+    /// The page asks about issuing a confirmation token for the change, not the change itself.
+    #[must_use]
+    pub fn issuing_token(mut self) -> Self {
+        self.issues_token = true;
+        self
+    }
+}
+
+/// An open page as the store holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct OpenPage {
+    /// The approval it asks about.
+    pub approval: ApprovalId,
+    /// Who made the call: the only person who may answer where people sign in.
+    pub principal: Principal,
+    /// What it shows.
+    pub subject: PageSubject,
+    /// The end of the approval clock (exclusive).
+    #[serde(with = "as_ns")]
+    pub expires_at: OffsetDateTime,
+    /// The token its form must carry.
+    pub csrf: CsrfToken,
+}
+
+/// A time in the store: nanoseconds since the epoch, as the other records keep it.
+mod as_ns {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use time::OffsetDateTime;
+
+    pub(super) fn serialize<S: Serializer>(
+        t: &OffsetDateTime,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let ns = crate::bound::to_ns(*t).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_i64(ns)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<OffsetDateTime, D::Error> {
+        crate::bound::from_ns(i64::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// What the store holds under a page's keys.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "camelCase")]
+enum Record {
+    Open(Box<OpenPage>),
+    Closed { how: Closed },
+    Receipt { expires_at_ns: i64 },
+    Answer { approve: bool },
+}
+
+/// How a page was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Closed {
+    Answered,
+    Withdrawn,
+}
+
+/// What a `GET` of a page finds.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PageView {
+    /// Open: show the change and the form.
+    Open(Box<OpenPage>),
+    /// Already answered: nothing more to do here.
+    Answered,
+    /// Closed before anyone answered on it (the client declined to open it, or the call gave
+    /// up waiting).
+    Withdrawn,
+    /// The approval clock ran out.
+    Expired,
+    /// No such page (or forgotten after its retention, or a malformed id).
+    Unknown,
+    /// The store failed: nothing can be shown or answered.
+    Unavailable,
+}
+
+/// Who is at the page, as far as the deployment can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PagePerson<'a> {
+    /// The deployment does not sign people in on the page: whoever holds the URL answers.
+    NotChecked,
+    /// People sign in, and this one did.
+    SignedIn(&'a Principal),
+    /// People sign in, and this request is not signed in.
+    NotSignedIn,
+}
+
+/// What the person chose on the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageChoice {
+    /// The Approve button.
+    Approve,
+    /// The Decline button.
+    Decline,
+}
+
+/// Why a `POST` to a page changed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PageRefusal {
+    /// The form's CSRF token is missing or is not this page's.
+    #[error("the form's token is missing or wrong")]
+    Csrf,
+    /// People sign in, and this request is not signed in.
+    #[error("not signed in")]
+    NotSignedIn,
+    /// Signed in as someone other than the person who made the call.
+    #[error("signed in as another person")]
+    OtherPerson,
+    /// Already answered.
+    #[error("already answered")]
+    Answered,
+    /// Closed before anyone answered on it.
+    #[error("withdrawn")]
+    Withdrawn,
+    /// The approval clock ran out.
+    #[error("expired")]
+    Expired,
+    /// No such page.
+    #[error("unknown page")]
+    Unknown,
+    /// The store failed.
+    #[error("approval store unavailable")]
+    Unavailable,
+}
+
+impl PageRefusal {
+    /// A stable, kebab-case name for the audit trail.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Csrf => "csrf",
+            Self::NotSignedIn => "not-signed-in",
+            Self::OtherPerson => "other-person",
+            Self::Answered => "answered",
+            Self::Withdrawn => "withdrawn",
+            Self::Expired => "expired",
+            Self::Unknown => "unknown",
+            Self::Unavailable => "store",
+        }
+    }
+}
+
+/// A page answer that was kept for the guard.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PageAnswered {
+    /// The page as it was answered.
+    pub page: OpenPage,
+    /// What the person chose.
+    pub choice: PageChoice,
+}
+
+/// What the guard finds when it looks at a page.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PageOutcome {
+    /// The person answered; decide it with [`PendingApproval::decide`] (`action`, `content`).
+    Answered {
+        /// The answer's action: `accept` for Approve, `decline` for Decline.
+        action: AnswerAction,
+        /// `{"approve": true}` for Approve.
+        content: Option<Value>,
+    },
+    /// Nobody has answered yet and the page is open.
+    Open,
+    /// Nothing will be answered: expired, withdrawn, unknown, or the store failed.
+    Closed,
+}
+
+/// Opens a page for `pending` showing `subject`, until its approval clock runs out. Returns the
+/// approval, now asked about on that page ([`PendingApproval::page`]): store that one (in the
+/// round trip, or with `store_approval`), so the guard finds the page again.
+///
+/// # Errors
+/// The store's error (a page that cannot be stored is a refusal), or
+/// [`StoreError::Unavailable`] when the operating system gives no random bytes.
+pub async fn open_page<S: Store + ?Sized>(
+    store: &S,
+    pending: PendingApproval,
+    subject: PageSubject,
+    now: OffsetDateTime,
+) -> Result<PendingApproval, StoreError> {
+    let id = PageId(Secret::random()?);
+    let page = OpenPage {
+        approval: pending.id(),
+        principal: pending.principal().clone(),
+        subject,
+        expires_at: pending.expires_at(),
+        csrf: CsrfToken(Secret::random()?),
+    };
+    let keep_until = retain_until(pending.asked_at(), pending.expires_at());
+    let receipt = Record::Receipt {
+        expires_at_ns: to_ns(pending.expires_at())?,
+    };
+    store
+        .insert(
+            id.key(),
+            pending.principal(),
+            encode(&Record::Open(Box::new(page)))?,
+            pending.expires_at(),
+            now,
+        )
+        .await?;
+    // Best effort: without it a late visitor is told "unknown" rather than "expired".
+    let _ignored = store
+        .insert_tombstone(
+            id.receipt_key(),
+            pending.principal(),
+            encode(&receipt)?,
+            keep_until,
+            now,
+        )
+        .await;
+    Ok(pending.on_page(id))
+}
+
+/// What the page with the id `id` (as it came in the URL) shows at `now`. Reads only.
+pub async fn show_page<S: Store + ?Sized>(store: &S, id: &str, now: OffsetDateTime) -> PageView {
+    let Ok(id) = id.parse::<PageId>() else {
+        return PageView::Unknown;
+    };
+    match store.get(&id.key(), now).await {
+        Ok(Some(value)) => match decode(value) {
+            Some(Record::Open(page)) => PageView::Open(page),
+            Some(Record::Closed {
+                how: Closed::Answered,
+            }) => PageView::Answered,
+            Some(Record::Closed {
+                how: Closed::Withdrawn,
+            }) => PageView::Withdrawn,
+            Some(Record::Receipt { .. } | Record::Answer { .. }) | None => PageView::Unavailable,
+        },
+        Ok(None) => absent(store, &id, now).await,
+        Err(_) => PageView::Unavailable,
+    }
+}
+
+/// The person at `person` chose `choice` on the page `id` with the form's `csrf` token, at
+/// `now`.
+///
+/// The CSRF token and the person are checked against the open page before anything changes: a
+/// refusal there leaves the page open. Then the page is taken from the store (atomic, single
+/// use: of two answers at once, one finds it gone and is [`PageRefusal::Answered`]), and the
+/// answer is kept for the guard ([`page_outcome`]) until the page's retention ends.
+///
+/// # Errors
+/// A [`PageRefusal`]: nothing was recorded.
+pub async fn answer_page<S: Store + ?Sized>(
+    store: &S,
+    id: &str,
+    csrf: &str,
+    person: PagePerson<'_>,
+    choice: PageChoice,
+    now: OffsetDateTime,
+) -> Result<PageAnswered, PageRefusal> {
+    let Ok(id) = id.parse::<PageId>() else {
+        return Err(PageRefusal::Unknown);
+    };
+    let page = match show_page(store, &id.to_string(), now).await {
+        PageView::Open(page) => page,
+        PageView::Answered => return Err(PageRefusal::Answered),
+        PageView::Withdrawn => return Err(PageRefusal::Withdrawn),
+        PageView::Expired => return Err(PageRefusal::Expired),
+        PageView::Unknown => return Err(PageRefusal::Unknown),
+        PageView::Unavailable => return Err(PageRefusal::Unavailable),
+    };
+    check(&page, csrf, person)?;
+    let taken = match store.take(&id.key(), now).await {
+        Ok(Some(value)) => value,
+        // Taken between the read and now: someone else answered, or the guard withdrew it.
+        Ok(None) => return Err(PageRefusal::Answered),
+        Err(_) => return Err(PageRefusal::Unavailable),
+    };
+    let Some(Record::Open(page)) = decode(taken) else {
+        return Err(PageRefusal::Unavailable);
+    };
+    // The same checks on the record actually taken (it is the one read above: ids are random).
+    check(&page, csrf, person)?;
+    let keep_until = keep_until(&page, now);
+    let answer = Record::Answer {
+        approve: choice == PageChoice::Approve,
+    };
+    let stored = match encode(&answer) {
+        Ok(answer) => {
+            store
+                .insert_tombstone(id.answer_key(), &page.principal, answer, keep_until, now)
+                .await
+        }
+        Err(error) => Err(error),
+    };
+    close(store, &id, &page, Closed::Answered, now).await;
+    // The page is closed either way; an answer that could not be kept reaches the guard as a
+    // closed page, which is a refusal.
+    stored.map_err(|_| PageRefusal::Unavailable)?;
+    Ok(PageAnswered {
+        page: *page,
+        choice,
+    })
+}
+
+/// The guard looks at the page of `pending` at `now`: takes the person's answer if there is one
+/// (once), else says whether the page is still open.
+pub async fn page_outcome<S: Store + ?Sized>(
+    store: &S,
+    id: &PageId,
+    now: OffsetDateTime,
+) -> PageOutcome {
+    match store.take(&id.answer_key(), now).await {
+        Ok(Some(value)) => match decode(value) {
+            Some(Record::Answer { approve: true }) => PageOutcome::Answered {
+                action: AnswerAction::Accept,
+                content: Some(json!({ APPROVE_FIELD: true })),
+            },
+            Some(Record::Answer { approve: false }) => PageOutcome::Answered {
+                action: AnswerAction::Decline,
+                content: None,
+            },
+            _ => PageOutcome::Closed,
+        },
+        Ok(None) => match show_page(store, &id.to_string(), now).await {
+            PageView::Open(_) => PageOutcome::Open,
+            _ => PageOutcome::Closed,
+        },
+        Err(_) => PageOutcome::Closed,
+    }
+}
+
+/// Closes the page `id` if it is still open, so nobody can answer on it any more (the client
+/// declined to open it, or the guard stopped waiting). An answer given before stays until the
+/// guard takes it or it is forgotten, and grants nothing without the guard.
+pub async fn withdraw_page<S: Store + ?Sized>(store: &S, id: &PageId, now: OffsetDateTime) {
+    if let Ok(Some(value)) = store.take(&id.key(), now).await
+        && let Some(Record::Open(page)) = decode(value)
+    {
+        close(store, id, &page, Closed::Withdrawn, now).await;
+    }
+}
+
+fn check(page: &OpenPage, csrf: &str, person: PagePerson<'_>) -> Result<(), PageRefusal> {
+    if !page.csrf.matches(csrf) {
+        return Err(PageRefusal::Csrf);
+    }
+    match person {
+        PagePerson::NotChecked => Ok(()),
+        PagePerson::NotSignedIn => Err(PageRefusal::NotSignedIn),
+        PagePerson::SignedIn(who) if *who == page.principal => Ok(()),
+        PagePerson::SignedIn(_) => Err(PageRefusal::OtherPerson),
+    }
+}
+
+/// Marks a taken page closed until its retention ends (best effort: without the marker a later
+/// visit reads "expired" or "unknown", and is refused either way).
+async fn close<S: Store + ?Sized>(
+    store: &S,
+    id: &PageId,
+    page: &OpenPage,
+    how: Closed,
+    now: OffsetDateTime,
+) {
+    if let Ok(marker) = encode(&Record::Closed { how }) {
+        let _ignored = store
+            .insert_tombstone(
+                id.key(),
+                &page.principal,
+                marker,
+                keep_until(page, now),
+                now,
+            )
+            .await;
+    }
+}
+
+/// One more lifetime after the page's clock, as for every other record; never before `now`'s
+/// next instant, so a marker is always stored.
+fn keep_until(page: &OpenPage, now: OffsetDateTime) -> OffsetDateTime {
+    let lifetime = page.expires_at - now;
+    let until = page
+        .expires_at
+        .checked_add(lifetime.max(time::Duration::ZERO))
+        .unwrap_or(page.expires_at);
+    until.max(now + time::Duration::SECOND)
+}
+
+/// Why the page's own key is empty: its receipt tells expired from never opened.
+async fn absent<S: Store + ?Sized>(store: &S, id: &PageId, now: OffsetDateTime) -> PageView {
+    match store.get(&id.receipt_key(), now).await {
+        Ok(Some(value)) => match decode(value) {
+            Some(Record::Receipt { expires_at_ns }) => match from_ns(expires_at_ns) {
+                Ok(expires_at) if now >= expires_at => PageView::Expired,
+                // Open by its receipt, yet gone: taken by a withdrawal whose marker was lost.
+                Ok(_) => PageView::Withdrawn,
+                Err(_) => PageView::Unavailable,
+            },
+            _ => PageView::Unavailable,
+        },
+        Ok(None) => PageView::Unknown,
+        Err(_) => PageView::Unavailable,
+    }
+}
+
+fn encode(record: &Record) -> Result<Value, StoreError> {
+    serde_json::to_value(record).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn decode(value: Value) -> Option<Record> {
+    serde_json::from_value(value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::answer::DenyReason;
+    use crate::approval::Verdict;
+    use crate::args::CapturedArgs;
+    use crate::canonical::ArgLimits;
+    use crate::clock::{Clock, ManualClock};
+    use crate::policy::ApprovalPolicy;
+    use crate::round_trip::{open_round_trip, take_round_trip};
+    use crate::store::MemoryStore;
+    use crate::test_support::{BrokenStore, ready};
+
+    struct Fixture {
+        store: MemoryStore,
+        clock: ManualClock,
+        pending: PendingApproval,
+    }
+
+    fn fixture() -> Fixture {
+        let clock = ManualClock::default();
+        let args =
+            CapturedArgs::capture_value(&json!({"sku": "A-1", "delta": 20}), &ArgLimits::default())
+                .unwrap();
+        let pending = PendingApproval::new(
+            Principal::new("alice"),
+            ToolName::new("adjust_stock"),
+            args,
+            json!({"before": 5, "after": 25}),
+            clock.now(),
+            &ApprovalPolicy::default(),
+        );
+        Fixture {
+            store: MemoryStore::new(),
+            clock,
+            pending,
+        }
+    }
+
+    impl Fixture {
+        fn open(&self) -> (PendingApproval, OpenPage) {
+            let subject = PageSubject::new(
+                self.pending.tool().clone(),
+                self.pending.args().arguments().clone(),
+                Some(self.pending.preview().clone()),
+            );
+            let pending = ready(open_page(
+                &self.store,
+                self.pending.clone(),
+                subject,
+                self.clock.now(),
+            ))
+            .unwrap();
+            let id = pending.page().unwrap().to_string();
+            let PageView::Open(page) = self.show(&id) else {
+                panic!("the page is not open");
+            };
+            (pending, *page)
+        }
+
+        fn show(&self, id: &str) -> PageView {
+            ready(show_page(&self.store, id, self.clock.now()))
+        }
+
+        fn answer(
+            &self,
+            id: &str,
+            csrf: &str,
+            person: PagePerson<'_>,
+            choice: PageChoice,
+        ) -> Result<PageAnswered, PageRefusal> {
+            ready(answer_page(
+                &self.store,
+                id,
+                csrf,
+                person,
+                choice,
+                self.clock.now(),
+            ))
+        }
+
+        fn outcome(&self, id: &PageId) -> PageOutcome {
+            ready(page_outcome(&self.store, id, self.clock.now()))
+        }
+    }
+
+    #[test]
+    fn ids_and_tokens_are_256_random_bits_in_one_spelling() {
+        let a = PageId(Secret::random().unwrap());
+        let b = PageId(Secret::random().unwrap());
+        assert_ne!(a, b);
+        let text = a.to_string();
+        assert_eq!(text.len(), 64);
+        assert_eq!(text.parse::<PageId>().unwrap(), a);
+        assert!(text.to_uppercase().parse::<PageId>().is_err());
+        assert!(text[..63].parse::<PageId>().is_err());
+        assert!(format!("{text}0").parse::<PageId>().is_err());
+        assert!(format!("{}g", &text[..63]).parse::<PageId>().is_err());
+        assert_eq!(format!("{a:?}"), "PageId(..)");
+        let csrf = CsrfToken(Secret::random().unwrap());
+        assert!(csrf.matches(&csrf.to_string()));
+        assert!(!csrf.matches(&b.to_string()));
+        assert!(!csrf.matches(""));
+        assert_eq!(format!("{csrf:?}"), "CsrfToken(..)");
+    }
+
+    #[test]
+    fn an_approval_on_the_page_is_decided_like_a_form_answer() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = *pending.page().unwrap();
+        assert_eq!(page.approval, pending.id());
+        assert_eq!(
+            page.subject.preview,
+            Some(json!({"before": 5, "after": 25}))
+        );
+        assert_eq!(f.outcome(&id), PageOutcome::Open);
+
+        f.clock.advance(time::Duration::seconds(30));
+        let answered = f
+            .answer(
+                &id.to_string(),
+                &page.csrf.to_string(),
+                PagePerson::NotChecked,
+                PageChoice::Approve,
+            )
+            .unwrap();
+        assert_eq!(answered.choice, PageChoice::Approve);
+        assert_eq!(f.show(&id.to_string()), PageView::Answered);
+
+        let PageOutcome::Answered { action, content } = f.outcome(&id) else {
+            panic!("no answer");
+        };
+        assert!(matches!(
+            pending.decide(&action, content.as_ref(), f.clock.now()),
+            Verdict::Approved(_)
+        ));
+        // Taken once: the answer is not found twice.
+        assert_eq!(f.outcome(&id), PageOutcome::Closed);
+    }
+
+    #[test]
+    fn a_decline_on_the_page_is_a_decline() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = *pending.page().unwrap();
+        f.answer(
+            &id.to_string(),
+            &page.csrf.to_string(),
+            PagePerson::NotChecked,
+            PageChoice::Decline,
+        )
+        .unwrap();
+        let PageOutcome::Answered { action, content } = f.outcome(&id) else {
+            panic!("no answer");
+        };
+        assert_eq!(
+            pending.decide(&action, content.as_ref(), f.clock.now()),
+            Verdict::Denied(DenyReason::Declined)
+        );
+    }
+
+    #[test]
+    fn a_page_answers_once() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = pending.page().unwrap().to_string();
+        let csrf = page.csrf.to_string();
+        f.answer(&id, &csrf, PagePerson::NotChecked, PageChoice::Decline)
+            .unwrap();
+        assert_eq!(
+            f.answer(&id, &csrf, PagePerson::NotChecked, PageChoice::Approve),
+            Err(PageRefusal::Answered)
+        );
+        let PageOutcome::Answered { action, .. } = f.outcome(pending.page().unwrap()) else {
+            panic!("the first answer was lost");
+        };
+        assert_eq!(action, AnswerAction::Decline, "the first answer stands");
+    }
+
+    #[test]
+    fn a_wrong_or_missing_csrf_token_changes_nothing() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = pending.page().unwrap().to_string();
+        let other = CsrfToken(Secret::random().unwrap()).to_string();
+        for csrf in [
+            "",
+            "x",
+            other.as_str(),
+            &page.csrf.to_string().to_uppercase(),
+        ] {
+            assert_eq!(
+                f.answer(&id, csrf, PagePerson::NotChecked, PageChoice::Approve),
+                Err(PageRefusal::Csrf),
+                "{csrf:?}"
+            );
+        }
+        assert_eq!(f.show(&id), PageView::Open(Box::new(page)));
+        assert_eq!(f.outcome(pending.page().unwrap()), PageOutcome::Open);
+    }
+
+    #[test]
+    fn where_people_sign_in_only_the_caller_answers() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = pending.page().unwrap().to_string();
+        let csrf = page.csrf.to_string();
+        let mallory = Principal::new("mallory");
+        assert_eq!(
+            f.answer(
+                &id,
+                &csrf,
+                PagePerson::SignedIn(&mallory),
+                PageChoice::Approve
+            ),
+            Err(PageRefusal::OtherPerson)
+        );
+        assert_eq!(
+            f.answer(&id, &csrf, PagePerson::NotSignedIn, PageChoice::Approve),
+            Err(PageRefusal::NotSignedIn)
+        );
+        assert_eq!(f.outcome(pending.page().unwrap()), PageOutcome::Open);
+        let alice = Principal::new("alice");
+        f.answer(
+            &id,
+            &csrf,
+            PagePerson::SignedIn(&alice),
+            PageChoice::Approve,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_expired_page_says_so_and_takes_no_answer() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = pending.page().unwrap().to_string();
+        f.clock.advance(time::Duration::seconds(120));
+        assert_eq!(f.show(&id), PageView::Expired);
+        assert_eq!(
+            f.answer(
+                &id,
+                &page.csrf.to_string(),
+                PagePerson::NotChecked,
+                PageChoice::Approve
+            ),
+            Err(PageRefusal::Expired)
+        );
+        assert_eq!(f.outcome(pending.page().unwrap()), PageOutcome::Closed);
+    }
+
+    #[test]
+    fn an_answer_just_before_the_end_is_expired_when_the_guard_reads_it_after() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = *pending.page().unwrap();
+        f.clock.advance(time::Duration::milliseconds(119_999));
+        f.answer(
+            &id.to_string(),
+            &page.csrf.to_string(),
+            PagePerson::NotChecked,
+            PageChoice::Approve,
+        )
+        .unwrap();
+        f.clock.advance(time::Duration::milliseconds(1));
+        let PageOutcome::Answered { action, content } = f.outcome(&id) else {
+            panic!("the answer was lost");
+        };
+        assert_eq!(
+            pending.decide(&action, content.as_ref(), f.clock.now()),
+            Verdict::Denied(DenyReason::Expired)
+        );
+    }
+
+    #[test]
+    fn a_withdrawn_page_takes_no_answer() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = *pending.page().unwrap();
+        ready(withdraw_page(&f.store, &id, f.clock.now()));
+        assert_eq!(f.show(&id.to_string()), PageView::Withdrawn);
+        assert_eq!(
+            f.answer(
+                &id.to_string(),
+                &page.csrf.to_string(),
+                PagePerson::NotChecked,
+                PageChoice::Approve
+            ),
+            Err(PageRefusal::Withdrawn)
+        );
+        assert_eq!(f.outcome(&id), PageOutcome::Closed);
+    }
+
+    #[test]
+    fn unknown_and_malformed_ids_show_nothing() {
+        let f = fixture();
+        let _ = f.open();
+        let unknown = PageId(Secret::random().unwrap()).to_string();
+        assert_eq!(f.show(&unknown), PageView::Unknown);
+        assert_eq!(f.show("../../etc/passwd"), PageView::Unknown);
+        assert_eq!(
+            f.answer(&unknown, "", PagePerson::NotChecked, PageChoice::Approve),
+            Err(PageRefusal::Unknown)
+        );
+    }
+
+    #[test]
+    fn a_store_that_is_down_shows_and_takes_nothing() {
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = pending.page().unwrap();
+        let broken = BrokenStore::Unavailable;
+        assert_eq!(
+            ready(show_page(&broken, &id.to_string(), f.clock.now())),
+            PageView::Unavailable
+        );
+        assert_eq!(
+            ready(answer_page(
+                &broken,
+                &id.to_string(),
+                &page.csrf.to_string(),
+                PagePerson::NotChecked,
+                PageChoice::Approve,
+                f.clock.now()
+            )),
+            Err(PageRefusal::Unavailable)
+        );
+        assert_eq!(
+            ready(page_outcome(&broken, id, f.clock.now())),
+            PageOutcome::Closed
+        );
+        assert!(
+            ready(open_page(
+                &broken,
+                f.pending.clone(),
+                PageSubject::new(ToolName::new("t"), Map::new(), None),
+                f.clock.now()
+            ))
+            .is_err()
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever a POST carries that is not the page's own token, and whoever sends it, the
+        /// page stays open and nothing is recorded for the guard.
+        #[test]
+        fn only_the_pages_own_token_answers(
+            csrf in "[0-9a-fA-F]{64}|\\PC{0,80}",
+            approve in proptest::bool::ANY,
+        ) {
+            let f = fixture();
+            let (pending, page) = f.open();
+            proptest::prop_assume!(csrf != page.csrf.to_string());
+            let id = pending.page().unwrap();
+            let choice = if approve { PageChoice::Approve } else { PageChoice::Decline };
+            proptest::prop_assert_eq!(
+                f.answer(&id.to_string(), &csrf, PagePerson::NotChecked, choice),
+                Err(PageRefusal::Csrf)
+            );
+            proptest::prop_assert_eq!(f.outcome(id), PageOutcome::Open);
+        }
+
+        /// A page is found only by its own id, spelled as it was issued.
+        #[test]
+        fn only_the_exact_id_finds_a_page(other in "[0-9a-fA-F]{64}|\\PC{0,80}") {
+            let f = fixture();
+            let (pending, _) = f.open();
+            let id = pending.page().unwrap().to_string();
+            proptest::prop_assume!(other != id);
+            proptest::prop_assert_eq!(f.show(&other), PageView::Unknown);
+        }
+    }
+
+    #[test]
+    fn the_round_trip_remembers_the_page() {
+        let f = fixture();
+        let (pending, _) = f.open();
+        let state = ready(open_round_trip(&f.store, &pending, f.clock.now())).unwrap();
+        let back = ready(take_round_trip(
+            &f.store,
+            &state.to_string(),
+            pending.principal(),
+            pending.tool(),
+            pending.args(),
+            f.clock.now(),
+        ))
+        .unwrap();
+        assert_eq!(back.page(), pending.page());
+        assert_eq!(back, pending);
+    }
+}
