@@ -100,6 +100,12 @@ pub enum Outcome {
     ApplyFailed,
     /// `prepare_admin_action` issued a confirmation token after the user approved.
     TokenIssued,
+    /// The person answered on the approval page (reason `approve` or `decline`); the call
+    /// that asked decides on it next. Not a decision of the call yet.
+    PageAnswered,
+    /// An answer on the approval page was refused (reason: `csrf`, `not-signed-in`,
+    /// `other-person`, `answered`, `withdrawn`, `expired`, `store`); the page did not change.
+    PageRefused,
 }
 
 impl Outcome {
@@ -129,6 +135,8 @@ impl Outcome {
             Self::Applied => "applied",
             Self::ApplyFailed => "apply-failed",
             Self::TokenIssued => "token-issued",
+            Self::PageAnswered => "page-answered",
+            Self::PageRefused => "page-refused",
         }
     }
 
@@ -137,6 +145,7 @@ impl Outcome {
         !matches!(
             self,
             Self::Asked
+                | Self::PageAnswered
                 | Self::Approved
                 | Self::ApprovedWithoutElicitation
                 | Self::Applied
@@ -189,6 +198,10 @@ pub struct AuditRecord {
     /// On an [`Outcome::Asked`] record: what the person was shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub asked: Option<Asked>,
+    /// How the person was asked, on every record of a call from its question on (and on the
+    /// page's own records, [`Outcome::PageAnswered`] and [`Outcome::PageRefused`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
 }
 
 impl AuditRecord {
@@ -210,7 +223,15 @@ impl AuditRecord {
             reason,
             approval_id: None,
             asked: None,
+            channel: None,
         }
+    }
+
+    /// The same record, saying how the person was asked.
+    #[must_use]
+    pub fn with_channel(mut self, channel: Option<Channel>) -> Self {
+        self.channel = channel;
+        self
     }
 
     /// The same record, naming the call's approval.
@@ -236,13 +257,17 @@ pub enum Channel {
     /// A form elicitation (`elicitation/create`, or its input request from 2026-07-28 on):
     /// the answer travels through the client.
     Form,
+    /// The server's own approval page (URL-mode elicitation): the person answers the server
+    /// directly.
+    Page,
 }
 
 impl Channel {
-    /// The name used in logs (`form`).
+    /// The name used in logs (`form`, `page`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Form => "form",
+            Self::Page => "page",
         }
     }
 }

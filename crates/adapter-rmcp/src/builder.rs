@@ -48,6 +48,8 @@ pub struct WriteGuardBuilder<S> {
     write_scope: Option<String>,
     allow_without_elicitation: bool,
     check_dry_previews: bool,
+    #[cfg(feature = "approval-page")]
+    approval_page: Option<crate::page::ApprovalPage>,
 }
 
 impl<S> fmt::Debug for WriteGuardBuilder<S> {
@@ -82,6 +84,8 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
             write_scope: None,
             allow_without_elicitation: false,
             check_dry_previews: false,
+            #[cfg(feature = "approval-page")]
+            approval_page: None,
         }
     }
 
@@ -249,6 +253,17 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
+    /// Asks on the server's own approval page when the client supports URL-mode elicitation
+    /// (feature `approval-page`; see [`crate::page`]). Serve the page's routes from
+    /// [`WriteGuard::approval_page_router`] at `page`'s base URL. Clients with form elicitation
+    /// only keep the form.
+    #[cfg(feature = "approval-page")]
+    #[must_use]
+    pub fn approval_page(mut self, page: crate::page::ApprovalPage) -> Self {
+        self.approval_page = Some(page);
+        self
+    }
+
     /// Lets clients that cannot ask their user write without approval. Read the risk on
     /// [`AllowWritesWithoutElicitation`] first; [`Self::build`] logs a warning.
     #[must_use]
@@ -304,6 +319,10 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 warned_stateless: AtomicBool::new(false),
                 config_mistakes: std::sync::OnceLock::new(),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),
+                #[cfg(feature = "approval-page")]
+                pages: self
+                    .approval_page
+                    .map(|page| Arc::new(crate::page::Pages::new(page))),
             }),
             connection: ConnectionId::random(),
             handshake: AtomicBool::new(false),

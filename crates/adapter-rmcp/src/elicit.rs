@@ -66,6 +66,46 @@ pub(crate) fn can_ask(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
+/// Whether the client declared URL-mode elicitation (the approval page).
+#[cfg(feature = "approval-page")]
+pub(crate) fn can_ask_url(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|caps| caps.elicitation)
+        .is_some_and(|e| e.url.is_some())
+}
+
+/// The question that sends the person to the approval page at `url`.
+#[cfg(feature = "approval-page")]
+pub(crate) fn url_request(
+    message: String,
+    url: String,
+    elicitation_id: String,
+) -> ElicitRequestParams {
+    ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message,
+        url,
+        elicitation_id,
+    }
+}
+
+/// Tells the client that the page's question `elicitation_id` was answered
+/// (`notifications/elicitation/complete`), so it can close its prompt. Best effort.
+#[cfg(feature = "approval-page")]
+pub(crate) async fn complete(context: &RequestContext<RoleServer>, elicitation_id: &str) {
+    let notification = rmcp::model::CustomNotification::new(
+        "notifications/elicitation/complete",
+        Some(serde_json::json!({ "elicitationId": elicitation_id })),
+    );
+    let _ignored = context
+        .peer
+        .send_notification(rmcp::model::ServerNotification::CustomNotification(
+            notification,
+        ))
+        .await;
+}
+
 /// The user's answer, before mcp-write-guard-core decides on it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Answer {
@@ -74,6 +114,15 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// An answer that is only an action, without content.
+    #[cfg(feature = "approval-page")]
+    pub(crate) fn action_only(action: AnswerAction) -> Self {
+        Self {
+            action,
+            content: None,
+        }
+    }
+
     /// Reads an elicitation result in its JSON form (`{"action": .., "content": ..}`).
     fn from_json(value: &Value) -> Result<Self, Error> {
         let action = value
@@ -100,7 +149,8 @@ pub(crate) fn approval_form(message: String) -> Result<ElicitRequestParams, Erro
     })
 }
 
-/// Asks with `elicitation/create`, giving up after `timeout` or when the call is cancelled.
+/// Asks with `elicitation/create` (a form, or a URL), giving up after `timeout` or when the
+/// call is cancelled.
 pub(crate) async fn ask_legacy(
     context: &RequestContext<RoleServer>,
     form: ElicitRequestParams,

@@ -79,6 +79,9 @@ pub(crate) struct Shared<S> {
     /// (which cannot read the list itself) agrees with it: [`GATED_UNKNOWN`], [`GATED_YES`] or
     /// [`GATED_NO`].
     pub(crate) any_gated: AtomicU8,
+    /// The approval page, when one is configured.
+    #[cfg(feature = "approval-page")]
+    pub(crate) pages: Option<Arc<crate::page::Pages>>,
 }
 
 /// No complete tool list has been read yet.
@@ -152,6 +155,42 @@ impl<S> WriteGuard<S> {
     /// list (the first `tools/list`), then the mistakes found, each also logged as a warning.
     pub fn config_mistakes(&self) -> Option<&[ConfigMistake]> {
         self.shared.config_mistakes.get().map(Vec::as_slice)
+    }
+}
+
+#[cfg(feature = "approval-page")]
+impl<S> WriteGuard<S> {
+    /// The approval page's routes, `GET` and `POST /approvals/{id}` (feature `approval-page`):
+    /// `None` when no page is configured
+    /// ([`WriteGuardBuilder::approval_page`](crate::WriteGuardBuilder::approval_page)).
+    ///
+    /// Mount them where the page's base URL points: beside the MCP endpoint in the server's own
+    /// axum router, or, when the MCP transport is stdio, on a listener of their own (bind
+    /// loopback). Every clone of the guard serves the same pages.
+    ///
+    /// ```no_run
+    /// # async fn run<S: rmcp::ServerHandler>(inner: S) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_write_guard_rmcp::{WriteGuard, page::ApprovalPage};
+    ///
+    /// // Bind first (port 0: any free port), so the page's URL names the real address.
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let page = ApprovalPage::new(&format!("http://{}", listener.local_addr()?))?;
+    /// let guard = WriteGuard::builder(inner).approval_page(page).build();
+    /// let router = guard.approval_page_router().expect("a page is configured");
+    /// tokio::spawn(async move { axum::serve(listener, router).await });
+    /// // Serve `guard` over stdio as usual; clients with URL-mode elicitation are asked on the
+    /// // page, the others with a form.
+    /// # Ok(()) }
+    /// ```
+    pub fn approval_page_router(&self) -> Option<axum::Router> {
+        let pages = self.shared.pages.clone()?;
+        Some(crate::page::router(crate::page::PageState {
+            pages,
+            store: Arc::clone(&self.shared.store),
+            clock: Arc::clone(&self.shared.clock),
+            audit: Arc::clone(&self.shared.audit),
+            server_name: self.shared.server_name.as_str().into(),
+        }))
     }
 }
 

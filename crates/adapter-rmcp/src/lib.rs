@@ -135,6 +135,8 @@ mod error;
 mod guard;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "approval-page")]
+pub mod page;
 mod principal;
 mod prompt;
 mod step;

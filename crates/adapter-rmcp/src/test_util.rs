@@ -338,6 +338,159 @@ impl ClientHandler for ScriptedClient {
     }
 }
 
+/// A question that sends the person to the approval page, as a [`PageClient`] received it.
+/// Answer it with [`reply`](Self::reply) (the client's own answer: whether the person went to
+/// the page); the page itself is answered by whoever opens [`url`](Self::url).
+#[cfg(feature = "approval-page")]
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PageQuestion {
+    /// The page's address.
+    pub url: String,
+    /// The message beside the link.
+    pub message: String,
+    /// The question's `elicitationId`.
+    pub elicitation_id: String,
+    reply: tokio::sync::oneshot::Sender<ElicitResult>,
+}
+
+#[cfg(feature = "approval-page")]
+impl PageQuestion {
+    /// The client answers the question with `action` (`Accept`: the person went to the page).
+    pub fn reply(self, action: ElicitationAction) {
+        let _ignored = self.reply.send(ElicitResult::new(action));
+    }
+
+    /// The client answers with `action` and `content` (which a question on the page must
+    /// ignore: only the page's own answer counts).
+    pub fn reply_with(self, action: ElicitationAction, content: Value) {
+        let _ignored = self
+            .reply
+            .send(ElicitResult::new(action).with_content(content));
+    }
+}
+
+/// A client that declares URL-mode elicitation (and, with [`with_form`](Self::with_form), form
+/// elicitation too), for a guard with an approval page: every URL question is handed to the test
+/// through [`next_question`](Self::next_question), and the client's handler waits for the
+/// test's [`PageQuestion::reply`]. It records the `notifications/elicitation/complete` it gets.
+/// Clones share the questions and the record.
+#[cfg(feature = "approval-page")]
+#[derive(Debug, Clone)]
+pub struct PageClient {
+    questions: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<PageQuestion>>>,
+    sender: tokio::sync::mpsc::UnboundedSender<PageQuestion>,
+    completed: Arc<Mutex<Vec<String>>>,
+    form: bool,
+}
+
+#[cfg(feature = "approval-page")]
+impl Default for PageClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "approval-page")]
+impl PageClient {
+    /// A client that declares URL-mode elicitation only.
+    pub fn new() -> Self {
+        let (sender, questions) = tokio::sync::mpsc::unbounded_channel();
+        Self {
+            questions: Arc::new(tokio::sync::Mutex::new(questions)),
+            sender,
+            completed: Arc::default(),
+            form: false,
+        }
+    }
+
+    /// The same client, declaring form elicitation too (a form question fails its handler).
+    #[must_use]
+    pub fn with_form(mut self) -> Self {
+        self.form = true;
+        self
+    }
+
+    /// The next URL question, when it arrives.
+    pub async fn next_question(&self) -> Option<PageQuestion> {
+        self.questions.lock().await.recv().await
+    }
+
+    /// The `elicitationId`s the server said were completed, in order.
+    pub fn completed(&self) -> Vec<String> {
+        self.completed.lock().clone()
+    }
+}
+
+#[cfg(feature = "approval-page")]
+impl ClientHandler for PageClient {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::UrlElicitationParams {
+            message,
+            url,
+            elicitation_id,
+            ..
+        } = request
+        else {
+            return Err(ErrorData::internal_error(
+                "this client answers URL questions only",
+                None,
+            ));
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let question = PageQuestion {
+            url,
+            message,
+            elicitation_id,
+            reply,
+        };
+        if self.sender.send(question).is_err() {
+            return Err(ErrorData::internal_error(
+                "nobody reads the questions",
+                None,
+            ));
+        }
+        match answer.await {
+            Ok(result) => Ok(result),
+            Err(_) => Err(ErrorData::internal_error("the question was dropped", None)),
+        }
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        if notification.method == "notifications/elicitation/complete"
+            && let Some(id) = notification
+                .params
+                .as_ref()
+                .and_then(|p| p.get("elicitationId"))
+                .and_then(Value::as_str)
+        {
+            self.completed.lock().push(id.to_owned());
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut elicitation =
+            ElicitationCapability::new().with_url(rmcp::model::UrlElicitationCapability::new());
+        if self.form {
+            elicitation = elicitation.with_form(FormElicitationCapability::new());
+        }
+        ClientConfig::new(
+            ClientCapabilities::builder()
+                .enable_elicitation_with(elicitation)
+                .build(),
+            Implementation::new("page-client", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
 #[derive(Debug, Default)]
 struct Silence {
     questions: AtomicUsize,

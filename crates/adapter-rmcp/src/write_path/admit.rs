@@ -80,7 +80,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             arguments_valid: args.is_ok(),
             may_become_task: self.may_become_task(context),
             is_retry: state.is_some(),
-            can_ask: elicit::can_ask(context),
+            can_ask: elicit::can_ask(context) || self.can_ask_on_page(context),
             ask_bypass: self.shared.allow_without_elicitation,
             token: if class.token_gated {
                 TokenGate::Unchecked
@@ -145,6 +145,18 @@ impl<S: ServerHandler> WriteGuard<S> {
             args,
             next,
         })
+    }
+
+    /// Whether the person can be asked on the approval page (one is configured, and the client
+    /// can open it).
+    fn can_ask_on_page(&self, context: &RequestContext<RoleServer>) -> bool {
+        #[cfg(feature = "approval-page")]
+        return self.page_for(context).is_some();
+        #[cfg(not(feature = "approval-page"))]
+        {
+            let _ = context;
+            false
+        }
     }
 
     /// Logs, once per guard, why writes over stateless HTTP are refused.

@@ -42,7 +42,7 @@ pub(super) enum Asked {
 impl<S: ServerHandler> WriteGuard<S> {
     pub(super) async fn ask(
         &self,
-        call: &Call,
+        call: &mut Call,
         captured: Captured,
         context: &RequestContext<RoleServer>,
     ) -> Result<Asked, Refusal> {
@@ -51,6 +51,14 @@ impl<S: ServerHandler> WriteGuard<S> {
             admin_target,
         } = captured;
         let prompt = self.prompt_for(&pending, admin_target.as_ref());
+        #[cfg(feature = "approval-page")]
+        if let Some(pages) = self.page_for(context) {
+            let subject = self.page_subject(&pending, admin_target.as_ref());
+            return self
+                .ask_on_page(call, pending, subject, &prompt, &pages, context)
+                .await;
+        }
+        call.channel = Some(Channel::Form);
         let form = elicit::approval_form(prompt.clone()).map_err(|error| {
             Refusal::new(
                 Outcome::AskFailed,
@@ -66,7 +74,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 let state = mcp_write_guard_core::open_round_trip(store, &pending, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                self.record_asked(call, &pending, &prompt, era);
+                self.record_asked(call, &pending, &prompt, era, Channel::Form);
                 Ok(Asked::OnRetry(
                     elicit::input_required(form, state.to_string()).into(),
                 ))
@@ -78,7 +86,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 let id = mcp_write_guard_core::store_approval(store, &pending, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                self.record_asked(call, &pending, &prompt, era);
+                self.record_asked(call, &pending, &prompt, era, Channel::Form);
                 let answer = elicit::ask_legacy(context, form, time_left).await;
                 let now = self.shared.clock.now();
                 // Taken back once, whatever the answer, so the slot is freed; only the
@@ -136,8 +144,15 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 
     /// The `asked` record: what the person was shown, under which approval id, until when.
-    fn record_asked(&self, call: &Call, pending: &PendingApproval, prompt: &str, era: Era) {
-        let asked = AskedRecord::new(pending, prompt, era, Channel::Form, &self.shared.redaction);
+    pub(super) fn record_asked(
+        &self,
+        call: &Call,
+        pending: &PendingApproval,
+        prompt: &str,
+        era: Era,
+        channel: Channel,
+    ) {
+        let asked = AskedRecord::new(pending, prompt, era, channel, &self.shared.redaction);
         let record = AuditRecord::new(
             self.shared.clock.now(),
             call.principal.clone(),
@@ -147,6 +162,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             None,
         )
         .with_approval(call.approval)
+        .with_channel(call.channel)
         .with_asked(asked);
         self.shared.audit.record(&record);
     }

@@ -7,7 +7,7 @@
 use mcp_write_guard_core::{
     Approved, CapturedArgs, PendingApproval, Principal, Verdict, take_round_trip,
 };
-use rmcp::ServerHandler;
+use rmcp::{ServerHandler, model::CallToolResponse};
 
 use super::{Call, admit::Retry, refusal::Refusal};
 use crate::{
@@ -15,6 +15,18 @@ use crate::{
     audit::Outcome,
     elicit::{self, Answer},
 };
+
+/// What a 2026-07-28 retry comes to.
+pub(super) enum Retried {
+    /// The answer was decided: approved (a refusal is the `Err` beside it).
+    Decided(Approved),
+    /// The person has not answered on the approval page yet: ask again with the same page.
+    #[cfg_attr(
+        not(feature = "approval-page"),
+        expect(dead_code, reason = "asked on pages only")
+    )]
+    AskAgain(CallToolResponse),
+}
 
 impl<S: ServerHandler> WriteGuard<S> {
     /// Decides on an answer to `pending`.
@@ -36,14 +48,15 @@ impl<S: ServerHandler> WriteGuard<S> {
 
     /// A 2026-07-28 retry: the `requestState` names the pending approval (taken once, only by
     /// the same principal, tool and arguments, only while the clock runs), the input responses
-    /// carry the answer.
+    /// carry the answer (for a question on the approval page: only whether the person went
+    /// there; the page holds the answer).
     pub(super) async fn decide_retry(
         &self,
         call: &mut Call,
         principal: &Principal,
         args: CapturedArgs,
         retry: Retry,
-    ) -> Result<Approved, Refusal> {
+    ) -> Result<Retried, Refusal> {
         let pending = take_round_trip(
             &*self.shared.store,
             &retry.state,
@@ -56,7 +69,26 @@ impl<S: ServerHandler> WriteGuard<S> {
         .map_err(Refusal::rejection)?;
         call.approval = Some(pending.id());
         let answer = elicit::answer_from_responses(retry.responses)
-            .map_err(|error| Refusal::ask_failed(&error))?;
-        self.decide(call, pending, &answer)
+            .map_err(|error| Refusal::ask_failed(&error));
+        if let Some(page) = pending.page().copied() {
+            return self.retry_on_page(call, pending, page, answer).await;
+        }
+        self.decide(call, pending, &answer?).map(Retried::Decided)
+    }
+
+    /// A retry of a question on the approval page, without the `approval-page` feature (a
+    /// store shared with a build that has it): nobody here can show the page.
+    #[cfg(not(feature = "approval-page"))]
+    async fn retry_on_page(
+        &self,
+        call: &mut Call,
+        _pending: PendingApproval,
+        _page: mcp_write_guard_core::PageId,
+        _answer: Result<elicit::Answer, Refusal>,
+    ) -> Result<Retried, Refusal> {
+        call.channel = Some(crate::audit::Channel::Page);
+        Err(Refusal::ask_failed(&crate::error::Error::Ask(
+            "this server cannot serve the approval page".into(),
+        )))
     }
 }

@@ -25,6 +25,8 @@ mod apply;
 mod ask;
 mod capture;
 mod decide;
+#[cfg(feature = "approval-page")]
+mod page;
 mod refusal;
 mod wrap;
 
@@ -38,10 +40,10 @@ use rmcp::{
 
 pub use refusal::STALE_MESSAGE;
 
-use self::{admit::Next, ask::Asked, refusal::Refusal};
+use self::{admit::Next, ask::Asked, decide::Retried, refusal::Refusal};
 use crate::{
     WriteGuard,
-    audit::{AuditRecord, Outcome},
+    audit::{AuditRecord, Channel, Outcome},
     tools::{self, PREPARE_ADMIN_ACTION},
 };
 
@@ -52,6 +54,8 @@ pub(crate) struct Call {
     principal: Option<Principal>,
     digest: Option<ArgsDigest>,
     approval: Option<ApprovalId>,
+    /// How the person is asked, once they are.
+    channel: Option<Channel>,
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
@@ -96,6 +100,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             principal: None,
             digest: None,
             approval: None,
+            channel: None,
         };
         match self.write_steps(&mut call, request, class, context).await {
             Ok(response) => response,
@@ -117,8 +122,13 @@ impl<S: ServerHandler> WriteGuard<S> {
         let principal = admitted.principal;
         let approved: Approved = match admitted.next {
             Next::Resume(retry) => {
-                self.decide_retry(call, &principal, admitted.args, retry)
+                match self
+                    .decide_retry(call, &principal, admitted.args, retry)
                     .await?
+                {
+                    Retried::Decided(approved) => approved,
+                    Retried::AskAgain(response) => return Ok(response),
+                }
             }
             Next::Ask => {
                 let captured = self
@@ -154,7 +164,8 @@ impl<S: ServerHandler> WriteGuard<S> {
             outcome,
             reason,
         )
-        .with_approval(call.approval);
+        .with_approval(call.approval)
+        .with_channel(call.channel);
         self.shared.audit.record(&record);
     }
 }

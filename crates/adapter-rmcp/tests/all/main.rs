@@ -26,6 +26,7 @@ mod get_tool;
 mod http;
 mod inner_errors;
 mod lookup;
+mod page;
 mod prompt_render;
 mod proptests;
 mod race;

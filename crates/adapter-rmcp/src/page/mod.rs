@@ -1,0 +1,199 @@
+//! The approval page: the person approves on the server's own page (URL-mode elicitation)
+//! instead of in a form the client shows (feature `approval-page`).
+//!
+//! With a page configured ([`WriteGuardBuilder::approval_page`](crate::WriteGuardBuilder::approval_page)),
+//! a client that declares URL-mode elicitation is asked with a link to
+//! `<base>/approvals/<id>` instead of a form:
+//!
+//! - below 2026-07-28, with `elicitation/create` (`mode: "url"`); the guard then waits for the
+//!   page's answer for what is left of the 2-minute clock, and says
+//!   `notifications/elicitation/complete` when it has one;
+//! - from 2026-07-28, with a url-mode input request in an `InputRequiredResult`; on the retry
+//!   the guard looks at the page: answered, it decides; still open, it asks again with the same
+//!   URL on the same clock; expired or withdrawn, it refuses.
+//!
+//! Either way the person's answer goes through the same decision as a form answer (only
+//! Approve, inside the clock, approves), and the apply is the same compare-and-apply. The client
+//! only says whether it opened the link: its `decline` or `cancel` is a denial (and closes the
+//! page); its `accept` approves nothing by itself, whatever content it carries.
+//!
+//! **When a client supports both modes**, a guard with a page asks on the page: the answer then
+//! travels from the person to the server directly, not through the client. A client with form
+//! elicitation only keeps the form; a client with URL mode only can write only where a page is
+//! configured.
+//!
+//! The page is served by [`WriteGuard::approval_page_router`](crate::WriteGuard::approval_page_router)
+//! (an axum router to mount in the server's own HTTP server, or to serve on a listener of its
+//! own when the MCP transport is stdio). What it sends: server-rendered HTML with automatic
+//! escaping (every argument and preview value through [`render_value`](crate::render_value)
+//! first, as in the form's question), no script, a form that works without JavaScript, a CSRF
+//! token bound to the page, `Cache-Control: no-store`, a `Content-Security-Policy` that allows
+//! no script and no framing, `Referrer-Policy: no-referrer`. The page's id is 256 random bits
+//! and single use; a page that was answered, withdrawn, has expired or never existed shows a
+//! plain page saying so and changes nothing.
+//!
+//! **Who may answer.** By default whoever holds the URL: it is sent only to the client that made
+//! the call, and is single use. A deployment that signs people in on its web pages passes a
+//! [`PrincipalResolver`] with [`ApprovalPage::sign_in`]: it sees the page request's
+//! `http::request::Parts` (in the extensions, as rmcp's streamable HTTP puts them for MCP
+//! requests, so a layer that verifies a session cookie and inserts an
+//! [`AuthenticatedSubject`](crate::AuthenticatedSubject) works with
+//! [`FromAuthenticatedSubject`](crate::FromAuthenticatedSubject)), and the page then refuses
+//! anyone who is not the principal who made the call.
+
+mod html;
+mod router;
+
+pub(crate) use router::{PageState, router};
+
+use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
+
+use mcp_write_guard_core::PageId;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::principal::PrincipalResolver;
+
+/// The path the page is served at, under the base URL: `/approvals/{id}`.
+pub const PAGE_PATH: &str = "/approvals/{id}";
+
+/// How often a waiting call looks at the store for an answer given on another replica (an
+/// answer on this process wakes it at once).
+const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// Where the approval page is reachable, and who may answer on it.
+#[derive(Clone)]
+pub struct ApprovalPage {
+    base: String,
+    sign_in: Option<Arc<dyn PrincipalResolver>>,
+}
+
+impl fmt::Debug for ApprovalPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalPage")
+            .field("base", &self.base)
+            .field("sign_in", &self.sign_in.is_some())
+            .finish()
+    }
+}
+
+/// The base URL of an approval page is not one a browser can open as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "approval page URL {0:?}: give the URL a browser opens for the page's router, scheme, host, \
+     optional port and optional path, such as http://127.0.0.1:8080 or https://store.example.com/mcp-approvals"
+)]
+pub struct PageUrlError(String);
+
+impl ApprovalPage {
+    /// A page served under `base_url` (`http` or `https`, a host, an optional port and path; no
+    /// user info, query or fragment): pages are at `<base_url>/approvals/<id>`.
+    ///
+    /// # Errors
+    /// [`PageUrlError`] when `base_url` is not such a URL.
+    pub fn new(base_url: &str) -> Result<Self, PageUrlError> {
+        let error = || PageUrlError(base_url.to_owned());
+        let uri: http::Uri = base_url.parse().map_err(|_| error())?;
+        let plain_scheme = matches!(uri.scheme_str(), Some("http" | "https"));
+        let authority = uri.authority().ok_or_else(error)?;
+        if !plain_scheme
+            || authority.as_str().contains('@')
+            || authority.host().is_empty()
+            || uri.query().is_some()
+            || base_url.contains(['#', ' '])
+        {
+            return Err(error());
+        }
+        Ok(Self {
+            base: base_url.trim_end_matches('/').to_owned(),
+            sign_in: None,
+        })
+    }
+
+    /// Only the principal who made the call may answer: `resolver` names the person at the page
+    /// from the page request (see the [module docs](self)); a request it names nobody for, or
+    /// someone else, is refused and changes nothing.
+    #[must_use]
+    pub fn sign_in(mut self, resolver: Arc<dyn PrincipalResolver>) -> Self {
+        self.sign_in = Some(resolver);
+        self
+    }
+
+    /// The URL of the page `id`.
+    pub(crate) fn url(&self, id: &PageId) -> String {
+        format!("{}/approvals/{id}", self.base)
+    }
+}
+
+/// A configured page as the guard runs it: the configuration, and the calls waiting for an
+/// answer on this process.
+pub(crate) struct Pages {
+    pub(crate) config: ApprovalPage,
+    waiting: Mutex<HashMap<PageId, Arc<Notify>>>,
+}
+
+impl Pages {
+    pub(crate) fn new(config: ApprovalPage) -> Self {
+        Self {
+            config,
+            waiting: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The waiter of page `id`; answers wake it. Remove it with [`Self::forget`].
+    pub(crate) fn waiter(&self, id: &PageId) -> Arc<Notify> {
+        Arc::clone(self.waiting.lock().entry(*id).or_default())
+    }
+
+    pub(crate) fn forget(&self, id: &PageId) {
+        self.waiting.lock().remove(id);
+    }
+
+    /// Wakes the call waiting for page `id`, if it waits on this process.
+    pub(crate) fn answered(&self, id: &PageId) {
+        if let Some(waiter) = self.waiting.lock().get(id) {
+            waiter.notify_one();
+        }
+    }
+
+    /// How long to wait before looking at the store again.
+    pub(crate) fn poll_every() -> Duration {
+        POLL_EVERY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_url_is_one_a_browser_opens() {
+        for good in [
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+            "https://store.example.com/mcp-approvals",
+            "http://[::1]:9000",
+        ] {
+            assert!(ApprovalPage::new(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "127.0.0.1:8080",
+            "ftp://example.com",
+            "javascript:alert(1)",
+            "http://user:pw@example.com",
+            "http://example.com/?next=x",
+            "http://example.com/#x",
+            "http:///path",
+        ] {
+            assert!(ApprovalPage::new(bad).is_err(), "{bad}");
+        }
+        let id: PageId = "ab".repeat(32).parse().unwrap();
+        assert_eq!(
+            ApprovalPage::new("http://127.0.0.1:8080/")
+                .unwrap()
+                .url(&id),
+            format!("http://127.0.0.1:8080/approvals/{}", "ab".repeat(32))
+        );
+    }
+}

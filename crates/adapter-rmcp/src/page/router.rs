@@ -1,0 +1,186 @@
+//! `GET` and `POST /approvals/{id}`: the page, and the person's answer.
+
+use std::sync::Arc;
+
+use axum::{
+    Form, Router,
+    extract::{Path, State, rejection::FormRejection},
+    response::{Html, IntoResponse, Response},
+    routing::get,
+};
+use http::{HeaderValue, StatusCode, header};
+use maud::Markup;
+use mcp_write_guard_core::{
+    Clock, OpenPage, PageChoice, PagePerson, PageRefusal, PageView, Principal, Store, answer_page,
+    show_page,
+};
+use serde::Deserialize;
+
+use super::{PAGE_PATH, Pages, html};
+use crate::{
+    PREPARE_ADMIN_ACTION,
+    audit::{AuditRecord, AuditSink, Channel, Outcome},
+    principal::{ConnectionId, PrincipalRequest},
+};
+
+/// What the page's handlers share with the guard.
+#[derive(Clone)]
+pub(crate) struct PageState {
+    pub(crate) pages: Arc<Pages>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) audit: Arc<dyn AuditSink>,
+    pub(crate) server_name: Arc<str>,
+}
+
+/// The page's routes, with its state.
+pub(crate) fn router(state: PageState) -> Router {
+    Router::new()
+        .route(PAGE_PATH, get(show).post(answer))
+        .with_state(state)
+}
+
+/// The form: the CSRF token and the button pressed. Missing fields are read as empty, so that
+/// the page, not the extractor, answers them.
+#[derive(Debug, Deserialize)]
+struct AnswerForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    decision: String,
+}
+
+async fn show(State(state): State<PageState>, Path(id): Path<String>) -> Response {
+    match show_page(&*state.store, &id, state.clock.now()).await {
+        PageView::Open(page) => respond(StatusCode::OK, &html::open(&state.server_name, &page)),
+        other => respond(status_of(&other), &html::closed(&other)),
+    }
+}
+
+async fn answer(
+    State(state): State<PageState>,
+    Path(id): Path<String>,
+    parts: http::request::Parts,
+    form: Result<Form<AnswerForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return respond(StatusCode::BAD_REQUEST, &html::bad_form());
+    };
+    let choice = match form.decision.as_str() {
+        "approve" => PageChoice::Approve,
+        "decline" => PageChoice::Decline,
+        _ => return respond(StatusCode::BAD_REQUEST, &html::bad_form()),
+    };
+    let now = state.clock.now();
+    // The page as it stands, for the audit record of a refusal.
+    let shown = match show_page(&*state.store, &id, now).await {
+        PageView::Open(page) => Some(page),
+        _ => None,
+    };
+    let signed_in = state
+        .pages
+        .config
+        .sign_in
+        .as_ref()
+        .map(|resolver| person(resolver.as_ref(), parts));
+    let person = match &signed_in {
+        None => PagePerson::NotChecked,
+        Some(Some(who)) => PagePerson::SignedIn(who),
+        Some(None) => PagePerson::NotSignedIn,
+    };
+    match answer_page(&*state.store, &id, &form.csrf, person, choice, now).await {
+        Ok(answered) => {
+            let reason = match choice {
+                PageChoice::Approve => "approve",
+                PageChoice::Decline => "decline",
+            };
+            state.record(&answered.page, Outcome::PageAnswered, reason);
+            if let Ok(page) = id.parse() {
+                state.pages.answered(&page);
+            }
+            respond(StatusCode::OK, &html::answered(choice))
+        }
+        Err(refusal) => {
+            if let Some(page) = &shown {
+                state.record(page, Outcome::PageRefused, refusal.as_str());
+            }
+            respond(refusal_status(refusal), &html::refused(refusal))
+        }
+    }
+}
+
+impl PageState {
+    /// A page event, with channel `page`, under the approval it answers.
+    fn record(&self, page: &OpenPage, outcome: Outcome, reason: &str) {
+        let tool = if page.subject.issues_token {
+            PREPARE_ADMIN_ACTION
+        } else {
+            page.subject.tool.as_str()
+        };
+        let record = AuditRecord::new(
+            self.clock.now(),
+            Some(page.principal.clone()),
+            tool,
+            None,
+            outcome,
+            Some(reason.to_owned()),
+        )
+        .with_approval(Some(page.approval))
+        .with_channel(Some(Channel::Page));
+        self.audit.record(&record);
+    }
+}
+
+/// Who the sign-in resolver names for this page request: it sees the request's parts in the
+/// extensions, as for an MCP request over streamable HTTP, and a connection of its own (so a
+/// per-connection resolver names nobody who made a call).
+fn person(
+    resolver: &dyn crate::PrincipalResolver,
+    parts: http::request::Parts,
+) -> Option<Principal> {
+    let mut extensions = rmcp::model::Extensions::new();
+    extensions.insert(parts);
+    let connection = ConnectionId::random();
+    resolver.resolve(&PrincipalRequest::new(&extensions, &connection))
+}
+
+fn status_of(view: &PageView) -> StatusCode {
+    match view {
+        PageView::Open(_) => StatusCode::OK,
+        PageView::Answered | PageView::Withdrawn | PageView::Expired => StatusCode::GONE,
+        PageView::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        PageView::Unknown | _ => StatusCode::NOT_FOUND,
+    }
+}
+
+fn refusal_status(refusal: PageRefusal) -> StatusCode {
+    match refusal {
+        PageRefusal::Csrf | PageRefusal::OtherPerson => StatusCode::FORBIDDEN,
+        PageRefusal::NotSignedIn => StatusCode::UNAUTHORIZED,
+        PageRefusal::Answered | PageRefusal::Withdrawn | PageRefusal::Expired => StatusCode::GONE,
+        PageRefusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        PageRefusal::Unknown | _ => StatusCode::NOT_FOUND,
+    }
+}
+
+/// Every response of the page: HTML, never stored, no script, never framed, no referrer.
+fn respond(status: StatusCode, body: &Markup) -> Response {
+    let Ok(policy) = HeaderValue::from_str(&html::CONTENT_SECURITY_POLICY) else {
+        // Never without the policy.
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut response = (status, Html(body.0.clone())).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+    response
+}
