@@ -3,8 +3,10 @@
 //! The tests start the real `store-server` (its database layer, its rmcp server and the guard
 //! exactly as the binary builds them) and drive it with a client that plays the user
 //! ([`ScriptedUser`]). What matters is checked on disk: [`FileView`] reads the SQLite file
-//! through a connection of its own.
+//! through a connection of its own. [`Browser`] opens the pages a person sees in a headless
+//! chromium.
 
+mod browser;
 mod fixture;
 mod race;
 mod raw;
@@ -12,6 +14,7 @@ mod results;
 mod sqlite;
 mod user;
 
+pub use browser::Browser;
 pub use fixture::{Client, Era, Store, connect, connect_over};
 pub use race::{
     HeldApprovals, Round, Tally, approve_round, ask_once, hold_approvals, race_one_stock,
