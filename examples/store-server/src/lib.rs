@@ -105,6 +105,7 @@ use mcp_write_guard_rmcp::{
         AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource,
         LOOPBACK_ORIGINS, exact_origin, is_plain_endpoint_url,
     },
+    page::{ApprovalPage, PAGE_PATH},
 };
 use rmcp::{
     ServerHandler, ServiceExt,
@@ -228,6 +229,10 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// Bearer-token auth in front of the endpoint, if any.
     pub auth: Option<BearerAuth>,
+    /// The approval page's routes ([`WriteGuard::approval_page_router`]), served beside the
+    /// endpoint and outside the bearer-token auth (a browser sends no bearer token; the page's
+    /// unguessable, single-use id is what admits the person).
+    pub approval_page: Option<axum::Router>,
 }
 
 impl Default for HttpOptions {
@@ -237,6 +242,7 @@ impl Default for HttpOptions {
             allowed_origins: LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             auth: None,
+            approval_page: None,
         }
     }
 }
@@ -277,8 +283,12 @@ fn router_with<S: ServerHandler + Clone>(
     let service =
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::clone(&sessions), config);
     let router = axum::Router::new().nest_service(HTTP_PATH, service);
-    match &options.auth {
+    let router = match &options.auth {
         Some(auth) => auth.protect(router, sessions),
+        None => router,
+    };
+    match &options.approval_page {
+        Some(page) => router.merge(page.clone()),
         None => router,
     }
 }
@@ -380,6 +390,12 @@ pub struct Config {
     pub allow_origins: Vec<String>,
     /// The most live HTTP sessions.
     pub max_sessions: usize,
+    /// Ask on the server's own approval page when the client supports URL-mode elicitation.
+    pub approval_page: bool,
+    /// Over stdio, where the page listens (default `127.0.0.1:0`: loopback, any free port).
+    pub approval_page_addr: Option<SocketAddr>,
+    /// A shorter approval clock than the default two minutes (tests).
+    pub approval_ttl: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -392,7 +408,24 @@ impl Config {
             public_url: None,
             allow_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            approval_page: false,
+            approval_page_addr: None,
+            approval_ttl: None,
         }
+    }
+
+    /// Asks on the approval page where the client supports URL-mode elicitation: over HTTP on
+    /// the same listener, over stdio on `addr` (default `127.0.0.1:0`).
+    pub fn with_approval_page(mut self, addr: Option<SocketAddr>) -> Self {
+        self.approval_page = true;
+        self.approval_page_addr = addr;
+        self
+    }
+
+    /// An approval clock of `ttl` instead of two minutes (at most two minutes).
+    pub fn with_approval_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.approval_ttl = Some(ttl);
+        self
     }
 
     /// Streamable HTTP on `addr` instead of stdio.
@@ -432,6 +465,20 @@ impl Config {
     ///
     /// [`Error::Config`], saying why and what to pass.
     pub fn check(&self) -> Result<(), Error> {
+        if let Some(ttl) = self.approval_ttl
+            && (ttl.is_zero() || ttl > std::time::Duration::from_secs(120))
+        {
+            return Err(Error::Config(
+                "--approval-ttl must be between 1 and 120 seconds".to_owned(),
+            ));
+        }
+        if self.approval_page_addr.is_some() && (!self.approval_page || self.http.is_some()) {
+            return Err(Error::Config(
+                "--approval-page-addr applies to --approval-page over stdio only (over --http \
+                 the page is served on the same listener)"
+                    .to_owned(),
+            ));
+        }
         let Some(addr) = self.http else {
             if self.auth.is_some() || self.public_url.is_some() || !self.allow_origins.is_empty() {
                 return Err(Error::Config(
@@ -491,8 +538,37 @@ fn authority(url: &str) -> Option<&str> {
 pub async fn run(config: Config) -> Result<(), Error> {
     config.check()?;
     let db = Arc::new(Db::open(&config.db)?);
+    let mut builder = guard_builder(StoreServer::new(db));
+    if let Some(ttl) = config.approval_ttl {
+        builder = builder.approval_ttl(
+            time::Duration::try_from(ttl)
+                .map_err(|e| Error::Config(format!("--approval-ttl: {e}")))?,
+        );
+    }
     let Some(addr) = config.http else {
-        let guard = guard_builder(StoreServer::new(db)).build();
+        // Over stdio the page needs a listener of its own: loopback unless told otherwise.
+        let mut page_listener = None;
+        if config.approval_page {
+            let addr = config
+                .approval_page_addr
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
+            if !addr.ip().is_loopback() {
+                tracing::warn!(%addr, "the approval page listens beyond this machine");
+            }
+            let listener = TcpListener::bind(addr).await?;
+            let base = format!("http://{}", listener.local_addr()?);
+            builder = builder.approval_page(approval_page(&base)?);
+            tracing::info!("approval page listening at {base}{PAGE_PATH}");
+            page_listener = Some(listener);
+        }
+        let guard = builder.build();
+        if let (Some(listener), Some(router)) = (page_listener, guard.approval_page_router()) {
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, router).await {
+                    tracing::error!("approval page: {e}");
+                }
+            });
+        }
         log_start(&config, &guard, "connection");
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             tracing::warn!("{TERMINAL_HINT}");
@@ -517,7 +593,25 @@ pub async fn run(config: Config) -> Result<(), Error> {
     {
         options.allowed_hosts.push(host.to_owned());
     }
-    let mut builder = guard_builder(StoreServer::new(db));
+    if config.approval_page {
+        // On the same listener; behind a proxy, at the public URL's origin.
+        let base = match (
+            &config.public_url,
+            &config.public_url.as_deref().and_then(authority),
+        ) {
+            (Some(url), Some(host)) => {
+                let scheme = if url.starts_with("https://") {
+                    "https"
+                } else {
+                    "http"
+                };
+                format!("{scheme}://{host}")
+            }
+            _ => format!("http://{local}"),
+        };
+        builder = builder.approval_page(approval_page(&base)?);
+        tracing::info!("approval page served at {base}{PAGE_PATH}");
+    }
     let principal = match &config.auth {
         None => {
             builder = builder.principal(Arc::new(LocalMachine));
@@ -547,6 +641,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
         }
     };
     let guard = builder.build();
+    options.approval_page = guard.approval_page_router();
     log_start(&config, &guard, principal);
     if config.auth.is_some() {
         tracing::info!(%resource, "bearer tokens required; protected-resource metadata served");
@@ -559,6 +654,10 @@ pub async fn run(config: Config) -> Result<(), Error> {
         }
     })
     .await
+}
+
+fn approval_page(base: &str) -> Result<ApprovalPage, Error> {
+    ApprovalPage::new(base).map_err(|e| Error::Config(e.to_string()))
 }
 
 fn log_start<S>(config: &Config, guard: &WriteGuard<S>, principal: &str) {

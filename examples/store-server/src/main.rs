@@ -1,6 +1,7 @@
 //! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
 //! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
-//! [--public-url URL] [--max-sessions N]`: the reference store over stdio (default) or streamable HTTP. Logs go to
+//! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]]
+//! [--approval-ttl SECS]`: the reference store over stdio (default) or streamable HTTP. Logs go to
 //! stderr; in stdio mode stdout carries protocol messages only. Writes are refused unless
 //! `MCP_WRITES_ENABLED=true`.
 
@@ -63,6 +64,18 @@ struct Cli {
     /// The most live HTTP sessions (older protocol era); idle sessions close after 5 minutes.
     #[arg(long, value_name = "N", default_value_t = mcp_write_guard_rmcp::http::DEFAULT_MAX_SESSIONS)]
     max_sessions: usize,
+    /// Ask on this server's own approval page (http://.../approvals/ID) when the client supports
+    /// URL-mode elicitation; clients with forms only keep the form. Over --http the page is
+    /// served on the same listener; over stdio on --approval-page-addr.
+    #[arg(long)]
+    approval_page: bool,
+    /// Over stdio, where the approval page listens (default 127.0.0.1:0: loopback, a free port;
+    /// the address is logged to stderr).
+    #[arg(long, value_name = "ADDR", requires = "approval_page")]
+    approval_page_addr: Option<SocketAddr>,
+    /// How long a person has to answer, in seconds (default and most: 120).
+    #[arg(long, value_name = "SECS")]
+    approval_ttl: Option<u64>,
 }
 
 impl Cli {
@@ -88,6 +101,12 @@ impl Cli {
         }
         for origin in self.allow_origin {
             config = config.allow_origin(origin);
+        }
+        if self.approval_page {
+            config = config.with_approval_page(self.approval_page_addr);
+        }
+        if let Some(secs) = self.approval_ttl {
+            config = config.with_approval_ttl(std::time::Duration::from_secs(secs));
         }
         config
     }
@@ -145,6 +164,51 @@ mod tests {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("MCP_WRITES_ENABLED=true"), "{help}");
         assert!(help.contains("--auth-issuer"), "{help}");
+    }
+
+    #[test]
+    fn the_approval_page_takes_its_own_address_over_stdio_only() {
+        let config = parse(&["--approval-page"]).unwrap();
+        assert!(config.approval_page);
+        assert_eq!(config.approval_page_addr, None);
+        config.check().unwrap();
+        let config = parse(&["--approval-page", "--approval-page-addr", "127.0.0.1:9000"]).unwrap();
+        assert_eq!(
+            config.approval_page_addr,
+            Some("127.0.0.1:9000".parse().unwrap())
+        );
+        config.check().unwrap();
+        assert!(parse(&["--approval-page-addr", "127.0.0.1:9000"]).is_err());
+        let over_http = parse(&[
+            "--http",
+            "127.0.0.1:8080",
+            "--approval-page",
+            "--approval-page-addr",
+            "127.0.0.1:9000",
+        ])
+        .unwrap();
+        assert!(
+            over_http.check().is_err(),
+            "over --http the page shares the listener"
+        );
+        parse(&["--http", "127.0.0.1:8080", "--approval-page"])
+            .unwrap()
+            .check()
+            .unwrap();
+    }
+
+    #[test]
+    fn the_approval_clock_may_only_be_shorter() {
+        for secs in ["1", "120"] {
+            parse(&["--approval-ttl", secs]).unwrap().check().unwrap();
+        }
+        for secs in ["0", "121"] {
+            assert!(
+                parse(&["--approval-ttl", secs]).unwrap().check().is_err(),
+                "{secs}"
+            );
+        }
+        assert!(parse(&["--approval-ttl", "-1"]).is_err());
     }
 
     #[test]
