@@ -17,8 +17,8 @@
 //!    [`admit`](mcp_write_guard_core::admit). A request that lets the inner
 //!    server answer with a task (it declares the tasks extension and the inner server supports
 //!    it) is refused too: a task would apply after the guard has finished with the call.
-//! 3. The client cannot be asked (no form elicitation): refuse, unless
-//!    [`danger::AllowWritesWithoutElicitation`] is on.
+//! 3. The client cannot be asked (no form elicitation, and no URL mode where an approval page is
+//!    configured): refuse, unless [`danger::AllowWritesWithoutElicitation`] is on.
 //! 4. A token-gated tool (one whose input schema has `confirmationToken`) needs a token that
 //!    would spend now for this principal, tool and these exact arguments; any other token is
 //!    refused before anyone is asked. [`PREPARE_ADMIN_ACTION`] issues one after the user
@@ -36,6 +36,9 @@
 //!    is down, or a user with too many open approvals, is a refusal. Every argument and
 //!    preview value reaches the question through one renderer ([`render_value`]): a value
 //!    cannot add lines to it or reorder it. One [`Outcome::Asked`] record says what was shown.
+//!    With an approval page (feature `approval-page`, see `page`) and a client that supports
+//!    URL-mode elicitation, the question is a link to the server's own page instead, and the
+//!    person's answer there is decided the same way.
 //! 7. Only `accept` with `approve: true` continues: mcp-write-guard-core's decision consumes the
 //!    pending approval and returns an [`mcp_write_guard_core::Approved`], the only value the apply
 //!    takes.

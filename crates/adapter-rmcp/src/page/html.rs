@@ -108,7 +108,7 @@ pub(super) fn open(server: &str, page: &OpenPage) -> Markup {
             }
             p.expiry.muted {
                 "This request expires at " time datetime=(rfc3339(page.expires_at)) {
-                    (rfc3339(page.expires_at))
+                    (readable(page.expires_at))
                 } "; an answer after that saves nothing."
             }
             form method="post" {
@@ -229,8 +229,22 @@ fn render(value: &Value) -> Rendered {
     render_value(value, DEFAULT_MAX_RENDERED_CHARS)
 }
 
+/// `t` in UTC to the second, as RFC 3339 (for the `datetime` attribute).
 fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&Rfc3339).unwrap_or_default()
+    utc_seconds(t).format(&Rfc3339).unwrap_or_default()
+}
+
+/// `t` in UTC to the second, as a person reads it: `2026-11-30 22:30:12 UTC`.
+fn readable(t: OffsetDateTime) -> String {
+    let t = utc_seconds(t);
+    let (h, m, s) = t.to_hms();
+    format!("{} {h:02}:{m:02}:{s:02} UTC", t.date())
+}
+
+fn utc_seconds(t: OffsetDateTime) -> OffsetDateTime {
+    t.to_offset(time::UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .unwrap_or(t)
 }
 
 /// The preview as rows: pairs of fields become one before/after row (`{"before": .., "after":
@@ -499,6 +513,12 @@ mod tests {
         )));
         assert!(html.contains(r#"name="decision" value="approve""#));
         assert!(html.contains(r#"name="decision" value="decline""#));
+        assert!(
+            html.contains(
+                r#"<time datetime="2023-11-14T22:13:20Z">2023-11-14 22:13:20 UTC</time>"#
+            ),
+            "{html}"
+        );
         assert!(!html.contains("<script"));
     }
 
