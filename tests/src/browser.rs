@@ -87,6 +87,13 @@ impl Browser {
             "--headless=new".to_owned(),
             // CI runs as root, where chromium refuses to start sandboxed.
             "--no-sandbox".to_owned(),
+            // No calls home: this machine's network is closed, and chromium would otherwise try
+            // (and fail) at every start.
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--disable-quic".to_owned(),
+            "--no-first-run".to_owned(),
             "--disable-gpu".to_owned(),
             "--disable-dev-shm-usage".to_owned(),
             "--window-size=1100,900".to_owned(),
