@@ -424,7 +424,10 @@ impl AuditSink for TracingSink {
         let asked = record.asked.as_ref();
         let expires_at = asked.map(|a| rfc3339_text(a.expires_at));
         let era = asked.map(|a| a.era.as_str());
-        let channel = asked.map(|a| a.channel.as_str());
+        let channel = record
+            .channel
+            .or(asked.map(|a| a.channel))
+            .map(Channel::as_str);
         let prompt_digest = asked.map(|a| a.prompt_digest.as_str());
         let prompt = asked.and_then(|a| a.prompt.as_deref());
         let arguments = asked.map(|a| a.arguments.to_string());
@@ -449,7 +452,11 @@ impl AuditSink for TracingSink {
                 )
             };
         }
-        if record.outcome.is_refusal() {
+        if record.outcome == Outcome::PageRefused {
+            event!(warn, "approval page answer refused");
+        } else if record.outcome == Outcome::PageAnswered {
+            event!(info, "approval page answered");
+        } else if record.outcome.is_refusal() {
             event!(warn, "write refused");
         } else if record.outcome == Outcome::Asked {
             event!(info, "write asked");

@@ -7,7 +7,7 @@
 //! Either way the open approval lives in the store (a store that is down, or a person with too
 //! many open approvals, is a refusal), and one `asked` record says what was shown.
 
-use mcp_write_guard_core::{PendingApproval, render_key, take_approval};
+use mcp_write_guard_core::{ApprovalId, PendingApproval, render_key, take_approval};
 use rmcp::{
     ServerHandler,
     model::CallToolResponse,
@@ -88,29 +88,38 @@ impl<S: ServerHandler> WriteGuard<S> {
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &prompt, era, Channel::Form);
                 let answer = elicit::ask_legacy(context, form, time_left).await;
-                let now = self.shared.clock.now();
-                // Taken back once, whatever the answer, so the slot is freed; only the
-                // approval taken from the store may continue.
-                let taken = take_approval(
-                    store,
-                    &id.to_string(),
-                    pending.principal(),
-                    pending.tool(),
-                    pending.args(),
-                    now,
-                )
-                .await;
-                let answer = match answer {
-                    Ok(answer) => answer,
-                    Err(Error::TimedOut) => {
-                        return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
-                    }
-                    Err(error) => return Err(Refusal::ask_failed(&error)),
-                };
-                let pending = taken.map_err(Refusal::rejection)?;
-                Ok(Asked::Answered { pending, answer })
+                self.take_back(id, &pending, answer).await
             }
         }
+    }
+
+    /// Below 2026-07-28, once the question is over: takes the approval `id` back from the
+    /// store, once, whatever the answer (so the slot is freed); only the approval taken from
+    /// the store may continue, with the answer.
+    pub(super) async fn take_back(
+        &self,
+        id: ApprovalId,
+        pending: &PendingApproval,
+        answer: Result<Answer, Error>,
+    ) -> Result<Asked, Refusal> {
+        let taken = take_approval(
+            &*self.shared.store,
+            &id.to_string(),
+            pending.principal(),
+            pending.tool(),
+            pending.args(),
+            self.shared.clock.now(),
+        )
+        .await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(Error::TimedOut) => {
+                return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
+            }
+            Err(error) => return Err(Refusal::ask_failed(&error)),
+        };
+        let pending = taken.map_err(Refusal::rejection)?;
+        Ok(Asked::Answered { pending, answer })
     }
 
     /// The question: the tool's own wording, or the default. For `prepare_admin_action`: the

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use mcp_write_guard_core::{
     AnswerAction, PageId, PageOutcome, PageSubject, PendingApproval, open_page, open_round_trip,
-    page_outcome, render_key, store_approval, take_approval, withdraw_page,
+    page_outcome, render_key, store_approval, withdraw_page,
 };
 use rmcp::{
     ServerHandler,
@@ -113,26 +113,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                     .answer_on_page(context, page, question, time_left, &waiter)
                     .await;
                 pages.forget(&page);
-                let now = self.shared.clock.now();
-                // Taken back once, whatever the answer, as for a form.
-                let taken = take_approval(
-                    store,
-                    &id.to_string(),
-                    pending.principal(),
-                    pending.tool(),
-                    pending.args(),
-                    now,
-                )
-                .await;
-                let answer = match answer {
-                    Ok(answer) => answer,
-                    Err(Error::TimedOut) => {
-                        return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
-                    }
-                    Err(error) => return Err(Refusal::ask_failed(&error)),
-                };
-                let pending = taken.map_err(Refusal::rejection)?;
-                Ok(Asked::Answered { pending, answer })
+                self.take_back(id, &pending, answer).await
             }
         }
     }
