@@ -29,6 +29,9 @@
 //!    For the input-required round trip, store it with [`open_round_trip`] and hand the returned
 //!    [`StateId`] to the client as `requestState`; on the retry, [`take_round_trip`] gives it back
 //!    once, only to the same principal, tool and arguments, only while the clock runs.
+//!    To ask on the server's own approval page instead, [`open_page`] first: the page (a
+//!    256-bit single-use id, a CSRF token bound to it) lives as long as the clock;
+//!    [`answer_page`] takes the person's answer once, [`page_outcome`] hands it to the guard.
 //! 3. **Decide**: [`PendingApproval::decide`] consumes the pending approval and turns the answer
 //!    into a [`Verdict`]. Only [`Verdict::Approved`] may continue: the [`Approved`] it carries
 //!    (private fields, not `Clone`, made only by `decide` or, loudly, by
