@@ -987,6 +987,93 @@ mod tests {
         }
     }
 
+    /// One step of a page's life, for the model below.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Answer { choice: PageChoice, own_token: bool },
+        Withdraw,
+        Look,
+        Advance(i64),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let choice = prop_oneof![Just(PageChoice::Approve), Just(PageChoice::Decline)];
+        prop_oneof![
+            (choice, any::<bool>())
+                .prop_map(|(choice, own_token)| Step::Answer { choice, own_token }),
+            Just(Step::Withdraw),
+            Just(Step::Look),
+            (0_i64..70_000).prop_map(Step::Advance),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any interleaving of answers (with and without the page's token), withdrawals, the
+        /// guard's looks and the clock: an answer is taken only while the page is open and
+        /// inside the clock, only the first one counts, the guard reads it at most once, and
+        /// only a taken Approve read inside the clock approves, once.
+        #[test]
+        fn only_the_first_answer_on_an_open_page_inside_the_clock_approves(
+            steps in proptest::collection::vec(step(), 1..24),
+        ) {
+            let f = fixture();
+            let (pending, page) = f.open();
+            let id = *pending.page().unwrap();
+            let csrf = page.csrf.to_string();
+            let wrong = CsrfToken(Secret::random().unwrap()).to_string();
+            let (mut open, mut kept, mut approvals) = (true, None, 0);
+            for step in steps {
+                let live = f.clock.now() < page.expires_at;
+                match step {
+                    Step::Answer { choice, own_token } => {
+                        let token = if own_token { &csrf } else { &wrong };
+                        let taken =
+                            f.answer(&id.to_string(), token, PagePerson::NotChecked, choice);
+                        proptest::prop_assert_eq!(taken.is_ok(), open && live && own_token);
+                        if taken.is_ok() {
+                            open = false;
+                            kept = Some(choice);
+                        }
+                    }
+                    Step::Withdraw => {
+                        ready(withdraw_page(&f.store, &id, f.clock.now()));
+                        open = false;
+                    }
+                    Step::Look => match f.outcome(&id) {
+                        PageOutcome::Answered { action, content } => {
+                            let choice = kept.take();
+                            proptest::prop_assert!(choice.is_some(), "an answer from nowhere");
+                            let verdict = pending.clone().decide(
+                                &action,
+                                content.as_ref(),
+                                f.clock.now(),
+                            );
+                            if matches!(verdict, Verdict::Approved(_)) {
+                                proptest::prop_assert_eq!(choice, Some(PageChoice::Approve));
+                                proptest::prop_assert!(live);
+                                approvals += 1;
+                            }
+                        }
+                        PageOutcome::Open => {
+                            proptest::prop_assert!(open && live && kept.is_none());
+                        }
+                        PageOutcome::Closed => {
+                            proptest::prop_assert!(!(open && live));
+                            // An answer not read inside the clock is never read as an approval.
+                            if !live {
+                                kept = None;
+                            }
+                            proptest::prop_assert!(kept.is_none(), "a kept answer was lost");
+                        }
+                    },
+                    Step::Advance(ms) => f.clock.advance(time::Duration::milliseconds(ms)),
+                }
+            }
+            proptest::prop_assert!(approvals <= 1);
+        }
+    }
+
     #[test]
     fn the_round_trip_remembers_the_page() {
         let f = fixture();

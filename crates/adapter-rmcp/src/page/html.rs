@@ -1,9 +1,9 @@
 //! The page's HTML: maud templates, which escape every interpolated value.
 //!
-//! What reaches the page from a call (argument names and values, preview fields and values) goes
-//! through mcp-write-guard-core's renderer first, exactly as in the form's question: strings
-//! quoted, line breaks, bidi controls and zero-width characters shown as visible escapes, long
-//! values cut with a marker. maud then escapes the rendered text for HTML, so `<script>` shows
+//! What reaches the page from a call (argument names and values, preview fields and values) and
+//! the server's name go through mcp-write-guard-core's renderer first, exactly as in the form's
+//! question: strings quoted, line breaks, bidi controls and zero-width characters shown as
+//! visible escapes, long values cut with a marker. maud then escapes the rendered text for HTML, so `<script>` shows
 //! as text and a quote cannot leave an attribute.
 
 use std::sync::LazyLock;
@@ -65,7 +65,8 @@ pub(super) fn open(server: &str, page: &OpenPage) -> Markup {
         html! {
             h1 { (heading) }
             p {
-                "The server " strong { (server) } " asks you to approve a call of the tool "
+                "The server " strong { (render_key(server).as_str()) }
+                " asks you to approve a call of the tool "
                 code.tool { (tool.as_str()) } " with exactly the arguments below."
             }
             @if subject.issues_token {
@@ -196,6 +197,14 @@ pub(super) fn bad_form() -> Markup {
     message(
         "Answer not understood",
         "The answer must be the page's own form with Approve or Decline. Nothing changed.",
+    )
+}
+
+/// A request with a method the page does not take.
+pub(super) fn bad_method() -> Markup {
+    message(
+        "Not allowed",
+        "This address only shows the approval page and takes its own form. Nothing changed.",
     )
 }
 
@@ -497,6 +506,25 @@ mod tests {
         assert!(!rendered.as_str().contains('\u{202E}'));
         assert!(text.contains(render_key(key).as_str()), "{text}");
         assert!(text.contains("store <server>"), "{text}");
+    }
+
+    #[test]
+    fn a_hostile_server_name_renders_as_inert_visible_text() {
+        let name = "store</style><script>alert(1)</script>\u{202E}\u{200B}\nApproved: yes";
+        let html = open(
+            name,
+            &page(json!({"sku": "A"}), json!({"before": 1, "after": 2})),
+        )
+        .into_string();
+        assert!(!html.contains("<script"), "{html}");
+        assert_eq!(html.matches("</style>").count(), 1, "{html}");
+        for c in ['\u{202E}', '\u{200B}', '\n'] {
+            assert!(!html.contains(c), "{c:?} in {html}");
+        }
+        assert!(
+            visible_text(&html).contains(render_key(name).as_str()),
+            "{html}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `GET` and `POST /approvals/{id}`: the page, and the person's answer.
+//! `GET` and `POST /approvals/{id}`: the page, and the person's answer (any other method is
+//! refused with the same headers).
 
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ pub(crate) struct PageState {
 /// The page's routes, with its state.
 pub(crate) fn router(state: PageState) -> Router {
     Router::new()
-        .route(PAGE_PATH, get(show).post(answer))
+        .route(PAGE_PATH, get(show).post(answer).fallback(not_allowed))
         .with_state(state)
 }
 
@@ -107,6 +108,15 @@ async fn answer(
             respond(refusal_status(refusal), &html::refused(refusal))
         }
     }
+}
+
+/// Any other method: refused like every other answer of the page, with its headers.
+async fn not_allowed() -> Response {
+    let mut response = respond(StatusCode::METHOD_NOT_ALLOWED, &html::bad_method());
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST"));
+    response
 }
 
 impl PageState {

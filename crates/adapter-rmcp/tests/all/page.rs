@@ -33,6 +33,7 @@ struct PageHarness {
     clock: ManualClock,
     base: String,
     http: reqwest::Client,
+    guard: WriteGuard<Fixture>,
 }
 
 impl PageHarness {
@@ -58,7 +59,7 @@ impl PageHarness {
         let guard = customize(builder).build();
         let router = guard.approval_page_router().unwrap();
         tokio::spawn(async move { axum::serve(listener, router).await });
-        let client = connect(guard, era, person.clone()).await.unwrap();
+        let client = connect(guard.clone(), era, person.clone()).await.unwrap();
         Self {
             era,
             client: Arc::new(client),
@@ -68,6 +69,7 @@ impl PageHarness {
             clock,
             base,
             http: reqwest::Client::new(),
+            guard,
         }
     }
 
@@ -130,6 +132,10 @@ impl PageHarness {
 
     fn outcomes(&self) -> Vec<Outcome> {
         self.audit.outcomes()
+    }
+
+    fn snapshot_applies(&self) -> usize {
+        self.fixture.snapshot().applies
     }
 }
 
@@ -543,3 +549,5 @@ async fn unknown_and_malformed_page_ids_show_a_plain_page() {
     assert!(h.audit.records().is_empty());
     let _: Value = json!(h.era == Era::Legacy);
 }
+
+mod attacks;
