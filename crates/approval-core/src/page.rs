@@ -20,9 +20,12 @@
 //!
 //! | key | holds | until |
 //! |---|---|---|
-//! | `page:<id>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker one more lifetime |
+//! | `page:<id>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker as long again as was left when it closed (at least a second) |
 //! | `page:<id>.receipt` | that the page was opened, and when it expires | one more lifetime after the clock |
-//! | `page:<id>.answer` | the person's answer, until the guard takes it | one more lifetime after the clock |
+//! | `page:<id>.answer` | the person's answer, until the guard takes it | like the closed marker |
+//!
+//! The marker and the receipt only make later refusals say "answered" or "expired" rather than
+//! "unknown"; an answer matters only while the clock runs, and is refused after it either way.
 
 use std::fmt;
 use std::str::FromStr;
@@ -575,8 +578,8 @@ async fn close<S: Store + ?Sized>(
     }
 }
 
-/// One more lifetime after the page's clock, as for every other record; never before `now`'s
-/// next instant, so a marker is always stored.
+/// How long a closed page's marker and answer are kept: past the clock's end by as long as was
+/// left of it at `now`, and at least a second after `now`, so a marker is always stored.
 fn keep_until(page: &OpenPage, now: OffsetDateTime) -> OffsetDateTime {
     let lifetime = page.expires_at - now;
     let until = page

@@ -157,7 +157,8 @@ pub(super) fn answered(choice: PageChoice) -> Markup {
     match choice {
         PageChoice::Approve => message(
             "You approved this change",
-            "The server applies it now, if the data is still as shown; your client shows the \
+            "Your approval was recorded. The server applies the change if the request is \
+             still waiting for it and the data is still as shown; your client shows the \
              result. You can close this page.",
         ),
         PageChoice::Decline => message(
