@@ -20,6 +20,7 @@ mod admin_prompt;
 mod audit_trail;
 mod cancellation;
 mod compare_apply;
+mod composed_token;
 mod dry_previews;
 mod get_tool;
 #[cfg(feature = "http")]
