@@ -7,12 +7,13 @@
 //! Either way the open approval lives in the store (a store that is down, or a person with too
 //! many open approvals, is a refusal), and one `asked` record says what was shown.
 
-use mcp_write_guard_core::{ApprovalId, PendingApproval, render_key, take_approval};
+use mcp_write_guard_core::{ApprovalId, PendingApproval, ToolName, render_key, take_approval};
 use rmcp::{
     ServerHandler,
     model::CallToolResponse,
     service::{RequestContext, RoleServer},
 };
+use serde_json::{Map, Value};
 
 use super::{
     Call,
@@ -126,16 +127,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// target tool's question (its wording, or the default, with the target's preview when it
     /// has one) after a sentence saying what approving it does.
     fn prompt_for(&self, pending: &PendingApproval, admin_target: Option<&AdminTarget>) -> String {
-        // For `prepare_admin_action`, the stored preview is the target's (see capture).
-        let (tool, arguments) = match admin_target {
-            Some(target) => (&target.tool, target.args.without_token()),
-            None => (pending.tool(), pending.args().without_token()),
-        };
-        let preview = self
-            .shared
-            .previews
-            .contains(tool.as_str())
-            .then(|| pending.preview());
+        let (tool, arguments, preview) = self.shown(pending, admin_target);
         let input = PromptInput::new(tool.as_str(), &arguments, preview);
         let question = match self.shared.prompts.get(tool.as_str()) {
             Some(custom) => custom(&input),
@@ -150,6 +142,27 @@ impl<S: ServerHandler> WriteGuard<S> {
              runs.\n{question}",
             render_key(tool.as_str())
         )
+    }
+
+    /// What the person is shown about `pending`, in a form or on the page: the tool and its
+    /// arguments without the token (for `prepare_admin_action`, the target's), and the preview
+    /// when the tool has one (for `prepare_admin_action` the stored preview is the target's, see
+    /// capture).
+    pub(super) fn shown<'a>(
+        &self,
+        pending: &'a PendingApproval,
+        admin_target: Option<&'a AdminTarget>,
+    ) -> (&'a ToolName, Map<String, Value>, Option<&'a Value>) {
+        let (tool, arguments) = match admin_target {
+            Some(target) => (&target.tool, target.args.without_token()),
+            None => (pending.tool(), pending.args().without_token()),
+        };
+        let preview = self
+            .shared
+            .previews
+            .contains(tool.as_str())
+            .then(|| pending.preview());
+        (tool, arguments, preview)
     }
 
     /// The `asked` record: what the person was shown, under which approval id, until when.

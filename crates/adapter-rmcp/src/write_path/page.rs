@@ -44,16 +44,8 @@ impl<S: ServerHandler> WriteGuard<S> {
         pending: &PendingApproval,
         admin_target: Option<&AdminTarget>,
     ) -> PageSubject {
-        let (tool, arguments) = match admin_target {
-            Some(target) => (&target.tool, target.args.without_token()),
-            None => (pending.tool(), pending.args().without_token()),
-        };
-        let preview = self
-            .shared
-            .previews
-            .contains(tool.as_str())
-            .then(|| pending.preview().clone());
-        let subject = PageSubject::new(tool.clone(), arguments, preview);
+        let (tool, arguments, preview) = self.shown(pending, admin_target);
+        let subject = PageSubject::new(tool.clone(), arguments, preview.cloned());
         if admin_target.is_some() {
             subject.issuing_token()
         } else {
