@@ -203,14 +203,15 @@ async fn an_expired_page_says_so_and_saves_nothing(
     era: Era,
 ) -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    // A one-second approval clock, so that it runs out in the test.
-    let (client, person) = launch(dir.path(), &["--approval-ttl", "1"], era).await?;
+    // A three-second approval clock (long enough for the page to open on a busy machine), so
+    // that it runs out in the test.
+    let (client, person) = launch(dir.path(), &["--approval-ttl", "3"], era).await?;
     let db = FileView::new(dir.path().join("store.db"));
     let call = adjust(&client, -2);
     let question = question(&person).await;
     browser.open(&question.url).await?;
     assert_eq!(browser.text("h1").await?, "Approve this change?");
-    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(3_200)).await;
     browser.click("button[value=approve]").await?;
     assert_eq!(browser.text("h1").await?, "Expired");
     let url = question.url.clone();
