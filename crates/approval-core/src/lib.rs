@@ -130,6 +130,8 @@ mod policy;
 mod render;
 mod round_trip;
 mod store;
+#[cfg(any(test, feature = "test-util"))]
+pub mod store_conformance;
 mod token;
 
 #[cfg(test)]

@@ -116,12 +116,17 @@ pub enum StoreError {
 /// - [`get`](Store::get) reads a live entry without taking it. It is only ever used to refuse
 ///   early; every grant goes through [`take`](Store::take).
 /// - An entry is live while `now < expires_at`; [`take`](Store::take) at or after `expires_at`
-///   returns `None`.
+///   returns `None`. A backend may round both instants down to its resolution (a millisecond at
+///   least), so an entry may end up to that much early, never late.
 /// - [`insert`](Store::insert) refuses a key that is live ([`StoreError::KeyExists`]) and may
 ///   refuse when a principal holds too many live entries ([`StoreError::PrincipalCapReached`]).
 ///   Inserting an entry whose `expires_at` is not after `now` stores nothing.
 /// - [`insert_tombstone`](Store::insert_tombstone) stores an entry that grants nothing; a backend
 ///   with a per-principal cap should leave it out of the cap (the default does not).
+/// - [`purge_expired`](Store::purge_expired) frees the memory of expired entries; a backend that
+///   expires entries by itself (a TTL) may do nothing and return 0.
+///
+/// [`store_conformance`](crate::store_conformance) (feature `test-util`) checks this contract.
 ///
 /// How this crate uses it: an approval, round-trip state or token is [`insert`](Store::insert)ed
 /// with `expires_at` equal to the end of its lifetime, so it holds its principal's place for
@@ -416,6 +421,21 @@ mod tests {
 
     fn key(i: usize) -> StoreKey {
         StoreKey::new(RecordKind::Token, format!("k{i}"))
+    }
+
+    #[test]
+    fn the_memory_store_keeps_the_store_contract() {
+        ready(crate::store_conformance::run_all(async |cap| {
+            MemoryStore::with_caps(cap, DEFAULT_MAX_ENTRIES)
+        }));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_memory_store_answers_as_the_model(ops in crate::store_conformance::ops()) {
+            let store = MemoryStore::with_caps(crate::store_conformance::MODEL_CAP, DEFAULT_MAX_ENTRIES);
+            ready(crate::store_conformance::check_against_model(&store, &ops));
+        }
     }
 
     #[test]
