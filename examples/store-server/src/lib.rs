@@ -98,6 +98,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
+use mcp_write_guard_redis::RedisStore;
 use mcp_write_guard_rmcp::{
     FromAuthenticatedSubject, LocalMachine, PromptInput, WriteGuard, WriteGuardBuilder,
     default_prompt,
@@ -396,6 +397,70 @@ pub struct Config {
     pub approval_page_addr: Option<SocketAddr>,
     /// A shorter approval clock than the default two minutes (tests).
     pub approval_ttl: Option<std::time::Duration>,
+    /// Where approvals, round trips, pages and tokens live.
+    pub store: StoreBackend,
+}
+
+/// Where the guard keeps approvals, round-trip state, approval pages and confirmation tokens
+/// (`--store`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreBackend {
+    /// In this process's memory (`--store memory`, the default): one server, one process.
+    Memory,
+    /// On a Redis shared by every replica (`--store redis://HOST:PORT[/DB]`), under `prefix`
+    /// (`--store-prefix`, default [`DEFAULT_STORE_PREFIX`]).
+    Redis {
+        /// The Redis URL.
+        url: String,
+        /// The key prefix: the same for every replica of one server.
+        prefix: String,
+    },
+}
+
+/// The Redis key prefix of `--store redis://...` unless `--store-prefix` says otherwise.
+pub const DEFAULT_STORE_PREFIX: &str = "store-server";
+
+impl StoreBackend {
+    /// Reads `--store`: `memory`, or a `redis://` URL (keys under `prefix`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for anything else.
+    pub fn parse(value: &str, prefix: Option<&str>) -> Result<Self, Error> {
+        if value == "memory" {
+            if prefix.is_some() {
+                return Err(Error::Config(
+                    "--store-prefix applies to --store redis://... only".to_owned(),
+                ));
+            }
+            return Ok(Self::Memory);
+        }
+        if value.starts_with("redis://") {
+            return Ok(Self::Redis {
+                url: value.to_owned(),
+                prefix: prefix.unwrap_or(DEFAULT_STORE_PREFIX).to_owned(),
+            });
+        }
+        Err(Error::Config(format!(
+            "--store {}: give `memory` or redis://HOST[:PORT][/DB]",
+            without_password(value)
+        )))
+    }
+}
+
+/// `url` with any `user:password@` left out, for logs and messages.
+fn without_password(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => "(not a URL)".to_owned(),
+    }
 }
 
 impl Config {
@@ -411,7 +476,14 @@ impl Config {
             approval_page: false,
             approval_page_addr: None,
             approval_ttl: None,
+            store: StoreBackend::Memory,
         }
+    }
+
+    /// Keeps approvals, round trips, pages and tokens in `store` (default: memory).
+    pub fn with_store(mut self, store: StoreBackend) -> Self {
+        self.store = store;
+        self
     }
 
     /// Asks on the approval page where the client supports URL-mode elicitation: over HTTP on
@@ -544,6 +616,21 @@ pub async fn run(config: Config) -> Result<(), Error> {
             time::Duration::try_from(ttl)
                 .map_err(|e| Error::Config(format!("--approval-ttl: {e}")))?,
         );
+    }
+    if let StoreBackend::Redis { url, prefix } = &config.store {
+        let store = RedisStore::builder(url)
+            .prefix(prefix)
+            .connect_lazy()
+            .map_err(|e| Error::Config(format!("--store {}: {e}", without_password(url))))?;
+        let shown = without_password(url);
+        match store.ping().await {
+            Ok(()) => tracing::info!(redis = %shown, prefix, "approvals kept in Redis"),
+            Err(e) => tracing::warn!(
+                redis = %shown,
+                "Redis does not answer ({e}): every write is refused until it does"
+            ),
+        }
+        builder = builder.store(Arc::new(store));
     }
     let Some(addr) = config.http else {
         // Over stdio the page needs a listener of its own: loopback unless told otherwise.

@@ -1,7 +1,7 @@
 //! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
 //! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
 //! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]]
-//! [--approval-ttl SECS]`: the reference store over stdio (default) or streamable HTTP. Logs go to
+//! [--approval-ttl SECS] [--store memory|redis://HOST[:PORT][/DB] [--store-prefix NAME]]`: the reference store over stdio (default) or streamable HTTP. Logs go to
 //! stderr; in stdio mode stdout carries protocol messages only. Writes are refused unless
 //! `MCP_WRITES_ENABLED=true`.
 
@@ -76,10 +76,19 @@ struct Cli {
     /// How long a person has to answer, in seconds (default and most: 120).
     #[arg(long, value_name = "SECS")]
     approval_ttl: Option<u64>,
+    /// Where approvals, round trips and tokens live: `memory` (this process) or
+    /// redis://HOST[:PORT][/DB], shared by every replica (see "Running replicas" in the README).
+    #[arg(long, value_name = "URL", default_value = "memory")]
+    store: String,
+    /// The prefix of this server's Redis keys (default store-server): the same on every
+    /// replica, another for another server on the same Redis.
+    #[arg(long, value_name = "NAME")]
+    store_prefix: Option<String>,
 }
 
 impl Cli {
-    fn config(self) -> store_server::Config {
+    fn config(self) -> Result<store_server::Config, store_server::Error> {
+        let store = store_server::StoreBackend::parse(&self.store, self.store_prefix.as_deref())?;
         let mut config = store_server::Config::new(self.db).with_max_sessions(self.max_sessions);
         if let Some(addr) = self.http {
             config = config.with_http(addr);
@@ -108,7 +117,7 @@ impl Cli {
         if let Some(secs) = self.approval_ttl {
             config = config.with_approval_ttl(std::time::Duration::from_secs(secs));
         }
-        config
+        Ok(config.with_store(store))
     }
 }
 
@@ -122,7 +131,11 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
-    match store_server::run(cli.config()).await {
+    let served = match cli.config() {
+        Ok(config) => store_server::run(config).await,
+        Err(err) => Err(err),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err}");
@@ -135,10 +148,11 @@ async fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<store_server::Config, clap::Error> {
+    fn parse(args: &[&str]) -> Result<store_server::Config, String> {
         let mut all = vec!["store-server"];
         all.extend_from_slice(args);
-        Cli::try_parse_from(all).map(Cli::config)
+        let cli = Cli::try_parse_from(all).map_err(|e| e.to_string())?;
+        cli.config().map_err(|e| e.to_string())
     }
 
     #[test]
@@ -278,5 +292,40 @@ mod tests {
                 .check()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn the_store_is_memory_or_a_redis_url() {
+        use store_server::StoreBackend;
+        assert_eq!(parse(&[]).unwrap().store, StoreBackend::Memory);
+        assert_eq!(
+            parse(&["--store", "memory"]).unwrap().store,
+            StoreBackend::Memory
+        );
+        assert_eq!(
+            parse(&["--store", "redis://127.0.0.1:6379/2"])
+                .unwrap()
+                .store,
+            StoreBackend::Redis {
+                url: "redis://127.0.0.1:6379/2".to_owned(),
+                prefix: store_server::DEFAULT_STORE_PREFIX.to_owned(),
+            }
+        );
+        assert_eq!(
+            parse(&["--store", "redis://h:1", "--store-prefix", "shop-eu"])
+                .unwrap()
+                .store,
+            StoreBackend::Redis {
+                url: "redis://h:1".to_owned(),
+                prefix: "shop-eu".to_owned(),
+            }
+        );
+        let refused = parse(&["--store", "postgres://user:hunter2@db/x"]).unwrap_err();
+        assert!(refused.contains("redis://HOST"), "{refused}");
+        assert!(
+            !refused.contains("hunter2"),
+            "the password is not repeated: {refused}"
+        );
+        assert!(parse(&["--store", "memory", "--store-prefix", "x"]).is_err());
     }
 }
