@@ -70,6 +70,8 @@ use time::OffsetDateTime;
 
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod expiry_tests;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 
