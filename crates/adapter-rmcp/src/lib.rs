@@ -173,4 +173,4 @@ pub use principal::{
 pub use prompt::{PromptInput, default_prompt};
 pub use step::{ApprovedPreview, Stale, WriteStep, write_step, write_step_in};
 pub use tools::PREPARE_ADMIN_ACTION;
-pub use write_path::STALE_MESSAGE;
+pub use write_path::{STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};

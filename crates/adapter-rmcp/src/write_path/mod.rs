@@ -38,7 +38,7 @@ use rmcp::{
     service::{RequestContext, RoleServer},
 };
 
-pub use refusal::STALE_MESSAGE;
+pub use refusal::{STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
 
 use self::{admit::Next, ask::Asked, decide::Retried, refusal::Refusal};
 use crate::{

@@ -15,8 +15,9 @@ use crate::{audit::Outcome, error::Error};
 pub const STALE_MESSAGE: &str = "The data changed since you approved; nothing was saved. \
 Review the current state and ask for the change again if it is still wanted.";
 
-/// What the user reads when the approval store cannot be used.
-const STORE_UNAVAILABLE_MESSAGE: &str = "Approvals are unavailable on this server right now, so \
+/// What the user reads when the approval store cannot be used (unreachable, timed out, full):
+/// nothing was written.
+pub const STORE_UNAVAILABLE_MESSAGE: &str = "Approvals are unavailable on this server right now, so \
 nothing was saved. Try again later; if it keeps failing, ask the server's operator.";
 
 /// A step said no: nothing was written (or, for an apply the guard cannot vouch for, nothing

@@ -1,0 +1,702 @@
+//! Two `store-server` replicas sharing one Redis store (`--store redis://... --store-prefix`) and
+//! one SQLite file, driven with raw 2026-07-28 HTTP calls, as a load balancer would spread them:
+//!
+//! - a `requestState` asked on one replica is answered on the other and applies once; replaying
+//!   it on either replica is refused;
+//! - a confirmation token issued on one replica is spent on the other once, and never again,
+//!   however many spends race for it across both replicas;
+//! - an approval answered on the other replica after its clock ran out is refused as expired;
+//! - with Redis gone every write is refused (fail closed) while reads still answer, and once
+//!   Redis is back the same processes write again.
+//!
+//! What is checked is state: the SQLite file (stock, stock movements, orders) through a
+//! connection of its own, and the audit records each replica's default sink writes to its log
+//! (stderr), not only the texts a client reads. Each test uses a fresh key prefix, so tests
+//! sharing one Redis (`MCP_WRITE_GUARD_REDIS_URL`) never meet.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use common::{HttpChild, Log};
+use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
+use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
+use mcp_write_guard_rmcp::{
+    INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION, STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
+};
+use serde_json::{Value, json};
+use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
+use tempfile::TempDir;
+use workspace_tests::{Failure, FileView, Movement, RawHttp, Reply, approve};
+
+/// What the guard answers to an approval given after its clock ran out.
+const EXPIRED: &str = "The approval was not given in time, so nothing was saved. Call the tool \
+again to ask the user anew.";
+
+// ---------------------------------------------------------------------------------------------
+// Two replicas
+// ---------------------------------------------------------------------------------------------
+
+/// One replica: the child process and raw HTTP to its endpoint.
+struct Replica {
+    server: HttpChild,
+    raw: RawHttp,
+}
+
+impl Replica {
+    fn log(&self) -> &Log {
+        &self.server.log
+    }
+}
+
+/// Two replicas of one server: one Redis prefix, one SQLite file.
+struct Replicas {
+    _dir: TempDir,
+    db: PathBuf,
+    a: Replica,
+    b: Replica,
+}
+
+impl Replicas {
+    /// Both replicas on `redis` under a fresh prefix, writes enabled, with `extra` arguments.
+    async fn start(redis: &str, extra: &[&str]) -> Result<Self, Failure> {
+        Self::start_with(redis, extra, |_| Ok(())).await
+    }
+
+    /// As [`Replicas::start`], after `prepare` ran on the freshly created and seeded file.
+    async fn start_with(
+        redis: &str,
+        extra: &[&str],
+        prepare: impl FnOnce(&Path) -> Result<(), Failure>,
+    ) -> Result<Self, Failure> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("store.db");
+        drop(Db::open(&db)?);
+        prepare(&db)?;
+        let prefix = format!("replicas-{}", uuid::Uuid::new_v4());
+        let mut args = vec![
+            "--db",
+            db.to_str().unwrap(),
+            "--store",
+            redis,
+            "--store-prefix",
+            &prefix,
+        ];
+        args.extend_from_slice(extra);
+        let (a, b) = tokio::try_join!(
+            HttpChild::start(dir.path(), &args, Some("true")),
+            HttpChild::start(dir.path(), &args, Some("true")),
+        )?;
+        let replica = |server: HttpChild| Replica {
+            raw: RawHttp::new(&server.url),
+            server,
+        };
+        Ok(Self {
+            _dir: dir,
+            db,
+            a: replica(a),
+            b: replica(b),
+        })
+    }
+
+    fn file(&self) -> FileView {
+        FileView::new(&self.db)
+    }
+}
+
+/// Creates a pending order of two TLS-001 (stock 12 -> 10) in the file; its id.
+fn place_order(db: &Path) -> Result<i64, Failure> {
+    let placed = Db::open(db)?.create_order(
+        &CreateOrderArgs {
+            customer_id: 1,
+            lines: vec![OrderLineArgs {
+                sku: "TLS-001".into(),
+                quantity: 2,
+            }],
+        },
+        Mode::Apply,
+    )?;
+    placed.order_id.ok_or_else(|| "no order id".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw 2026-07-28 calls
+// ---------------------------------------------------------------------------------------------
+
+/// A stateless 2026-07-28 `tools/call` on `replica`, optionally the retry carrying `state` and
+/// the approving answer.
+async fn call(
+    replica: &Replica,
+    tool: &str,
+    arguments: &Value,
+    state: Option<&str>,
+) -> Result<Reply, Failure> {
+    let retry = state.map(|state| (state, approve()));
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        replica.raw.call_2026(&[], tool, arguments, retry),
+    )
+    .await??;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    Ok(reply)
+}
+
+/// Asks on `replica`: the input round's `requestState` and the question the person reads.
+async fn ask(
+    replica: &Replica,
+    tool: &str,
+    arguments: &Value,
+) -> Result<(String, String), Failure> {
+    ask_reply(&call(replica, tool, arguments, None).await?)
+}
+
+/// The state and question of an input round.
+fn ask_reply(reply: &Reply) -> Result<(String, String), Failure> {
+    let state = reply
+        .request_state()
+        .ok_or_else(|| format!("expected an input round: {reply:?}"))?;
+    let message = reply.message().ok_or("no message")?;
+    let question = message["result"]["inputRequests"][INPUT_KEY]["params"]["message"]
+        .as_str()
+        .ok_or_else(|| format!("no question: {message}"))?
+        .to_owned();
+    Ok((state, question))
+}
+
+/// Retries on `replica` with `state` and the approving answer; the complete result.
+async fn answer(
+    replica: &Replica,
+    tool: &str,
+    arguments: &Value,
+    state: &str,
+) -> Result<Reply, Failure> {
+    call(replica, tool, arguments, Some(state)).await
+}
+
+/// The text of a refusal: a complete error result, no new input round.
+fn refusal(reply: &Reply) -> Result<String, Failure> {
+    assert_eq!(reply.request_state(), None, "{reply:?}");
+    let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
+    assert!(is_error, "expected a refusal, got {text}");
+    Ok(text)
+}
+
+/// The text of a success.
+fn success(reply: &Reply) -> Result<String, Failure> {
+    let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
+    assert!(!is_error, "expected a success, got {text}");
+    Ok(text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The audit log
+// ---------------------------------------------------------------------------------------------
+
+/// One audit record: its outcome, and its reason if it has one.
+type Record = (String, Option<String>);
+
+/// A record as the tests spell it.
+fn rec(outcome: Outcome, reason: Option<&str>) -> Record {
+    (outcome.as_str().to_owned(), reason.map(str::to_owned))
+}
+
+/// The value of field `key` in a log line: quoted (with `\"` and `\\` escapes) or bare.
+fn field(line: &str, key: &str) -> Option<String> {
+    let at = line.find(&format!(" {key}="))? + key.len() + 2;
+    let rest = &line[at..];
+    let Some(quoted) = rest.strip_prefix('"') else {
+        return Some(
+            rest.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    };
+    let mut value = String::new();
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => value.extend(chars.next()),
+            '"' => return Some(value),
+            other => value.push(other),
+        }
+    }
+    None
+}
+
+#[test]
+fn the_field_reader_itself() {
+    let line = r#"2026 WARN mcp_write_guard_rmcp::audit: write refused principal="local" tool=cancel_order outcome=token-rejected reason="a \"quoted\" one""#;
+    assert_eq!(field(line, "outcome").as_deref(), Some("token-rejected"));
+    assert_eq!(field(line, "reason").as_deref(), Some(r#"a "quoted" one"#));
+    assert_eq!(field(line, "principal").as_deref(), Some("local"));
+    assert_eq!(field(line, "digest"), None);
+}
+
+/// Every audit record `log` holds so far, `asked` included, in order.
+fn records(log: &Log) -> Vec<Record> {
+    log.lines()
+        .iter()
+        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
+        .map(|line| {
+            assert!(line.contains(r#"principal="local""#), "{line}");
+            (
+                field(line, "outcome").unwrap_or_default(),
+                field(line, "reason"),
+            )
+        })
+        .collect()
+}
+
+/// The audit records once there are at least `n` (the log is read in the background), or
+/// whatever was logged after a few seconds.
+async fn records_when(log: &Log, n: usize) -> Vec<Record> {
+    for _ in 0..100 {
+        if records(log).len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    records(log)
+}
+
+fn count(records: &[Record], outcome: Outcome) -> usize {
+    records
+        .iter()
+        .filter(|(logged, _)| logged == outcome.as_str())
+        .count()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A round trip crosses replicas, once
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_request_state_asked_on_one_replica_applies_once_on_the_other_and_never_again()
+-> Result<(), Failure> {
+    let redis = redis_url();
+    let replicas = Replicas::start(redis.url(), &[]).await?;
+    let (a, b) = (&replicas.a, &replicas.b);
+    let file = replicas.file();
+    let before = file.snapshot()?;
+    let arguments = json!({"sku": "TLS-002", "delta": 5, "reason": "replica recount"});
+
+    let (state, question) = ask(a, "adjust_stock", &arguments).await?;
+    assert_eq!(
+        question,
+        r#"Adjust "TLS-002" by +5 ("replica recount"): stock 3 -> 8"#
+    );
+    assert_eq!(file.snapshot()?, before, "asking saves nothing");
+
+    let applied = answer(b, "adjust_stock", &arguments, &state).await?;
+    success(&applied)?;
+    assert_eq!(file.stock("TLS-002")?, 8, "exactly as previewed");
+    let movement = Movement {
+        sku: "TLS-002".into(),
+        delta: 5,
+        reason: "replica recount".into(),
+    };
+    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
+    let after = file.snapshot()?;
+
+    // The same state again, on the replica that asked and on the one that applied.
+    for replica in [a, b] {
+        let replayed = answer(replica, "adjust_stock", &arguments, &state).await?;
+        assert_eq!(refusal(&replayed)?, ROUND_TRIP_REFUSAL_MESSAGE);
+        assert_eq!(file.snapshot()?, after, "nothing more saved");
+    }
+    assert_eq!(file.stock("TLS-002")?, 8);
+    assert_eq!(file.movements()?, [movement]);
+
+    let replayed = rec(Outcome::StateRejected, Some("replayed"));
+    assert_eq!(
+        records_when(a.log(), 2).await,
+        [rec(Outcome::Asked, None), replayed.clone()]
+    );
+    assert_eq!(
+        records_when(b.log(), 3).await,
+        [
+            rec(Outcome::Approved, None),
+            rec(Outcome::Applied, None),
+            replayed
+        ]
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. A confirmation token crosses replicas, once
+// ---------------------------------------------------------------------------------------------
+
+/// Issues a confirmation token for cancelling `order` with `reason`: asked on `asked_on`,
+/// approved on `approved_on`.
+async fn issue_token(
+    asked_on: &Replica,
+    approved_on: &Replica,
+    order: i64,
+    reason: &str,
+) -> Result<String, Failure> {
+    let prepare =
+        json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": reason}});
+    let (state, _) = ask(asked_on, PREPARE_ADMIN_ACTION, &prepare).await?;
+    let issued = answer(approved_on, PREPARE_ADMIN_ACTION, &prepare, &state).await?;
+    success(&issued)?;
+    let message = issued.message().ok_or("no message")?;
+    Ok(message["result"]["structuredContent"]["confirmationToken"]
+        .as_str()
+        .ok_or_else(|| format!("no token: {message}"))?
+        .to_owned())
+}
+
+/// The stock movement cancelling `order` (two TLS-001) writes.
+fn restocked(order: i64, reason: &str) -> Movement {
+    Movement {
+        sku: "TLS-001".into(),
+        delta: 2,
+        reason: format!("order {order} cancelled: {reason}"),
+    }
+}
+
+#[tokio::test]
+async fn a_confirmation_token_issued_on_one_replica_is_spent_on_the_other_once()
+-> Result<(), Failure> {
+    let redis = redis_url();
+    let mut order = 0;
+    let replicas = Replicas::start_with(redis.url(), &[], |db| {
+        order = place_order(db)?;
+        Ok(())
+    })
+    .await?;
+    let (a, b) = (&replicas.a, &replicas.b);
+    let file = replicas.file();
+    assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
+    assert_eq!(file.stock("TLS-001")?, 10);
+    let placed = file.movements()?;
+    let reason = "duplicate order";
+
+    let token = issue_token(a, a, order, reason).await?;
+    let before = file.snapshot()?;
+    let cancel = json!({"orderId": order, "reason": reason, "confirmationToken": token});
+
+    // A round asked on A while the token is unspent, answered only after B spent it.
+    let (late, _) = ask(a, "cancel_order", &cancel).await?;
+    let (state, question) = ask(b, "cancel_order", &cancel).await?;
+    assert!(question.contains(reason), "{question}");
+    assert_eq!(file.snapshot()?, before, "asking spends and saves nothing");
+
+    success(&answer(b, "cancel_order", &cancel, &state).await?)?;
+    assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));
+    assert_eq!(file.stock("TLS-001")?, 12);
+    let mut movements = placed.clone();
+    movements.push(restocked(order, reason));
+    assert_eq!(file.movements()?, movements);
+    let after = file.snapshot()?;
+
+    // Spent: a new call on A is refused before anyone is asked ...
+    let again = call(a, "cancel_order", &cancel, None).await?;
+    assert_eq!(refusal(&again)?, TOKEN_REFUSAL_MESSAGE);
+    // ... and the round A asked before the spend is refused when approved.
+    let late = answer(a, "cancel_order", &cancel, &late).await?;
+    assert_eq!(refusal(&late)?, TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(file.snapshot()?, after, "nothing more saved");
+    assert_eq!(file.stock("TLS-001")?, 12);
+    assert_eq!(file.movements()?, movements);
+
+    let spent = rec(Outcome::TokenRejected, Some("already-spent"));
+    assert_eq!(
+        records_when(a.log(), 7).await,
+        [
+            rec(Outcome::Asked, None),
+            rec(Outcome::Approved, None),
+            rec(Outcome::TokenIssued, Some("for cancel_order")),
+            rec(Outcome::Asked, None),
+            spent.clone(),
+            // The late round is approved, then refused at the spend.
+            rec(Outcome::Approved, None),
+            spent,
+        ]
+    );
+    assert_eq!(
+        records_when(b.log(), 3).await,
+        [
+            rec(Outcome::Asked, None),
+            rec(Outcome::Approved, None),
+            rec(Outcome::Applied, None),
+        ]
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Sixteen spends of one token race across both replicas
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn of_sixteen_concurrent_spends_of_one_token_across_replicas_exactly_one_applies()
+-> Result<(), Failure> {
+    const SPENDS: usize = 16;
+    let redis = redis_url();
+    let mut order = 0;
+    let replicas = Arc::new(
+        Replicas::start_with(redis.url(), &[], |db| {
+            order = place_order(db)?;
+            Ok(())
+        })
+        .await?,
+    );
+    let file = replicas.file();
+    let placed = file.movements()?;
+    let reason = "raced";
+    let token = issue_token(&replicas.b, &replicas.a, order, reason).await?;
+    let cancel = json!({"orderId": order, "reason": reason, "confirmationToken": token});
+    assert_eq!(
+        records_when(replicas.b.log(), 1).await,
+        [rec(Outcome::Asked, None)]
+    );
+    assert_eq!(
+        records_when(replicas.a.log(), 2).await,
+        [
+            rec(Outcome::Approved, None),
+            rec(Outcome::TokenIssued, Some("for cancel_order"))
+        ]
+    );
+    let (issued_a, issued_b) = (2, 1);
+
+    // Sixteen approvals of the same cancellation, asked alternately on A and B ...
+    let mut states = Vec::with_capacity(SPENDS);
+    for i in 0..SPENDS {
+        let asked_on = if i % 2 == 0 { &replicas.a } else { &replicas.b };
+        states.push(ask(asked_on, "cancel_order", &cancel).await?.0);
+    }
+    let before = file.snapshot()?;
+    assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
+
+    // ... each approved at once on the other replica: eight spends on each.
+    let start = Arc::new(tokio::sync::Barrier::new(SPENDS));
+    let mut spends = Vec::with_capacity(SPENDS);
+    for (i, state) in states.into_iter().enumerate() {
+        let (replicas, start, cancel) = (replicas.clone(), start.clone(), cancel.clone());
+        spends.push(tokio::spawn(async move {
+            let answered_on = if i % 2 == 0 { &replicas.b } else { &replicas.a };
+            start.wait().await;
+            let reply = answer(answered_on, "cancel_order", &cancel, &state).await?;
+            reply
+                .tool_result()
+                .ok_or_else(|| Failure::from(format!("no tool result: {reply:?}")))
+        }));
+    }
+    let mut results = Vec::with_capacity(SPENDS);
+    for spend in spends {
+        results.push(spend.await??);
+    }
+
+    let (applied, refused): (Vec<_>, Vec<_>) = results.iter().partition(|(is_error, _)| !is_error);
+    assert_eq!(applied.len(), 1, "{results:#?}");
+    assert_eq!(refused.len(), SPENDS - 1, "{results:#?}");
+    assert!(
+        refused
+            .iter()
+            .all(|(_, text)| text == TOKEN_REFUSAL_MESSAGE),
+        "{refused:#?}"
+    );
+    assert_ne!(file.snapshot()?, before);
+    assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));
+    assert_eq!(file.stock("TLS-001")?, 12, "restored once");
+    let mut movements = placed;
+    movements.push(restocked(order, reason));
+    assert_eq!(file.movements()?, movements, "one set of movement rows");
+
+    // The decisions of the race, on both replicas together, once every spend is logged.
+    let mut logged = Vec::new();
+    for _ in 0..100 {
+        let (a, b) = (records(replicas.a.log()), records(replicas.b.log()));
+        logged = [&a[issued_a..], &b[issued_b..]].concat();
+        if count(&logged, Outcome::Applied) + count(&logged, Outcome::TokenRejected) >= SPENDS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(&logged, Outcome::Asked), SPENDS, "{logged:#?}");
+    assert_eq!(count(&logged, Outcome::Applied), 1, "{logged:#?}");
+    let rejected: Vec<_> = logged
+        .iter()
+        .filter(|(outcome, _)| outcome == Outcome::TokenRejected.as_str())
+        .collect();
+    assert_eq!(rejected.len(), SPENDS - 1, "{logged:#?}");
+    assert!(
+        rejected
+            .iter()
+            .all(|(_, reason)| reason.as_deref() == Some("already-spent")),
+        "{rejected:#?}"
+    );
+    // Whoever got past the token check before the spend was approved first; nothing else.
+    let approved = count(&logged, Outcome::Approved);
+    assert!((1..=SPENDS).contains(&approved), "{logged:#?}");
+    assert_eq!(
+        logged.len(),
+        SPENDS + approved + 1 + (SPENDS - 1),
+        "nothing else: {logged:#?}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The approval clock is the same on every replica
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn an_approval_answered_on_the_other_replica_after_its_clock_ran_out_is_refused_as_expired()
+-> Result<(), Failure> {
+    let redis = redis_url();
+    let replicas = Replicas::start(redis.url(), &["--approval-ttl", "2"]).await?;
+    let (a, b) = (&replicas.a, &replicas.b);
+    let file = replicas.file();
+    let before = file.snapshot()?;
+    let arguments = json!({"sku": "TLS-003", "delta": -4, "reason": "too late"});
+
+    let (state, _) = ask(a, "adjust_stock", &arguments).await?;
+    // The clock must run out: two seconds, and a little.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let late = answer(b, "adjust_stock", &arguments, &state).await?;
+
+    assert_eq!(refusal(&late)?, EXPIRED);
+    assert_eq!(file.snapshot()?, before, "nothing saved");
+    assert_eq!(file.stock("TLS-003")?, 40);
+    assert!(file.movements()?.is_empty());
+    assert_eq!(records_when(a.log(), 1).await, [rec(Outcome::Asked, None)]);
+    assert_eq!(
+        records_when(b.log(), 1).await,
+        [rec(Outcome::Expired, Some("expired"))]
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Redis goes away and comes back
+// ---------------------------------------------------------------------------------------------
+
+/// Asks on `replica` until the store takes the round trip again (Redis back, the connection
+/// re-made), for at most five seconds; the state.
+async fn ask_when_redis_is_back(
+    replica: &Replica,
+    arguments: &Value,
+) -> Result<(String, String), Failure> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = call(replica, "adjust_stock", arguments, None).await?;
+        if reply.request_state().is_some() {
+            return ask_reply(&reply);
+        }
+        assert_eq!(
+            refusal(&reply)?,
+            STORE_UNAVAILABLE,
+            "only the outage refuses"
+        );
+        if Instant::now() > deadline {
+            return Err("the replica did not reach Redis again within 5 s".into());
+        }
+        // Waiting for the reconnect.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn with_redis_gone_writes_are_refused_and_reads_answer_and_once_back_writes_apply_again()
+-> Result<(), Failure> {
+    let mut redis = RedisServer::start();
+    let replicas = Replicas::start(&redis.url(), &[]).await?;
+    let (a, b) = (&replicas.a, &replicas.b);
+    let file = replicas.file();
+    let before = file.snapshot()?;
+    let arguments = json!({"sku": "TLS-002", "delta": 2, "reason": "after the outage"});
+
+    // A round asked while Redis is up, answered while it is down.
+    let (held, _) = ask(a, "adjust_stock", &arguments).await?;
+
+    redis.stop();
+    for replica in [a, b] {
+        let refused = call(replica, "adjust_stock", &arguments, None).await?;
+        assert_eq!(refusal(&refused)?, STORE_UNAVAILABLE);
+        let read = call(replica, "get_product", &json!({"sku": "TLS-002"}), None).await?;
+        success(&read)?;
+        assert_eq!(
+            read.message().ok_or("no message")?["result"]["structuredContent"]["stock"],
+            3
+        );
+        let listed = call(replica, "list_products", &json!({}), None).await?;
+        success(&listed)?;
+    }
+    let answered = answer(b, "adjust_stock", &arguments, &held).await?;
+    assert_eq!(refusal(&answered)?, STORE_UNAVAILABLE);
+    assert_eq!(
+        file.snapshot()?,
+        before,
+        "nothing saved while Redis is gone"
+    );
+    let unavailable = |log: &Log| {
+        records(log)
+            .into_iter()
+            .filter(|(outcome, _)| outcome == Outcome::StoreFailed.as_str())
+            .count()
+    };
+    assert_eq!(
+        records_when(a.log(), 2).await.len(),
+        2,
+        "{:?}",
+        records(a.log())
+    );
+    assert_eq!(unavailable(a.log()), 1, "{:?}", records(a.log()));
+    assert_eq!(
+        records_when(b.log(), 2).await.len(),
+        2,
+        "{:?}",
+        records(b.log())
+    );
+    assert_eq!(unavailable(b.log()), 2, "{:?}", records(b.log()));
+
+    // Redis back on the same port (empty): the same processes write again.
+    redis.restart();
+    let (state, question) = ask_when_redis_is_back(a, &arguments).await?;
+    assert_eq!(
+        question,
+        r#"Adjust "TLS-002" by +2 ("after the outage"): stock 3 -> 5"#
+    );
+    success(&answer(b, "adjust_stock", &arguments, &state).await?)?;
+    let (state, _) = ask_when_redis_is_back(b, &arguments).await?;
+    success(&answer(a, "adjust_stock", &arguments, &state).await?)?;
+    assert_eq!(file.stock("TLS-002")?, 7);
+    let movement = Movement {
+        sku: "TLS-002".into(),
+        delta: 2,
+        reason: "after the outage".into(),
+    };
+    assert_eq!(file.movements()?, [movement.clone(), movement]);
+    // The round held across the outage is gone with Redis's memory, and stays refused.
+    let stale = answer(a, "adjust_stock", &arguments, &held).await?;
+    assert_eq!(refusal(&stale)?, ROUND_TRIP_REFUSAL_MESSAGE);
+    assert_eq!(file.stock("TLS-002")?, 7);
+    assert_eq!(file.movements()?.len(), 2);
+
+    let logged = [records(a.log()), records(b.log())].concat();
+    assert_eq!(count(&logged, Outcome::Applied), 2, "{logged:#?}");
+    assert_eq!(count(&logged, Outcome::Approved), 2, "{logged:#?}");
+    assert_eq!(
+        records(a.log()).last(),
+        Some(&rec(Outcome::StateRejected, Some("unknown"))),
+        "{logged:#?}"
+    );
+    assert_eq!(count(&logged, Outcome::StateRejected), 1, "{logged:#?}");
+    Ok(())
+}
