@@ -42,6 +42,12 @@
 //!   the write with "approvals are unavailable" and writes nothing; reads do not use the store.
 //!   The connection reconnects by itself when Redis is back.
 //!
+//! # Trust
+//!
+//! Redis holds what lets a write through: whoever can write to it can plant an approval or a
+//! token. Keep it on a private network and require a password (`redis://:PASSWORD@HOST`). TLS
+//! (`rediss://`) is not built in.
+//!
 //! # Keys
 //!
 //! Records are hashes under `PREFIX:KIND:ID` (`KIND` is [`RecordKind::as_str`]); a principal's

@@ -1,9 +1,9 @@
 //! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
 //! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
 //! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]]
-//! [--approval-ttl SECS] [--store memory|redis://HOST[:PORT][/DB] [--store-prefix NAME]]`: the reference store over stdio (default) or streamable HTTP. Logs go to
-//! stderr; in stdio mode stdout carries protocol messages only. Writes are refused unless
-//! `MCP_WRITES_ENABLED=true`.
+//! [--approval-ttl SECS] [--store memory|redis://HOST[:PORT][/DB] [--store-prefix NAME]]`: the
+//! reference store over stdio (default) or streamable HTTP. Logs go to stderr; in stdio mode
+//! stdout carries protocol messages only. Writes are refused unless `MCP_WRITES_ENABLED=true`.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
