@@ -23,7 +23,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use common::{HttpChild, Log};
+use common::{HttpChild, Log, Record, fields, records, records_when};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
 use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
@@ -325,58 +325,6 @@ impl Raw {
 // The audit log
 // ---------------------------------------------------------------------------------------------
 
-/// One audit record the binary's default sink logged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Record {
-    outcome: String,
-    principal: Option<String>,
-    tool: Option<String>,
-    reason: Option<String>,
-}
-
-/// The `key=value` fields of a log line; quoted values are unescaped (`\"`, `\\`).
-fn fields(line: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut chars = line.chars().peekable();
-    let mut word = String::new();
-    while let Some(c) = chars.next() {
-        if c.is_whitespace() {
-            word.clear();
-            continue;
-        }
-        if c != '=' {
-            word.push(c);
-            continue;
-        }
-        let key = std::mem::take(&mut word);
-        let mut value = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            while let Some(c) = chars.next() {
-                match c {
-                    '\\' => {
-                        if let Some(escaped) = chars.next() {
-                            value.push(escaped);
-                        }
-                    }
-                    '"' => break,
-                    other => value.push(other),
-                }
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c.is_whitespace() {
-                    break;
-                }
-                value.push(c);
-                chars.next();
-            }
-        }
-        out.push((key, value));
-    }
-    out
-}
-
 #[test]
 fn the_field_parser_itself() {
     let line = r#"2026-01-01T00:00:00Z  WARN mcp_write_guard_rmcp::audit: write refused time=2026 principal="oauth:[\"https://i\",\"a b\"]" tool=adjust_stock outcome=state-rejected reason="other-principal""#;
@@ -391,40 +339,6 @@ fn the_field_parser_itself() {
     assert_eq!(get("tool"), Some("adjust_stock"));
     assert_eq!(get("outcome"), Some("state-rejected"));
     assert_eq!(get("reason"), Some("other-principal"));
-}
-
-/// Every audit record logged so far, `asked` included, in order.
-fn records(log: &Log) -> Vec<Record> {
-    log.lines()
-        .iter()
-        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
-        .map(|line| {
-            let fields = fields(line);
-            let get = |k: &str| {
-                fields
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
-            Record {
-                outcome: get("outcome").unwrap_or_default(),
-                principal: get("principal"),
-                tool: get("tool"),
-                reason: get("reason"),
-            }
-        })
-        .collect()
-}
-
-/// The audit records once there are at least `n`, or whatever was logged after a few seconds.
-async fn records_when(log: &Log, n: usize) -> Vec<Record> {
-    for _ in 0..100 {
-        if records(log).len() >= n {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    records(log)
 }
 
 fn with_outcome(records: &[Record], outcome: Outcome) -> Vec<Record> {

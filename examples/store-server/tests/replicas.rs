@@ -212,50 +212,13 @@ fn rec(outcome: Outcome, reason: Option<&str>) -> Record {
     (outcome.as_str().to_owned(), reason.map(str::to_owned))
 }
 
-/// The value of field `key` in a log line: quoted (with `\"` and `\\` escapes) or bare.
-fn field(line: &str, key: &str) -> Option<String> {
-    let at = line.find(&format!(" {key}="))? + key.len() + 2;
-    let rest = &line[at..];
-    let Some(quoted) = rest.strip_prefix('"') else {
-        return Some(
-            rest.split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        );
-    };
-    let mut value = String::new();
-    let mut chars = quoted.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => value.extend(chars.next()),
-            '"' => return Some(value),
-            other => value.push(other),
-        }
-    }
-    None
-}
-
-#[test]
-fn the_field_reader_itself() {
-    let line = r#"2026 WARN mcp_write_guard_rmcp::audit: write refused principal="local" tool=cancel_order outcome=token-rejected reason="a \"quoted\" one""#;
-    assert_eq!(field(line, "outcome").as_deref(), Some("token-rejected"));
-    assert_eq!(field(line, "reason").as_deref(), Some(r#"a "quoted" one"#));
-    assert_eq!(field(line, "principal").as_deref(), Some("local"));
-    assert_eq!(field(line, "digest"), None);
-}
-
-/// Every audit record `log` holds so far, `asked` included, in order.
+/// Every audit record `log` holds so far, `asked` included, in order; every one for `local`.
 fn records(log: &Log) -> Vec<Record> {
-    log.lines()
-        .iter()
-        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
-        .map(|line| {
-            assert!(line.contains(r#"principal="local""#), "{line}");
-            (
-                field(line, "outcome").unwrap_or_default(),
-                field(line, "reason"),
-            )
+    common::records(log)
+        .into_iter()
+        .map(|record| {
+            assert_eq!(record.principal.as_deref(), Some("local"), "{record:?}");
+            (record.outcome, record.reason)
         })
         .collect()
 }
@@ -263,12 +226,7 @@ fn records(log: &Log) -> Vec<Record> {
 /// The audit records once there are at least `n` (the log is read in the background), or
 /// whatever was logged after a few seconds.
 async fn records_when(log: &Log, n: usize) -> Vec<Record> {
-    for _ in 0..100 {
-        if records(log).len() >= n {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::records_when(log, n).await;
     records(log)
 }
 

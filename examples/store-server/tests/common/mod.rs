@@ -237,3 +237,93 @@ pub async fn python_adjust(
         elicitations: value["elicitations"].as_u64().ok_or("no elicitations")?,
     })
 }
+
+// ---------------------------------------------------------------------------------------------
+// The audit records in the log
+// ---------------------------------------------------------------------------------------------
+
+/// One audit record the binary's default sink logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub outcome: String,
+    pub principal: Option<String>,
+    pub tool: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The `key=value` fields of a log line; quoted values are unescaped (`\"`, `\\`).
+pub fn fields(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    let mut word = String::new();
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            word.clear();
+            continue;
+        }
+        if c != '=' {
+            word.push(c);
+            continue;
+        }
+        let key = std::mem::take(&mut word);
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some(escaped) = chars.next() {
+                            value.push(escaped);
+                        }
+                    }
+                    '"' => break,
+                    other => value.push(other),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                value.push(c);
+                chars.next();
+            }
+        }
+        out.push((key, value));
+    }
+    out
+}
+
+/// Every audit record logged so far, `asked` included, in order.
+pub fn records(log: &Log) -> Vec<Record> {
+    log.lines()
+        .iter()
+        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
+        .map(|line| {
+            let fields = fields(line);
+            let get = |k: &str| {
+                fields
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.clone())
+            };
+            Record {
+                outcome: get("outcome").unwrap_or_default(),
+                principal: get("principal"),
+                tool: get("tool"),
+                reason: get("reason"),
+            }
+        })
+        .collect()
+}
+
+/// The audit records once there are at least `n`, or whatever was logged after a few seconds.
+pub async fn records_when(log: &Log, n: usize) -> Vec<Record> {
+    for _ in 0..100 {
+        if records(log).len() >= n {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    records(log)
+}
