@@ -52,8 +52,10 @@
 //!
 //! Records are hashes under `PREFIX:KIND:ID` (`KIND` is [`RecordKind::as_str`]); a principal's
 //! cap is a sorted set under `PREFIX:principal:NAME`. Several servers can share one Redis with
-//! different prefixes. One Redis server (or a primary with replicas) is supported, not Redis
-//! Cluster: a take frees its principal's place in a key it reads from the record.
+//! different prefixes. One Redis server is supported, not Redis Cluster (a take frees its
+//! principal's place in a key it reads from the record). Replication is asynchronous: after a
+//! failover, a replica that had not yet heard of a take can grant that record again, unless
+//! [`RedisStoreBuilder::wait_for_replicas`] makes every granting take wait for replicas.
 //!
 //! # Tests
 //!
@@ -74,6 +76,8 @@ use redis::{RedisError, Script};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+#[cfg(test)]
+mod attack_tests;
 #[cfg(test)]
 mod conformance;
 #[cfg(test)]
@@ -100,6 +104,9 @@ local now = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[3])
 local counted = ARGV[4] == '1'
 local held = redis.call('HGET', KEYS[1], 'e')
+if held and not string.match(held, '^%-?%d+$') then
+  return redis.error_reply('CORRUPT expiry is not a whole number')
+end
 if held and tonumber(held) > now then
   return 'exists'
 end
@@ -126,7 +133,8 @@ return 'ok'
 /// Takes a record. KEYS: the record. ARGV: now (milliseconds since the epoch).
 ///
 /// Deletes the record and frees its principal's place whether or not it is live; replies with the
-/// record's JSON if it was live, nil otherwise.
+/// record's JSON if it was live, nil otherwise, and an error (having deleted it) if its expiry is
+/// not a whole number.
 const TAKE: &str = r"
 local v = redis.call('HMGET', KEYS[1], 'e', 'z', 'r')
 if not v[1] then
@@ -135,6 +143,9 @@ end
 redis.call('DEL', KEYS[1])
 if v[2] and v[2] ~= '' then
   redis.call('ZREM', v[2], KEYS[1])
+end
+if not string.match(v[1], '^%-?%d+$') then
+  return redis.error_reply('CORRUPT expiry is not a whole number')
 end
 if tonumber(v[1]) <= tonumber(ARGV[1]) then
   return false
@@ -151,6 +162,7 @@ pub struct RedisStore {
     prefix: String,
     per_principal_cap: usize,
     timeout: Duration,
+    replicas: Option<(usize, Duration)>,
     insert: Script,
     take: Script,
 }
@@ -193,6 +205,7 @@ pub struct RedisStoreBuilder {
     prefix: String,
     per_principal_cap: usize,
     timeout: Duration,
+    replicas: Option<(usize, Duration)>,
 }
 
 impl RedisStore {
@@ -205,6 +218,7 @@ impl RedisStore {
             prefix: DEFAULT_PREFIX.to_owned(),
             per_principal_cap: DEFAULT_PER_PRINCIPAL_CAP,
             timeout: DEFAULT_TIMEOUT,
+            replicas: None,
         }
     }
 
@@ -299,6 +313,19 @@ impl RedisStore {
         let mut invocation = self.take.key(self.record_key(key));
         invocation.arg(millis(now));
         let reply: Option<String> = self.run(invocation.invoke_async(&mut connection)).await?;
+        if let (Some(_), Some((replicas, within))) = (&reply, self.replicas) {
+            // Granted on the primary: grant only once enough replicas hold the take too, so that
+            // a replica promoted after a failover cannot grant the record again.
+            let mut wait = redis::cmd("WAIT");
+            wait.arg(replicas)
+                .arg(u64::try_from(within.as_millis()).unwrap_or(u64::MAX).max(1));
+            let confirmed: usize = self.run(wait.query_async(&mut connection)).await?;
+            if confirmed < replicas {
+                return Err(StoreError::Unavailable(format!(
+                    "the take reached {confirmed} of {replicas} Redis replicas in time"
+                )));
+            }
+        }
         reply.map(|json| parse_record(&json)).transpose()
     }
 
@@ -353,6 +380,16 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// Grants a take only once `replicas` Redis replicas hold it, waiting at most `within`
+    /// (`WAIT` after each take that finds a live record); otherwise the take fails as
+    /// unavailable, the record spent and not granted. Without it (the default), a failover to a
+    /// replica that had not yet heard of a take can grant that record again. The wait is a
+    /// request of its own, so keep `within` below the timeout.
+    pub fn wait_for_replicas(mut self, replicas: usize, within: Duration) -> Self {
+        self.replicas = (replicas > 0).then_some((replicas, within));
+        self
+    }
+
     /// Connects, and fails when Redis does not answer within the timeout.
     pub async fn connect(self) -> Result<RedisStore, ConnectError> {
         let store = self.connect_lazy()?;
@@ -394,6 +431,7 @@ impl RedisStoreBuilder {
             prefix: self.prefix,
             per_principal_cap: self.per_principal_cap,
             timeout: self.timeout,
+            replicas: self.replicas,
             insert: Script::new(INSERT),
             take: Script::new(TAKE),
         })
@@ -459,6 +497,9 @@ fn parse_record(json: &str) -> Result<Value, StoreError> {
 /// A Redis failure as the store's failure. The message names the kind of failure, never the
 /// URL (which may hold a password).
 fn unavailable(err: &RedisError) -> StoreError {
+    if err.code() == Some("CORRUPT") {
+        return StoreError::Corrupt(err.detail().unwrap_or("unreadable record").to_owned());
+    }
     let what = if err.is_timeout() {
         "timed out"
     } else if err.is_connection_refusal() {
