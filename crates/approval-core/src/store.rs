@@ -126,7 +126,7 @@ pub enum StoreError {
 /// - [`purge_expired`](Store::purge_expired) frees the memory of expired entries; a backend that
 ///   expires entries by itself (a TTL) may do nothing and return 0.
 ///
-/// [`store_conformance`](crate::store_conformance) (feature `test-util`) checks this contract.
+/// The module `store_conformance` (feature `test-util`) checks this contract.
 ///
 /// How this crate uses it: an approval, round-trip state or token is [`insert`](Store::insert)ed
 /// with `expires_at` equal to the end of its lifetime, so it holds its principal's place for

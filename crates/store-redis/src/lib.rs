@@ -50,7 +50,8 @@
 //!
 //! # Keys
 //!
-//! Records are hashes under `PREFIX:KIND:ID` (`KIND` is [`RecordKind::as_str`]); a principal's
+//! Records are hashes under `PREFIX:KIND:ID` (`KIND` is
+//! [`RecordKind::as_str`](mcp_write_guard_core::RecordKind::as_str)); a principal's
 //! cap is a sorted set under `PREFIX:principal:NAME`. Several servers can share one Redis with
 //! different prefixes. One Redis server is supported, not Redis Cluster (a take frees its
 //! principal's place in a key it reads from the record). Replication is asynchronous: after a
@@ -59,11 +60,10 @@
 //!
 //! # Tests
 //!
-//! The crate's tests run approval-core's
-//! [`store_conformance`](mcp_write_guard_core::store_conformance) suite (the one the memory store
-//! passes, with its model-based proptest) against a real Redis: the one named by
+//! The crate's tests run approval-core's `store_conformance` suite (feature `test-util` there;
+//! the one the memory store passes, with its model-based proptest) against a real Redis: the one named by
 //! `MCP_WRITE_GUARD_REDIS_URL`, or, when it is unset, a `redis-server` each test starts on a free
-//! loopback port (feature `test-util`, [`test_util::RedisServer`]).
+//! loopback port (feature `test-util`, `test_util::RedisServer`).
 
 use std::fmt;
 use std::time::Duration;
