@@ -328,6 +328,27 @@ mod tests {
         json!({"approve": true})
     }
 
+    #[test]
+    fn previews_are_read_up_to_sixteen_mebibytes_and_depth_256() {
+        assert_eq!(PREVIEW_LIMITS, ArgLimits::new(16_777_216, 256));
+        // Two previews of 2 MiB each, well past the arguments' 1 MiB, still compare.
+        let big = json!({"rows": "r".repeat(2 * 1024 * 1024)});
+        assert!(previews_match(&big, &big.clone()));
+        // Past 16 MiB there is no canonical form: never a match, not even with itself.
+        let huge = json!({"rows": "r".repeat(16 * 1024 * 1024)});
+        assert!(!previews_match(&huge, &huge.clone()));
+        // Depth 256 compares (the object itself is one level); 257 does not.
+        let nest = |depth: usize| {
+            let mut v = json!(1);
+            for _ in 1..depth {
+                v = json!([v]);
+            }
+            json!({"v": v})
+        };
+        assert!(previews_match(&nest(256), &nest(256)));
+        assert!(!previews_match(&nest(257), &nest(257)));
+    }
+
     /// The decision `p` would make of `action` and `content` at `now`, deciding a copy.
     fn decision(
         p: &PendingApproval,

@@ -474,6 +474,11 @@ mod tests {
 
     #[test]
     fn default_size_limit_is_one_mebibyte() {
+        // In absolute terms, not only relative to the constant: 1 MiB is 1,048,576 bytes, so a
+        // 1,000,000-character argument fits and 1,048,577 bytes of canonical form do not.
+        assert_eq!(DEFAULT_MAX_BYTES, 1_048_576);
+        let million = json!({ "a": "x".repeat(1_000_000) });
+        assert!(canonical_json(&million, &ArgLimits::default()).is_ok());
         let exact = "x".repeat(DEFAULT_MAX_BYTES - 8); // {"a":"…"} adds 8 bytes
         let v = json!({ "a": exact });
         assert_eq!(canon(&v).len(), DEFAULT_MAX_BYTES);

@@ -224,6 +224,24 @@ mod tests {
         CapturedArgs::capture_value(&v, &ArgLimits::default()).unwrap()
     }
 
+    #[test]
+    fn every_rejection_tells_the_user_what_happened() {
+        use RoundTripRejection as R;
+        for rejection in [
+            R::Malformed,
+            R::Unknown,
+            R::Expired,
+            R::Replayed,
+            R::OtherPrincipal,
+            R::OtherTool,
+            R::OtherArguments,
+            R::Store,
+        ] {
+            assert_eq!(rejection.user_message(), ROUND_TRIP_REFUSAL_MESSAGE);
+        }
+        assert!(ROUND_TRIP_REFUSAL_MESSAGE.contains("so nothing was changed"));
+    }
+
     struct Fixture {
         store: MemoryStore,
         clock: ManualClock,

@@ -424,6 +424,28 @@ mod tests {
     }
 
     #[test]
+    fn a_key_gives_back_its_kind_and_id() {
+        let key = StoreKey::new(RecordKind::Page, "4f2a");
+        assert_eq!(key.kind(), RecordKind::Page);
+        assert_eq!(key.id(), "4f2a");
+        assert_eq!(key.to_string(), "page:4f2a");
+    }
+
+    #[test]
+    fn live_count_ends_at_the_expiry_instant() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let expires = now + Duration::minutes(2);
+        assert_eq!(
+            ready(store.insert(key(0), &p, json!(0), expires, now)),
+            Ok(())
+        );
+        assert_eq!(store.live_count(&p, expires - Duration::milliseconds(1)), 1);
+        assert_eq!(store.live_count(&p, expires), 0);
+    }
+
+    #[test]
     fn the_memory_store_keeps_the_store_contract() {
         ready(crate::store_conformance::run_all(async |cap| {
             MemoryStore::with_caps(cap, DEFAULT_MAX_ENTRIES)
