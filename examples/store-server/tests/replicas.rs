@@ -7,7 +7,12 @@
 //!   however many spends race for it across both replicas;
 //! - an approval answered on the other replica after its clock ran out is refused as expired;
 //! - with Redis gone every write is refused (fail closed) while reads still answer, and once
-//!   Redis is back the same processes write again.
+//!   Redis is back the same processes write again;
+//! - with bearer-token auth (the same issuer, audience, JWKS file and write scope on both), a
+//!   person is the same on every replica: Alice's round trip asked on one applies on the other,
+//!   Bob cannot use it on either, and a request without a token is 401;
+//! - an approval page opened by one replica is shown and answered on the other (where a load
+//!   balancer would send the browser), and the call then applies once.
 //!
 //! What is checked is state: the SQLite file (stock, stock movements, orders) through a
 //! connection of its own, and the audit records each replica's default sink writes to its log
@@ -27,10 +32,11 @@ mod common;
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use common::{HttpChild, Log};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
 use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
 use mcp_write_guard_rmcp::{
@@ -656,5 +662,394 @@ async fn with_redis_gone_writes_are_refused_and_reads_answer_and_once_back_write
         "{logged:#?}"
     );
     assert_eq!(count(&logged, Outcome::StateRejected), 1, "{logged:#?}");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. With bearer tokens, a person is the same on every replica
+// ---------------------------------------------------------------------------------------------
+
+const ISSUER: &str = "https://issuer.test";
+const AUDIENCE: &str = "store-api";
+const WRITE_SCOPE: &str = "store:write";
+
+/// An Ed25519 signing key made from a random seed (as in `tests/auth.rs`).
+struct SigningKey {
+    key: EncodingKey,
+    kid: String,
+}
+
+impl SigningKey {
+    fn generate(kid: &str) -> Self {
+        // 32 bytes from two random UUIDs (a few fixed version bits do not matter in a test).
+        let mut seed = Vec::with_capacity(32);
+        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+        // PKCS#8 v1 wrapping of an Ed25519 private key: this header, then the 32-byte seed.
+        let mut der = vec![
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
+            0x04, 0x20,
+        ];
+        der.extend_from_slice(&seed);
+        Self {
+            key: EncodingKey::from_ed_der(&der),
+            kid: kid.to_owned(),
+        }
+    }
+
+    /// The public JWK, with `kid` and `alg: EdDSA`.
+    fn public_jwk(&self) -> Jwk {
+        let mut jwk = Jwk::from_encoding_key(&self.key, Algorithm::EdDSA).unwrap();
+        jwk.common.key_id = Some(self.kid.clone());
+        jwk
+    }
+
+    /// A valid token for `sub` granting reads and writes.
+    fn token(&self, sub: &str) -> String {
+        let now = i64::try_from(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+        )
+        .unwrap();
+        let claims = json!({
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "sub": sub,
+            "iat": now,
+            "nbf": now - 5,
+            "exp": now + 600,
+            "scope": format!("store:read {WRITE_SCOPE}"),
+        });
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, &claims, &self.key).unwrap()
+    }
+}
+
+/// The principal the server names for `sub` of the test issuer.
+fn principal(sub: &str) -> String {
+    format!(r#"oauth:["{ISSUER}","{sub}"]"#)
+}
+
+/// A 2026-07-28 `tools/call` on `replica` with `token` as bearer (or none), optionally the retry
+/// carrying `state` and the approving answer. Whatever the HTTP status.
+async fn call_as(
+    replica: &Replica,
+    token: Option<&str>,
+    tool: &str,
+    arguments: &Value,
+    state: Option<&str>,
+) -> Result<Reply, Failure> {
+    let bearer = token.map(|token| format!("Bearer {token}"));
+    let mut extra = Vec::new();
+    if let Some(bearer) = &bearer {
+        extra.push(("authorization", bearer.as_str()));
+    }
+    let retry = state.map(|state| (state, approve()));
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        replica.raw.call_2026(&extra, tool, arguments, retry),
+    )
+    .await??;
+    Ok(reply)
+}
+
+/// An audit record with its principal: who, the outcome, the reason.
+type Signed = (String, String, Option<String>);
+
+fn signed(sub: &str, outcome: Outcome, reason: Option<&str>) -> Signed {
+    (
+        principal(sub),
+        outcome.as_str().to_owned(),
+        reason.map(str::to_owned),
+    )
+}
+
+/// The audit records of `log` with their principals, once there are at least `n`.
+async fn signed_records_when(log: &Log, n: usize) -> Vec<Signed> {
+    common::records_when(log, n)
+        .await
+        .into_iter()
+        .map(|record| {
+            (
+                record.principal.unwrap_or_default(),
+                record.outcome,
+                record.reason,
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_bearer_auth_a_person_is_the_same_on_every_replica() -> Result<(), Failure> {
+    let redis = redis_url();
+    // The keys live beside the replicas' folder: both are started with the same file.
+    let keys = tempfile::tempdir()?;
+    let key = SigningKey::generate("replica-key");
+    let jwks = keys.path().join("jwks.json");
+    std::fs::write(
+        &jwks,
+        serde_json::to_vec(&json!({"keys": [key.public_jwk()]}))?,
+    )?;
+    let auth = [
+        "--auth-issuer",
+        ISSUER,
+        "--auth-audience",
+        AUDIENCE,
+        "--auth-jwks",
+        jwks.to_str().unwrap(),
+        "--auth-write-scope",
+        WRITE_SCOPE,
+    ];
+    let replicas = Replicas::start(redis.url(), &auth).await?;
+    let (a, b) = (&replicas.a, &replicas.b);
+    let file = replicas.file();
+    let before = file.snapshot()?;
+    let (alice, bob) = (key.token("alice"), key.token("bob"));
+    let arguments = json!({"sku": "TLS-002", "delta": 5, "reason": "alice recounts"});
+
+    // Alice asks on A.
+    let asked = call_as(a, Some(&alice), "adjust_stock", &arguments, None).await?;
+    assert_eq!(asked.status, 200, "{asked:?}");
+    let (state, question) = ask_reply(&asked)?;
+    assert_eq!(
+        question,
+        r#"Adjust "TLS-002" by +5 ("alice recounts"): stock 3 -> 8"#
+    );
+
+    // Without a token, on B: 401 before anything reaches the guard, so her state is untouched.
+    for retry in [None, Some(state.as_str())] {
+        let anonymous = call_as(b, None, "adjust_stock", &arguments, retry).await?;
+        assert_eq!(anonymous.status, 401, "{anonymous:?}");
+        assert!(
+            anonymous
+                .header("www-authenticate")
+                .is_some_and(|challenge| challenge.starts_with("Bearer ")),
+            "{anonymous:?}"
+        );
+    }
+    assert_eq!(file.snapshot()?, before, "asking and the 401s save nothing");
+
+    // Her approving retry on B, with the same token: applied once.
+    let applied = call_as(b, Some(&alice), "adjust_stock", &arguments, Some(&state)).await?;
+    assert_eq!(applied.status, 200, "{applied:?}");
+    success(&applied)?;
+    assert_eq!(file.stock("TLS-002")?, 8, "exactly as previewed");
+    let movement = Movement {
+        sku: "TLS-002".into(),
+        delta: 5,
+        reason: "alice recounts".into(),
+    };
+    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
+    let after = file.snapshot()?;
+
+    // Bob, with a valid token of his own, retries her spent state on B: refused as a replay (a
+    // used state is refused as used, whoever presents it).
+    let stolen = call_as(b, Some(&bob), "adjust_stock", &arguments, Some(&state)).await?;
+    assert_eq!(stolen.status, 200, "{stolen:?}");
+    assert_eq!(refusal(&stolen)?, ROUND_TRIP_REFUSAL_MESSAGE);
+    assert_eq!(file.snapshot()?, after, "nothing more saved");
+
+    // Alice asks again on A; Bob retries this live state on B: refused as another person's ...
+    let asked = call_as(a, Some(&alice), "adjust_stock", &arguments, None).await?;
+    assert_eq!(asked.status, 200, "{asked:?}");
+    let (live, _) = ask_reply(&asked)?;
+    let stolen = call_as(b, Some(&bob), "adjust_stock", &arguments, Some(&live)).await?;
+    assert_eq!(stolen.status, 200, "{stolen:?}");
+    assert_eq!(refusal(&stolen)?, ROUND_TRIP_REFUSAL_MESSAGE);
+    assert_eq!(file.snapshot()?, after, "Bob's approval saved nothing");
+    // ... and, as the guard defines it, his attempt used the state up (fail closed: any attempt
+    // that finds a state takes it, a mismatched one included; `take_round_trip`), so Alice's own
+    // approving retry on A is refused as a replay. She has to ask anew; nothing was saved.
+    let own = call_as(a, Some(&alice), "adjust_stock", &arguments, Some(&live)).await?;
+    assert_eq!(own.status, 200, "{own:?}");
+    assert_eq!(refusal(&own)?, ROUND_TRIP_REFUSAL_MESSAGE);
+    assert_eq!(file.snapshot()?, after, "nothing more saved");
+    assert_eq!(file.stock("TLS-002")?, 8);
+    assert_eq!(file.movements()?, [movement]);
+
+    // Each decision under the person who made the request, on the replica that made it; the
+    // 401s reached no guard.
+    assert_eq!(
+        signed_records_when(a.log(), 3).await,
+        [
+            signed("alice", Outcome::Asked, None),
+            signed("alice", Outcome::Asked, None),
+            signed("alice", Outcome::StateRejected, Some("replayed")),
+        ]
+    );
+    assert_eq!(
+        signed_records_when(b.log(), 4).await,
+        [
+            signed("alice", Outcome::Approved, None),
+            signed("alice", Outcome::Applied, None),
+            signed("bob", Outcome::StateRejected, Some("replayed")),
+            signed("bob", Outcome::StateRejected, Some("other-principal")),
+        ]
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. An approval page opened on one replica is answered on the other
+// ---------------------------------------------------------------------------------------------
+
+/// A 2026-07-28 `tools/call` on `replica` from a client that declares URL-mode elicitation only
+/// (so a replica with a page asks on it), optionally the retry carrying `state` and the
+/// client's `accept` (it opened the link; the page holds the person's answer).
+async fn call_url_mode(
+    replica: &Replica,
+    tool: &str,
+    arguments: &Value,
+    state: Option<&str>,
+) -> Result<Reply, Failure> {
+    let mut params = json!({
+        "name": tool,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
+        },
+    });
+    if let Some(state) = state {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = json!({INPUT_KEY: {"action": "accept"}});
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    let reply =
+        tokio::time::timeout(Duration::from_secs(10), replica.raw.post(&headers, &body)).await??;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    Ok(reply)
+}
+
+/// `http://127.0.0.1:PORT` of `replica`.
+fn origin(replica: &Replica) -> &str {
+    replica.server.url.strip_suffix("/mcp").unwrap()
+}
+
+/// The page's status and HTML.
+async fn get_page(http: &reqwest::Client, url: &str) -> Result<(u16, String), Failure> {
+    let response = http.get(url).send().await?;
+    Ok((response.status().as_u16(), response.text().await?))
+}
+
+/// Posts the page's form: `decision` with the `csrf` token; the status and HTML.
+async fn post_page(
+    http: &reqwest::Client,
+    url: &str,
+    csrf: &str,
+    decision: &str,
+) -> Result<(u16, String), Failure> {
+    let response = http
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&decision={decision}"))
+        .send()
+        .await?;
+    Ok((response.status().as_u16(), response.text().await?))
+}
+
+/// The CSRF token of the page's form.
+fn csrf_of(html: &str) -> Result<String, Failure> {
+    const FIELD: &str = r#"name="csrf" value=""#;
+    let at = html.find(FIELD).ok_or("no csrf field")? + FIELD.len();
+    let token = html[at..].split('"').next().ok_or("no csrf value")?;
+    Ok(token.to_owned())
+}
+
+#[tokio::test]
+async fn an_approval_page_opened_by_one_replica_is_answered_on_the_other() -> Result<(), Failure> {
+    let redis = redis_url();
+    let replicas = Replicas::start(redis.url(), &["--approval-page"]).await?;
+    let (a, b) = (&replicas.a, &replicas.b);
+    let file = replicas.file();
+    let before = file.snapshot()?;
+    let arguments = json!({"sku": "TLS-002", "delta": 5, "reason": "counted on the page"});
+    let http = reqwest::Client::new();
+
+    // Asked on A: a url-mode input request naming A's listener (no --public-url).
+    let asked = call_url_mode(a, "adjust_stock", &arguments, None).await?;
+    let state = asked
+        .request_state()
+        .ok_or_else(|| format!("expected an input round: {asked:?}"))?;
+    let message = asked.message().ok_or("no message")?;
+    let params = &message["result"]["inputRequests"][INPUT_KEY]["params"];
+    assert_eq!(params["mode"], "url", "{message}");
+    let on_a = params["url"].as_str().ok_or("no url")?.to_owned();
+    let page = on_a
+        .strip_prefix(&format!("{}/approvals/", origin(a)))
+        .ok_or_else(|| format!("not a page of A: {on_a}"))?
+        .to_owned();
+    assert_eq!(file.snapshot()?, before, "asking saves nothing");
+
+    // The browser is routed to B, as a load balancer would send it.
+    let on_b = format!("{}/approvals/{page}", origin(b));
+    let (status, shown) = get_page(&http, &on_b).await?;
+    assert_eq!(status, 200, "{shown}");
+    assert!(shown.contains("Approve this change?"), "{shown}");
+    assert!(shown.contains("counted on the page"), "{shown}");
+    let csrf = csrf_of(&shown)?;
+    let (status, answered) = post_page(&http, &on_b, &csrf, "approve").await?;
+    assert_eq!(status, 200, "{answered}");
+    assert!(answered.contains("You approved this change"), "{answered}");
+    assert_eq!(
+        file.snapshot()?,
+        before,
+        "the page's answer alone saves nothing"
+    );
+
+    // The client retries on A: the answer given on B decides, and the change applies once.
+    let applied = call_url_mode(a, "adjust_stock", &arguments, Some(&state)).await?;
+    success(&applied)?;
+    assert_eq!(file.stock("TLS-002")?, 8, "exactly as shown");
+    let movement = Movement {
+        sku: "TLS-002".into(),
+        delta: 5,
+        reason: "counted on the page".into(),
+    };
+    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
+    let after = file.snapshot()?;
+
+    // The same answer again, on either replica: already answered, nothing more saved.
+    for url in [&on_b, &on_a] {
+        let (status, again) = post_page(&http, url, &csrf, "approve").await?;
+        assert_eq!(status, 410, "{url}: {again}");
+        assert!(again.contains("Already answered"), "{url}: {again}");
+        let (status, reopened) = get_page(&http, url).await?;
+        assert_eq!(status, 410, "{url}: {reopened}");
+        assert!(reopened.contains("Already answered"), "{url}: {reopened}");
+        assert!(
+            !reopened.contains("<form"),
+            "{url}: no form on a decided page"
+        );
+    }
+    assert_eq!(file.snapshot()?, after, "nothing more saved");
+    assert_eq!(file.stock("TLS-002")?, 8);
+    assert_eq!(file.movements()?, [movement]);
+
+    // A asked and applied; B took the page's answer. The refused posts are not records: a page
+    // that is no longer open has no approval to file them under. (A moment first, so that a
+    // record logged for the last posts would be read.)
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        records_when(a.log(), 3).await,
+        [
+            rec(Outcome::Asked, None),
+            rec(Outcome::Approved, None),
+            rec(Outcome::Applied, None),
+        ]
+    );
+    assert_eq!(
+        records_when(b.log(), 1).await,
+        [rec(Outcome::PageAnswered, Some("approve"))]
+    );
     Ok(())
 }
