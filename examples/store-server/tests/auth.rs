@@ -23,8 +23,8 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use common::{HttpChild, Log, Record, fields, records, records_when};
-use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+use common::{HttpChild, Log, Record, SigningKey, fields, records, records_when};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::{
@@ -50,45 +50,6 @@ const READ_AND_WRITE: &str = "store:read store:write";
 // ---------------------------------------------------------------------------------------------
 // Keys and tokens
 // ---------------------------------------------------------------------------------------------
-
-/// An Ed25519 signing key made from a random seed.
-struct SigningKey {
-    key: EncodingKey,
-    kid: String,
-}
-
-impl SigningKey {
-    fn generate(kid: &str) -> Self {
-        // 32 bytes from two random UUIDs (a few fixed version bits do not matter in a test).
-        let mut seed = Vec::with_capacity(32);
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        // PKCS#8 v1 wrapping of an Ed25519 private key: this header, then the 32-byte seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
-        Self {
-            key: EncodingKey::from_ed_der(&der),
-            kid: kid.to_owned(),
-        }
-    }
-
-    /// The public JWK, with `kid` and `alg: EdDSA`.
-    fn public_jwk(&self) -> Jwk {
-        let mut jwk = Jwk::from_encoding_key(&self.key, Algorithm::EdDSA).unwrap();
-        jwk.common.key_id = Some(self.kid.clone());
-        jwk
-    }
-
-    /// `claims` signed with EdDSA, with this key's `kid` in the header.
-    fn sign(&self, claims: &Value) -> String {
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, claims, &self.key).unwrap()
-    }
-}
 
 fn now() -> i64 {
     i64::try_from(

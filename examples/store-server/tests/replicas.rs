@@ -35,8 +35,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use common::{HttpChild, Log};
-use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+use common::{HttpChild, Log, SigningKey};
 use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
 use mcp_write_guard_rmcp::{
@@ -673,38 +672,13 @@ const ISSUER: &str = "https://issuer.test";
 const AUDIENCE: &str = "store-api";
 const WRITE_SCOPE: &str = "store:write";
 
-/// An Ed25519 signing key made from a random seed (as in `tests/auth.rs`).
-struct SigningKey {
-    key: EncodingKey,
-    kid: String,
+/// Tokens of the test issuer.
+trait TestTokens {
+    /// A valid token for `sub` granting reads and writes.
+    fn token(&self, sub: &str) -> String;
 }
 
-impl SigningKey {
-    fn generate(kid: &str) -> Self {
-        // 32 bytes from two random UUIDs (a few fixed version bits do not matter in a test).
-        let mut seed = Vec::with_capacity(32);
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        // PKCS#8 v1 wrapping of an Ed25519 private key: this header, then the 32-byte seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
-        Self {
-            key: EncodingKey::from_ed_der(&der),
-            kid: kid.to_owned(),
-        }
-    }
-
-    /// The public JWK, with `kid` and `alg: EdDSA`.
-    fn public_jwk(&self) -> Jwk {
-        let mut jwk = Jwk::from_encoding_key(&self.key, Algorithm::EdDSA).unwrap();
-        jwk.common.key_id = Some(self.kid.clone());
-        jwk
-    }
-
-    /// A valid token for `sub` granting reads and writes.
+impl TestTokens for SigningKey {
     fn token(&self, sub: &str) -> String {
         let now = i64::try_from(
             SystemTime::now()
@@ -722,9 +696,7 @@ impl SigningKey {
             "exp": now + 600,
             "scope": format!("store:read {WRITE_SCOPE}"),
         });
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, &claims, &self.key).unwrap()
+        self.sign(&claims)
     }
 }
 
