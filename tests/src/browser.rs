@@ -156,9 +156,11 @@ impl Browser {
             .await?;
         let deadline = tokio::time::Instant::now() + PAGE_LOAD;
         // The old page's root goes stale once the browser has moved on to the next document.
+        // Asked while the document is being swapped, chromedriver may instead answer "unknown
+        // error: ... Node with given id does not belong to the document": moved on, too.
         loop {
             match old_page.tag_name().await {
-                Err(e) if e.is_stale_element_reference() => break,
+                Err(e) if e.is_stale_element_reference() || left_the_document(&e) => break,
                 Err(e) => return Err(format!("after clicking `{selector}` on {from}: {e}").into()),
                 Ok(_) => {}
             }
@@ -275,4 +277,12 @@ async fn wait_until_ready(driver: &mut Child, webdriver: &str) -> Result<(), Fai
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Whether `error` says the element's document is gone: chromedriver's answer to a query that
+/// lands while the browser swaps one document for the next.
+fn left_the_document(error: &fantoccini::error::CmdError) -> bool {
+    error
+        .to_string()
+        .contains("does not belong to the document")
 }
