@@ -437,10 +437,13 @@ mod tests {
         let p = Principal::new("p");
         let now = OffsetDateTime::UNIX_EPOCH;
         let expires = now + Duration::minutes(2);
+        assert!(store.is_empty());
         assert_eq!(
             ready(store.insert(key(0), &p, json!(0), expires, now)),
             Ok(())
         );
+        assert!(!store.is_empty());
+        assert_eq!(store.len(), 1);
         assert_eq!(store.live_count(&p, expires - Duration::milliseconds(1)), 1);
         assert_eq!(store.live_count(&p, expires), 0);
     }
