@@ -94,11 +94,25 @@ impl RawHttp {
         })
     }
 
-    /// A 2026-07-28 `tools/call` (no session, per-request metadata, a client that can be asked),
-    /// optionally the retry that carries `request_state` and `answer`.
+    /// A 2026-07-28 `tools/call` (no session, per-request metadata, a client that can be asked
+    /// with forms), optionally the retry that carries `request_state` and `answer`.
     pub async fn call_2026(
         &self,
         extra: &[(&str, &str)],
+        tool: &str,
+        arguments: &Value,
+        retry: Option<(&str, Value)>,
+    ) -> Result<Reply, Failure> {
+        self.call_2026_asking(extra, &json!({"form": {}}), tool, arguments, retry)
+            .await
+    }
+
+    /// [`RawHttp::call_2026`] from a client whose elicitation capabilities are `elicitation`
+    /// (`{"url": {}}`: a client that can only be sent to a page).
+    pub async fn call_2026_asking(
+        &self,
+        extra: &[(&str, &str)],
+        elicitation: &Value,
         tool: &str,
         arguments: &Value,
         retry: Option<(&str, Value)>,
@@ -109,7 +123,7 @@ impl RawHttp {
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": elicitation},
             },
         });
         if let Some((state, answer)) = retry

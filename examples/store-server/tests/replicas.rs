@@ -877,27 +877,12 @@ async fn call_url_mode(
     arguments: &Value,
     state: Option<&str>,
 ) -> Result<Reply, Failure> {
-    let mut params = json!({
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
-        },
-    });
-    if let Some(state) = state {
-        params["requestState"] = json!(state);
-        params["inputResponses"] = json!({INPUT_KEY: {"action": "accept"}});
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let headers = [
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", tool),
-    ];
-    let reply =
-        tokio::time::timeout(Duration::from_secs(10), replica.raw.post(&headers, &body)).await??;
+    let retry = state.map(|state| (state, json!({"action": "accept"})));
+    let url_only = json!({"url": {}});
+    let call = replica
+        .raw
+        .call_2026_asking(&[], &url_only, tool, arguments, retry);
+    let reply = tokio::time::timeout(Duration::from_secs(10), call).await??;
     assert_eq!(reply.status, 200, "{reply:?}");
     Ok(reply)
 }
