@@ -56,5 +56,5 @@ pub use policy::EnvelopePolicy;
 pub use schema::wrap_output_schema;
 pub use wrap::{
     CLASSIFICATION, DATA_KEY, ENVELOPE_KEY, NOTICE_PREFIX, WARNING, parse_text, render_text,
-    source, unwrap, wrap,
+    source, unwrap, wrap, wrap_text,
 };

@@ -65,9 +65,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The write path's future is large; boxed, it is allocated only for writes, and every
+        // `tools/call` future (which rmcp moves into a task of its own) stays small for reads.
         if request.name == PREPARE_ADMIN_ACTION {
             let class = tools::classify_tool(&tools::prepare_admin_action_tool());
-            return Ok(self.write(request, class, context).await);
+            return Ok(Box::pin(self.write(request, class, context)).await);
         }
         let Some(tool) = self.find_tool(&request.name, &context).await? else {
             return Err(ErrorData::invalid_params(
@@ -77,7 +79,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         };
         let class = tools::classify_tool(&tool);
         if class.class.is_write() {
-            return Ok(self.write(request, class, context).await);
+            return Ok(Box::pin(self.write(request, class, context)).await);
         }
         // A read goes straight to the inner server, then into the envelope.
         let name = request.name.clone();

@@ -3,14 +3,12 @@
 //! envelope decides which results are wrapped (every write result, every read not marked
 //! trusted); this module puts an rmcp result into it.
 
+use crate::WriteGuard;
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
     model::{CallToolResult, ContentBlock, ResourceContents},
 };
-use serde_json::Value;
-
-use crate::WriteGuard;
 
 impl<S: ServerHandler> WriteGuard<S> {
     /// Wraps `result` in the envelope when the envelope policy says so.
@@ -54,21 +52,9 @@ pub(crate) fn wrap_result(
             },
             _ => continue,
         };
-        *text = wrap_text(server, tool, std::mem::take(text), text_prefix);
+        *text = mcp_write_guard_envelope::wrap_text(server, tool, text, text_prefix);
     }
     result
-}
-
-/// The rendered envelope of one text (parsed as JSON when it is an object or an array).
-fn wrap_text(server: &str, tool: &str, text: String, text_prefix: bool) -> String {
-    let data = match serde_json::from_str::<Value>(&text) {
-        Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
-        _ => Value::String(text),
-    };
-    mcp_write_guard_envelope::render_text(
-        &mcp_write_guard_envelope::wrap(server, tool, data),
-        text_prefix,
-    )
 }
 
 #[cfg(test)]
