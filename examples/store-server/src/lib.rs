@@ -199,8 +199,44 @@ npx @modelcontextprotocol/inspector -e MCP_WRITES_ENABLED=true ./target/debug/st
 
 /// Serves `handler` on this process's stdin and stdout until the client disconnects. Input that
 /// ends before `initialize` (nobody connected, or Ctrl-D at a terminal) is a clean end.
+///
+/// When both are pipes (a client started this server, the usual case), they are read and
+/// written through the runtime's event loop. Otherwise (a terminal, a file) they are tokio's
+/// stdin and stdout, which hand every read and every write to a blocking thread: a round trip
+/// between threads per message, which is most of a short call's latency.
 pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
-    let running = match handler.serve(rmcp::transport::stdio()).await {
+    #[cfg(unix)]
+    if let Some(pipes) = stdio_pipes() {
+        return serve_on(handler, pipes).await;
+    }
+    serve_on(handler, rmcp::transport::stdio()).await
+}
+
+/// Stdin and stdout as non-blocking pipes, when both are pipes.
+///
+/// Non-blocking is a flag of the pipe's open file, which a process that handed this server its
+/// own stdin or stdout would share; MCP clients start a server on pipes of its own.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd;
+    let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    // Each checks that its file is a pipe open the right way, and makes it non-blocking.
+    let input = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(input)).ok()?;
+    let output = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(output)).ok()?;
+    Some((input, output))
+}
+
+async fn serve_on<S, T, E, A>(handler: S, transport: T) -> Result<(), Error>
+where
+    S: ServerHandler,
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let running = match handler.serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
             tracing::info!("input ended before a client initialized; nothing was served");

@@ -276,3 +276,36 @@ fn input_that_ends_before_initialize_is_a_clean_end() -> Result<(), Failure> {
     assert!(output.stdout.is_empty());
     Ok(())
 }
+
+/// Stdin and stdout that are files, not pipes (so not served through the event loop), are
+/// served all the same, through tokio's blocking stdin and stdout.
+#[test]
+fn stdin_and_stdout_that_are_files_are_served_too() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let input = dir.path().join("requests.jsonl");
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+    ];
+    let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&input, text)?;
+    let output = dir.path().join("responses.jsonl");
+    let status = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info")
+        .stdin(std::fs::File::open(&input)?)
+        .stdout(std::fs::File::create(&output)?)
+        .stderr(Stdio::null())
+        .status()?;
+    assert!(status.success(), "{status:?}");
+    let responses: Vec<Value> = std::fs::read_to_string(&output)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(responses[0]["id"], 1, "{responses:?}");
+    assert_eq!(responses[0]["result"]["serverInfo"]["name"], "store-server");
+    Ok(())
+}
