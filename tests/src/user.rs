@@ -165,6 +165,8 @@ pub struct Asked {
 struct State {
     answers: Mutex<VecDeque<Answer>>,
     asked: Mutex<Vec<Asked>>,
+    /// When the last question arrived (the `approved-writes` bench splits a write's time there).
+    last_asked_at: Mutex<Option<std::time::Instant>>,
 }
 
 /// The scripted user. Clones share the script and the record of questions.
@@ -209,6 +211,11 @@ impl ScriptedUser {
     /// The messages of every question asked so far, in order.
     pub fn messages(&self) -> Vec<String> {
         self.asked().into_iter().map(|a| a.message).collect()
+    }
+
+    /// When the last question arrived, if one has.
+    pub fn last_asked_at(&self) -> Option<std::time::Instant> {
+        *self.state.last_asked_at.lock()
     }
 
     /// How many scripted answers are still unused.
@@ -283,6 +290,7 @@ impl ClientHandler for ScriptedUser {
                 schema: Value::Null,
             },
         };
+        *self.state.last_asked_at.lock() = Some(std::time::Instant::now());
         self.state.asked.lock().push(asked);
         let next = self.state.answers.lock().pop_front();
         respond(next.unwrap_or(Answer::Decline)).await

@@ -19,6 +19,17 @@
 //! (default: `store-server` next to this executable, so `target/release/store-server` for a
 //! release build), `--dir DIR` (where the temporary database is made; default the system's
 //! temporary directory; `/dev/shm` takes the disk's flushes out of the figure).
+//!
+//! `--seed DIR` also drives the seed design (`../shared/peers/ts-store`, copied to `DIR` with
+//! its dependencies installed: `npm ci`) with the same client, in the legacy era only (its SDK
+//! has no 2026-07-28), right after the reference server in every run, and prints the ratio of
+//! the two. Its writes carry `"confirm": true`, which its design needs. `--node PATH` names
+//! the Node.js to run it with (default `node`).
+//!
+//! Every write's time is split where the question reaches the user: "call to question" is the
+//! `tools/call` arriving, the checks, the preview and the question on its way (in 2026-07-28,
+//! the input-required result and rmcp's retry up to its handler); "answer to result" is the
+//! answer on its way, the compare-and-apply, the commit and the enveloped result.
 
 #![allow(
     clippy::print_stdout,
@@ -41,7 +52,8 @@ use serde_json::{Value, json};
 use workspace_tests::{Answer, Client, Era, Failure, ScriptedUser, call, is_error, message};
 
 const USAGE: &str = "usage: approved-writes [--writes N] [--reads M] [--warmup W] [--runs R] \
-                     [--era legacy|2026-07-28] [--server PATH] [--dir DIR]";
+                     [--era legacy|2026-07-28] [--server PATH] [--dir DIR] [--seed DIR] \
+                     [--node PATH]";
 
 /// The product every write adjusts.
 const SKU: &str = "TLS-002";
@@ -56,6 +68,36 @@ struct Options {
     eras: Vec<Era>,
     server: PathBuf,
     dir: PathBuf,
+    seed: Option<PathBuf>,
+    node: PathBuf,
+}
+
+/// A server to drive.
+#[derive(Debug, Clone, Copy)]
+enum Target<'a> {
+    /// The reference server's executable.
+    Reference(&'a Path),
+    /// The seed design's directory (`server.mjs` with its `node_modules`), run by `node`.
+    Seed { dir: &'a Path, node: &'a Path },
+}
+
+impl Target<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Reference(_) => "store-server",
+            Target::Seed { .. } => "seed (ts-store)",
+        }
+    }
+
+    /// The arguments of every write.
+    fn write_arguments(self) -> Value {
+        match self {
+            Target::Reference(_) => json!({"sku": SKU, "delta": 1, "reason": "bench"}),
+            Target::Seed { .. } => {
+                json!({"sku": SKU, "delta": 1, "reason": "bench", "confirm": true})
+            }
+        }
+    }
 }
 
 /// The figures of one run.
@@ -63,6 +105,11 @@ struct Options {
 struct Figures {
     writes: Duration,
     reads: Duration,
+    /// Summed over the timed writes: from sending the call to the question reaching the user.
+    to_question: Duration,
+    /// Summed over the timed writes: from the question reaching the user (who answers at
+    /// once) to the result.
+    from_answer: Duration,
 }
 
 fn era_name(era: Era) -> &'static str {
@@ -106,6 +153,8 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
     let mut eras = Vec::new();
     let mut server = None;
     let mut dir = std::env::temp_dir();
+    let mut seed = None;
+    let mut node = PathBuf::from("node");
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
         let flag = flag.to_string_lossy().into_owned();
@@ -124,6 +173,8 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
             "--era" => eras.push(parse_era(&text)?),
             "--server" => server = Some(PathBuf::from(value)),
             "--dir" => dir = PathBuf::from(value),
+            "--seed" => seed = Some(PathBuf::from(value)),
+            "--node" => node = PathBuf::from(value),
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
     }
@@ -145,6 +196,8 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
         eras,
         server,
         dir,
+        seed,
+        node,
     })
 }
 
@@ -178,18 +231,24 @@ async fn connect(
     Ok(client)
 }
 
-/// One approved write; an error if the server refused it.
-async fn write(client: &Client, n: u32) -> Result<(), Failure> {
-    let result = call(
-        client,
-        "adjust_stock",
-        json!({"sku": SKU, "delta": 1, "reason": "bench"}),
-    )
-    .await?;
+/// One approved write, split where the question reached the user; an error if the server
+/// refused it or never asked.
+async fn write(
+    client: &Client,
+    user: &ScriptedUser,
+    arguments: &Value,
+    n: u32,
+) -> Result<(Duration, Duration), Failure> {
+    let sent = Instant::now();
+    let result = call(client, "adjust_stock", arguments.clone()).await?;
+    let done = Instant::now();
     if is_error(&result) {
         return Err(format!("write {n} was refused: {}", message(&result)).into());
     }
-    Ok(())
+    match user.last_asked_at() {
+        Some(asked) if asked >= sent => Ok((asked - sent, done - asked)),
+        _ => Err(format!("write {n} applied without asking the user").into()),
+    }
 }
 
 /// The stock of [`SKU`], read with `get_product` (a trusted read: not enveloped today, but an
@@ -214,15 +273,21 @@ async fn stock(client: &Client) -> Result<i64, Failure> {
 async fn measure(
     client: &Client,
     user: &ScriptedUser,
+    target: Target<'_>,
     options: &Options,
 ) -> Result<Figures, Failure> {
+    let arguments = target.write_arguments();
     let before = stock(client).await?;
     for n in 0..options.warmup {
-        write(client, n).await?;
+        write(client, user, &arguments, n).await?;
     }
+    let mut to_question = Duration::ZERO;
+    let mut from_answer = Duration::ZERO;
     let start = Instant::now();
     for n in 0..options.writes {
-        write(client, options.warmup + n).await?;
+        let (asking, applying) = write(client, user, &arguments, options.warmup + n).await?;
+        to_question += asking;
+        from_answer += applying;
     }
     let writes = start.elapsed();
 
@@ -241,7 +306,12 @@ async fn measure(
     if i64::try_from(asked).ok() != Some(made) || user.unused_answers() != 0 {
         return Err(format!("the user was asked {asked} times for {made} writes").into());
     }
-    Ok(Figures { writes, reads })
+    Ok(Figures {
+        writes,
+        reads,
+        to_question,
+        from_answer,
+    })
 }
 
 /// The last lines of the server's log, for an error message.
@@ -255,11 +325,16 @@ fn log_tail(path: &Path) -> String {
 }
 
 /// One run: a new server on a new file.
-async fn run(options: &Options, era: Era) -> Result<Figures, Failure> {
+async fn run(options: &Options, target: Target<'_>, era: Era) -> Result<Figures, Failure> {
     let dir = tempfile::tempdir_in(&options.dir)?;
     let log_path = dir.path().join("server.log");
-    let mut command = tokio::process::Command::new(&options.server);
+    let (program, script) = match target {
+        Target::Reference(server) => (server, None),
+        Target::Seed { dir, node } => (node, Some(dir.join("server.mjs"))),
+    };
+    let mut command = tokio::process::Command::new(program);
     command
+        .args(script)
         .arg("--db")
         .arg(dir.path().join("store.db"))
         .env("MCP_WRITES_ENABLED", "true")
@@ -270,13 +345,13 @@ async fn run(options: &Options, era: Era) -> Result<Figures, Failure> {
     let (transport, _) = TokioChildProcess::builder(command)
         .stderr(File::create(&log_path)?)
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", options.server.display()))?;
+        .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
 
     let made = options.warmup + options.writes;
     let user = ScriptedUser::answering((0..made).map(|_| Answer::Approve));
     let outcome = match connect(transport, &user, era).await {
         Ok(client) => {
-            let figures = measure(&client, &user, options).await;
+            let figures = measure(&client, &user, target, options).await;
             let closed = client.cancel().await;
             match (figures, closed) {
                 (Ok(figures), Ok(_)) => Ok(figures),
@@ -292,6 +367,11 @@ async fn run(options: &Options, era: Era) -> Result<Figures, Failure> {
 /// `count` events in `elapsed`, per second.
 fn per_second(count: u32, elapsed: Duration) -> f64 {
     f64::from(count) / elapsed.as_secs_f64()
+}
+
+/// `total` over `count` events, in microseconds each.
+fn micros_per(total: Duration, count: u32) -> f64 {
+    total.as_secs_f64() * 1e6 / f64::from(count)
 }
 
 /// The middle value (the upper of the two middle ones for an even count).
@@ -317,6 +397,15 @@ async fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let Some(seed) = &options.seed
+        && !seed.join("server.mjs").is_file()
+    {
+        eprintln!(
+            "no seed design at {}: copy ../shared/peers/ts-store there and run npm ci in it",
+            seed.display()
+        );
+        return ExitCode::from(2);
+    }
     if cfg!(debug_assertions) {
         eprintln!("note: this bench is a debug build; use cargo run --release for figures");
     }
@@ -331,45 +420,75 @@ async fn main() -> ExitCode {
     );
     for &era in &options.eras {
         let name = era_name(era);
-        let mut write_rates = Vec::new();
-        let mut read_rates = Vec::new();
+        let mut targets = vec![Target::Reference(&options.server)];
+        if let (Some(dir), Era::Legacy) = (&options.seed, era) {
+            targets.push(Target::Seed {
+                dir,
+                node: &options.node,
+            });
+        }
+        // Per target: its write rates and read rates, one of each per run.
+        let mut rates: Vec<(Target<'_>, Vec<f64>, Vec<f64>)> = targets
+            .into_iter()
+            .map(|target| (target, Vec::new(), Vec::new()))
+            .collect();
         for _ in 0..options.runs {
-            let figures = match run(&options, era).await {
-                Ok(figures) => figures,
-                Err(e) => {
-                    eprintln!("era {name}: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let writes = per_second(options.writes, figures.writes);
-            println!(
-                "approved writes: {} in {:.3} s = {writes:.1}/s (era {name})",
-                options.writes,
-                figures.writes.as_secs_f64()
-            );
-            write_rates.push(writes);
-            if options.reads > 0 {
-                let reads = per_second(options.reads, figures.reads);
+            for (target, write_rates, read_rates) in &mut rates {
+                let target = *target;
+                let figures = match run(&options, target, era).await {
+                    Ok(figures) => figures,
+                    Err(e) => {
+                        eprintln!("era {name}, {}: {e}", target.name());
+                        return ExitCode::FAILURE;
+                    }
+                };
+                let writes = per_second(options.writes, figures.writes);
                 println!(
-                    "reads: {} in {:.3} s = {reads:.1}/s (era {name})",
-                    options.reads,
-                    figures.reads.as_secs_f64()
+                    "{}: approved writes: {} in {:.3} s = {writes:.1}/s (era {name}); per write: \
+                     call to question {:.0} µs, answer to result {:.0} µs",
+                    target.name(),
+                    options.writes,
+                    figures.writes.as_secs_f64(),
+                    micros_per(figures.to_question, options.writes),
+                    micros_per(figures.from_answer, options.writes),
                 );
-                read_rates.push(reads);
+                write_rates.push(writes);
+                if options.reads > 0 {
+                    let reads = per_second(options.reads, figures.reads);
+                    println!(
+                        "{}: reads: {} in {:.3} s = {reads:.1}/s (era {name})",
+                        target.name(),
+                        options.reads,
+                        figures.reads.as_secs_f64()
+                    );
+                    read_rates.push(reads);
+                }
+            }
+            if let [(_, ours, _), (_, seed, _)] = &rates[..]
+                && let (Some(ours), Some(seed)) = (ours.last(), seed.last())
+            {
+                println!(
+                    "ratio store-server / seed (era {name}): approved writes {:.2}",
+                    ours / seed
+                );
             }
         }
         if options.runs > 1 {
-            if let Some(writes) = median(write_rates) {
-                println!(
-                    "median of {} runs (era {name}): approved writes {writes:.1}/s",
-                    options.runs
-                );
-            }
-            if let Some(reads) = median(read_rates) {
-                println!(
-                    "median of {} runs (era {name}): reads {reads:.1}/s",
-                    options.runs
-                );
+            for (target, write_rates, read_rates) in rates {
+                if let Some(writes) = median(write_rates) {
+                    println!(
+                        "{}: median of {} runs (era {name}): approved writes {writes:.1}/s",
+                        target.name(),
+                        options.runs
+                    );
+                }
+                if let Some(reads) = median(read_rates) {
+                    println!(
+                        "{}: median of {} runs (era {name}): reads {reads:.1}/s",
+                        target.name(),
+                        options.runs
+                    );
+                }
             }
         }
     }
@@ -414,6 +533,10 @@ mod tests {
             "/x/store-server",
             "--dir",
             "/dev/shm",
+            "--seed",
+            "/x/ts-store",
+            "--node",
+            "/usr/bin/node",
         ]))
         .unwrap();
         assert_eq!(
@@ -423,6 +546,8 @@ mod tests {
         assert_eq!(options.eras, [Era::Rounds]);
         assert_eq!(options.server, PathBuf::from("/x/store-server"));
         assert_eq!(options.dir, PathBuf::from("/dev/shm"));
+        assert_eq!(options.seed, Some(PathBuf::from("/x/ts-store")));
+        assert_eq!(options.node, PathBuf::from("/usr/bin/node"));
     }
 
     #[test]
