@@ -387,6 +387,68 @@ mod tests {
     }
 
     #[test]
+    fn the_file_is_in_wal_mode_and_every_commit_is_synced() {
+        let (_dir, path, db) = temp_db();
+        let outside = Connection::open(&path).unwrap();
+        assert_eq!(sql::journal_mode(&outside).unwrap(), "wal");
+        // FULL (2): in WAL mode, each commit syncs the WAL before it returns.
+        assert_eq!(sql::synchronous(&db.conn.lock()).unwrap(), 2);
+    }
+
+    #[test]
+    fn a_file_in_rollback_journal_mode_is_switched_to_wal_on_open() {
+        let (_dir, path, db) = temp_db();
+        db.adjust_stock(&adjust("TLS-001", -2, "counted"), Mode::Apply)
+            .unwrap();
+        drop(db);
+        let outside = Connection::open(&path).unwrap();
+        outside
+            .pragma_update(None, "journal_mode", "DELETE")
+            .unwrap();
+        assert_eq!(sql::journal_mode(&outside).unwrap(), "delete");
+        drop(outside);
+
+        let db = Db::open(&path).unwrap();
+        assert_eq!(sql::journal_mode(&db.conn.lock()).unwrap(), "wal");
+        assert_eq!(db.get_product("TLS-001").unwrap().stock, 10);
+    }
+
+    /// The database file and its WAL, byte for byte.
+    fn bytes_on_disk(path: &Path) -> (Vec<u8>, Vec<u8>) {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        (std::fs::read(path).unwrap(), std::fs::read(wal).unwrap())
+    }
+
+    #[test]
+    fn previews_and_refused_applies_write_nothing_to_disk_and_an_apply_is_seen_at_once() {
+        let (_dir, path, db) = temp_db();
+        let request = adjust("TLS-002", 1, "race");
+        let before = bytes_on_disk(&path);
+
+        let approved = adjust_preview(&db, &request);
+        db.create_order(&order(1, &[("TLS-002", 1)]), Mode::Preview)
+            .unwrap();
+        let refuse = |_: &Value| false;
+        let err = db
+            .adjust_stock(&request, Mode::ApplyIfUnchanged(&refuse))
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Changed), "{err}");
+        assert!(bytes_on_disk(&path) == before, "nothing reached the disk");
+
+        let unchanged = |fresh: &Value| *fresh == approved;
+        db.adjust_stock(&request, Mode::ApplyIfUnchanged(&unchanged))
+            .unwrap();
+        // The commit went to the WAL, and another connection reads it as soon as the call
+        // returns, while the server still holds the file open.
+        let (file, wal) = bytes_on_disk(&path);
+        assert!(wal.len() > before.1.len(), "the commit is in the WAL");
+        assert!(file == before.0, "not yet checkpointed into the file");
+        assert_eq!(stock_in_file(&path, "TLS-002"), 4);
+        assert_eq!(count_in_file(&path, "stock_movements"), 1);
+    }
+
+    #[test]
     fn preview_reports_the_change_and_writes_nothing() {
         let (_dir, path, db) = temp_db();
         let preview = db
