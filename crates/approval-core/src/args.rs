@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::canonical::{ArgLimits, ArgsError, digest_object};
+use crate::canonical::{ArgLimits, ArgsError, digest_object_and_without};
 use crate::ids::ArgsDigest;
 
 /// The name of the argument that carries a confirmation token (mcp-write-guard-policy's one definition).
@@ -35,14 +35,32 @@ impl CapturedArgs {
     ) -> Result<Self, ArgsError> {
         let empty = Map::new();
         let map = args.unwrap_or(&empty);
-        let (digest, canonical_len) = digest_object(map, None, limits)?;
-        let token_digest = if map.contains_key(CONFIRMATION_TOKEN_ARG) {
-            digest_object(map, Some(CONFIRMATION_TOKEN_ARG), limits)?.0
-        } else {
-            digest
-        };
+        let (digest, token_digest, canonical_len) =
+            digest_object_and_without(map, CONFIRMATION_TOKEN_ARG, limits)?;
         Ok(Self {
             arguments: map.clone(),
+            digest,
+            token_digest,
+            canonical_len,
+        })
+    }
+
+    /// Like [`capture`](Self::capture), taking the arguments instead of copying them: for a
+    /// caller that has no further use for its own copy (the copy of a 1 KiB object costs about
+    /// as much as its canonical form and both digests together). `None` is the empty object.
+    ///
+    /// On refusal the arguments are dropped here; a caller that must dismantle a pathological
+    /// value itself (see [`canonical_json`](crate::canonical_json)) should check with
+    /// [`capture`](Self::capture) first.
+    pub fn capture_owned(
+        args: Option<Map<String, Value>>,
+        limits: &ArgLimits,
+    ) -> Result<Self, ArgsError> {
+        let arguments = args.unwrap_or_default();
+        let (digest, token_digest, canonical_len) =
+            digest_object_and_without(&arguments, CONFIRMATION_TOKEN_ARG, limits)?;
+        Ok(Self {
+            arguments,
             digest,
             token_digest,
             canonical_len,
@@ -67,17 +85,13 @@ impl CapturedArgs {
         // These arguments passed the caller's limits when captured; the digest check below is
         // what matters here (depth stays capped at MAX_SERIALIZED_DEPTH whatever the limits).
         let limits = ArgLimits::new(usize::MAX, usize::MAX);
-        let (digest, canonical_len) = digest_object(&arguments, None, &limits)?;
+        let (digest, token_digest, canonical_len) =
+            digest_object_and_without(&arguments, CONFIRMATION_TOKEN_ARG, &limits)?;
         if digest != expected {
             return Err(ArgsError::Unrepresentable(
                 "stored arguments do not match their digest".into(),
             ));
         }
-        let token_digest = if arguments.contains_key(CONFIRMATION_TOKEN_ARG) {
-            digest_object(&arguments, Some(CONFIRMATION_TOKEN_ARG), &limits)?.0
-        } else {
-            digest
-        };
         Ok(Self {
             arguments,
             digest,
@@ -219,6 +233,29 @@ mod tests {
             CapturedArgs::capture(Some(&odd), &ArgLimits::default()),
             Err(ArgsError::Unrepresentable(_))
         ));
+    }
+
+    #[test]
+    fn capture_owned_is_capture_without_the_copy() {
+        let limits = ArgLimits::default();
+        for v in [
+            json!({"id": 7}),
+            json!({"id": 7, "confirmationToken": "abc"}),
+            json!({}),
+        ] {
+            let borrowed = CapturedArgs::capture(Some(&map(v.clone())), &limits).unwrap();
+            let owned = CapturedArgs::capture_owned(Some(map(v)), &limits).unwrap();
+            assert_eq!(owned, borrowed);
+        }
+        assert_eq!(
+            CapturedArgs::capture_owned(None, &limits).unwrap(),
+            CapturedArgs::capture(None, &limits).unwrap()
+        );
+        let deep = map(json!({"a": [[[1]]]}));
+        assert_eq!(
+            CapturedArgs::capture_owned(Some(deep), &ArgLimits::new(1024, 3)),
+            Err(ArgsError::TooDeep { limit: 3 })
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use crate::ids::{ArgsDigest, Principal, ToolName};
-use crate::store::{Store, StoreError, StoreKey};
+use crate::store::{Held, Store, StoreError, StoreKey};
 
 /// A stored record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,8 +56,9 @@ pub(crate) struct LiveRecord {
     pub(crate) issued_at_ns: i64,
     pub(crate) expires_at_ns: i64,
     pub(crate) retain_until_ns: i64,
+    /// Boxed: most records (tokens) have none, and a record is moved about whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) approval: Option<StoredApproval>,
+    pub(crate) approval: Option<Box<StoredApproval>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,6 +70,23 @@ pub(crate) struct StoredApproval {
     /// The approval page that asks about it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) page: Option<String>,
+}
+
+impl Record {
+    /// The JSON a store holds for this record.
+    pub(crate) fn to_json(&self) -> Result<Value, StoreError> {
+        serde_json::to_value(self).map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+}
+
+impl Held {
+    /// The record held, read from its JSON if it was given as JSON.
+    fn into_record(self) -> Result<Record, Refusal> {
+        match self {
+            Self::Record(record) => Ok(record),
+            Self::Json(value) => from_json(value),
+        }
+    }
 }
 
 /// Why taking a bound record failed.
@@ -109,39 +127,182 @@ pub(crate) fn retain_until(
 /// The key of the receipt of the record under `key`. Record ids are canonical UUIDs, which hold
 /// no `.`, so a receipt key is never the key of a record.
 pub(crate) fn receipt_key(key: &StoreKey) -> StoreKey {
-    StoreKey::new(key.kind(), format!("{}.receipt", key.id()))
+    key.with_suffix(".receipt")
+}
+
+/// A live record to [`put`].
+pub(crate) struct NewRecord {
+    record: LiveRecord,
+}
+
+/// A live record for `principal` calling `tool` with arguments of `digest`, issued at
+/// `issued_at` and live until `expires_at`, retained one more lifetime after that (as
+/// [`retain_until`] says, here in nanoseconds).
+pub(crate) fn new_record(
+    principal: &Principal,
+    tool: &ToolName,
+    digest: ArgsDigest,
+    issued_at: OffsetDateTime,
+    expires_at: OffsetDateTime,
+    approval: Option<Box<StoredApproval>>,
+) -> Result<NewRecord, StoreError> {
+    let issued_at_ns = to_ns(issued_at)?;
+    let expires_at_ns = to_ns(expires_at)?;
+    let (issued, expires) = (i128::from(issued_at_ns), i128::from(expires_at_ns));
+    let lifetime = expires - issued;
+    // Within i64 nanoseconds (years 1677 to 2262) the sum cannot leave `time`'s range, so
+    // this is `retain_until` exactly; past i64 it is out of range, as `to_ns` would say.
+    let keep = if lifetime <= 0 {
+        expires
+    } else {
+        expires + lifetime
+    };
+    let retain_until_ns =
+        i64::try_from(keep).map_err(|_| StoreError::Corrupt("time out of range".into()))?;
+    let record = LiveRecord {
+        principal: principal.clone(),
+        tool: tool.clone(),
+        digest,
+        issued_at_ns,
+        expires_at_ns,
+        retain_until_ns,
+        approval,
+    };
+    Ok(NewRecord { record })
 }
 
 /// Stores a live record until it expires (it counts towards its principal's cap for exactly its
-/// lifetime), then its receipt until its retention ends.
+/// lifetime), then its receipt until its retention ends. `principal` is the record's.
 pub(crate) async fn put<S: Store + ?Sized>(
     store: &S,
     key: StoreKey,
-    record: LiveRecord,
+    principal: &Principal,
+    new: NewRecord,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
-    let expires_at = from_ns(record.expires_at_ns)?;
-    let keep_until = from_ns(record.retain_until_ns)?;
-    let principal = record.principal.clone();
+    let NewRecord { record } = new;
     let receipt = Record::Receipt(Receipt {
         owner: principal.clone(),
         expires_at_ns: record.expires_at_ns,
         retain_until_ns: record.retain_until_ns,
     });
-    let receipt = serde_json::to_value(receipt).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let value = serde_json::to_value(Record::Live(record))
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let receipt_key = receipt_key(&key);
-    // The record first: a record refused (over the cap, say) leaves no receipt behind.
-    store
-        .insert(key, &principal, value, expires_at, now)
-        .await?;
-    // Best effort, like every tombstone: without it a late attempt is told "unknown" rather than
-    // "expired", and is refused either way.
+    // The record first: a record refused (over the cap, say) leaves no receipt behind. The
+    // receipt is best effort, like every tombstone: without it a late attempt is told "unknown"
+    // rather than "expired", and is refused either way.
+    if let Some(memory) = store.as_memory_store() {
+        let now = now.unix_timestamp_nanos();
+        let (expires_ns, keep_ns) = (record.expires_at_ns.into(), record.retain_until_ns.into());
+        let live = (
+            key,
+            Some(principal),
+            Held::Record(Record::Live(record)),
+            expires_ns,
+        );
+        let receipt = (receipt_key, None, Held::Record(receipt), keep_ns);
+        let _receipt_stored = memory.insert_two(live, receipt, now)?;
+        return Ok(());
+    }
+    let expires_at = from_ns(record.expires_at_ns)?;
+    let keep_until = from_ns(record.retain_until_ns)?;
+    let receipt = receipt.to_json()?;
+    let live = Record::Live(record).to_json()?;
+    store.insert(key, principal, live, expires_at, now).await?;
     let _ignored = store
-        .insert_tombstone(receipt_key, &principal, receipt, keep_until, now)
+        .insert_tombstone(receipt_key, principal, receipt, keep_until, now)
         .await;
     Ok(())
+}
+
+/// What a take found under a record's own key, and what follows from it.
+enum Taken {
+    /// Nothing: the receipt says why.
+    Absent,
+    /// Already used: its tombstone, to put back.
+    Used(Tombstone),
+    /// A live record, now gone: the tombstone to leave, and whether the caller may have it.
+    Live {
+        live: LiveRecord,
+        tomb: Tombstone,
+        refusal: Option<Refusal>,
+    },
+    /// Refused outright: expired, or not a record this crate writes there.
+    Refused(Refusal),
+}
+
+/// Judges what a take of a record's own key found at `now` (Unix nanoseconds), for `principal`
+/// calling `tool` with arguments of `digest`.
+fn judge_taken(
+    found: Option<Record>,
+    now: i128,
+    principal: &Principal,
+    tool: &ToolName,
+    digest: ArgsDigest,
+) -> Taken {
+    let live = match found {
+        None => return Taken::Absent,
+        Some(Record::Used(tomb)) => return Taken::Used(tomb),
+        // A receipt is never stored under a record's own key.
+        Some(Record::Receipt(_)) => return Taken::Refused(Refusal::Store),
+        Some(Record::Live(live)) => live,
+    };
+    // Every i64 of nanoseconds is an instant `time` can hold, so comparing nanoseconds is
+    // comparing the instants.
+    if now >= i128::from(live.expires_at_ns) {
+        // A backend that handed back a record past its expiry: it is gone now, and its receipt
+        // tells later attempts that it expired.
+        return Taken::Refused(Refusal::Expired);
+    }
+    let tomb = Tombstone {
+        owner: live.principal.clone(),
+        retain_until_ns: live.retain_until_ns,
+    };
+    // Fail closed: a mismatched attempt uses the record up too.
+    let refusal = mismatch(&live, principal, tool, digest);
+    Taken::Live {
+        live,
+        tomb,
+        refusal,
+    }
+}
+
+/// Judges what a read (not a take) of a record's own key found, as [`judge_taken`] would;
+/// `None`: nothing there, the receipt says why.
+fn judge_checked(
+    found: Option<Record>,
+    now: i128,
+    principal: &Principal,
+    tool: &ToolName,
+    digest: ArgsDigest,
+) -> Option<Result<(), Refusal>> {
+    let live = match found? {
+        Record::Used(_) => return Some(Err(Refusal::Used)),
+        Record::Receipt(_) => return Some(Err(Refusal::Store)),
+        Record::Live(live) => live,
+    };
+    if now >= i128::from(live.expires_at_ns) {
+        return Some(Err(Refusal::Expired));
+    }
+    Some(mismatch(&live, principal, tool, digest).map_or(Ok(()), Err))
+}
+
+/// Why a record is not there, from what its receipt key holds: no receipt, never issued (or
+/// forgotten after its retention); a receipt past its expiry, expired; a receipt still within
+/// its lifetime, taken by another attempt a moment ago.
+fn judge_receipt(found: Result<Option<Record>, Refusal>, now: i128) -> Refusal {
+    match found {
+        Ok(Some(Record::Receipt(receipt))) if now >= i128::from(receipt.expires_at_ns) => {
+            Refusal::Expired
+        }
+        Ok(Some(Record::Receipt(_))) => Refusal::Used,
+        Ok(None) => Refusal::Unknown,
+        Ok(Some(Record::Live(_) | Record::Used(_))) | Err(_) => Refusal::Store,
+    }
+}
+
+/// A stored record read back from its JSON.
+fn from_json(value: Value) -> Result<Record, Refusal> {
+    serde_json::from_value(value).map_err(|_| Refusal::Store)
 }
 
 /// Takes the record under `key` once and checks it against the caller. Whatever the outcome, a
@@ -155,37 +316,64 @@ pub(crate) async fn take<S: Store + ?Sized>(
     digest: ArgsDigest,
     now: OffsetDateTime,
 ) -> Result<LiveRecord, Refusal> {
-    let value = match store.take(&key, now).await {
-        Ok(Some(value)) => value,
-        Ok(None) => return Err(absent(store, &key, now).await),
+    let now_ns = now.unix_timestamp_nanos();
+    if let Some(memory) = store.as_memory_store() {
+        // The take and the tombstone in one step.
+        let judged = memory.take_and_replace(&key, now_ns, |found| {
+            let judged = found
+                .map(Held::into_record)
+                .transpose()
+                .map(|found| judge_taken(found, now_ns, principal, tool, digest));
+            match judged {
+                Ok(Taken::Used(tomb)) => {
+                    let until = i128::from(tomb.retain_until_ns);
+                    let tomb = Held::Record(Record::Used(tomb));
+                    (Err(Refusal::Used), Some((tomb, until)))
+                }
+                Ok(Taken::Live {
+                    live,
+                    tomb,
+                    refusal,
+                }) => {
+                    let until = i128::from(tomb.retain_until_ns);
+                    let tomb = Held::Record(Record::Used(tomb));
+                    (refusal.map_or(Ok(Some(live)), Err), Some((tomb, until)))
+                }
+                Ok(Taken::Absent) => (Ok(None), None),
+                Ok(Taken::Refused(refusal)) | Err(refusal) => (Err(refusal), None),
+            }
+        });
+        return match judged? {
+            Some(live) => Ok(live),
+            None => {
+                let receipt = memory.get_held(&receipt_key(&key), now_ns);
+                Err(judge_receipt(
+                    receipt.map(Held::into_record).transpose(),
+                    now_ns,
+                ))
+            }
+        };
+    }
+    let found = match store.take(&key, now).await {
+        Ok(value) => value.map(from_json).transpose()?,
         Err(_) => return Err(Refusal::Store),
     };
-    let record: Record = serde_json::from_value(value).map_err(|_| Refusal::Store)?;
-    let live = match record {
-        Record::Used(tomb) => {
-            remember(store, key, tomb, now).await;
-            return Err(Refusal::Used);
+    match judge_taken(found, now_ns, principal, tool, digest) {
+        Taken::Absent => Err(absent(store, &key, now).await),
+        Taken::Used(tomb) => {
+            let owner = tomb.owner.clone();
+            remember(store, key, &owner, tomb, now).await;
+            Err(Refusal::Used)
         }
-        // A receipt is never stored under a record's own key.
-        Record::Receipt(_) => return Err(Refusal::Store),
-        Record::Live(live) => live,
-    };
-    let expires_at = from_ns(live.expires_at_ns).map_err(|_| Refusal::Store)?;
-    if now >= expires_at {
-        // A backend that handed back a record past its expiry: it is gone now, and its receipt
-        // tells later attempts that it expired.
-        return Err(Refusal::Expired);
-    }
-    let tomb = Tombstone {
-        owner: live.principal.clone(),
-        retain_until_ns: live.retain_until_ns,
-    };
-    let refusal = mismatch(&live, principal, tool, digest);
-    // Fail closed: a mismatched attempt uses the record up too.
-    remember(store, key, tomb, now).await;
-    match refusal {
-        Some(refusal) => Err(refusal),
-        None => Ok(live),
+        Taken::Live {
+            live,
+            tomb,
+            refusal,
+        } => {
+            remember(store, key, &live.principal, tomb, now).await;
+            refusal.map_or(Ok(live), Err)
+        }
+        Taken::Refused(refusal) => Err(refusal),
     }
 }
 
@@ -200,43 +388,37 @@ pub(crate) async fn check<S: Store + ?Sized>(
     digest: ArgsDigest,
     now: OffsetDateTime,
 ) -> Result<(), Refusal> {
-    let value = match store.get(key, now).await {
-        Ok(Some(value)) => value,
-        Ok(None) => return Err(absent(store, key, now).await),
+    let now_ns = now.unix_timestamp_nanos();
+    if let Some(memory) = store.as_memory_store() {
+        let found = memory
+            .get_held(key, now_ns)
+            .map(Held::into_record)
+            .transpose()?;
+        return judge_checked(found, now_ns, principal, tool, digest).unwrap_or_else(|| {
+            let receipt = memory.get_held(&receipt_key(key), now_ns);
+            Err(judge_receipt(
+                receipt.map(Held::into_record).transpose(),
+                now_ns,
+            ))
+        });
+    }
+    let found = match store.get(key, now).await {
+        Ok(value) => value.map(from_json).transpose()?,
         Err(_) => return Err(Refusal::Store),
     };
-    let live = match serde_json::from_value(value).map_err(|_| Refusal::Store)? {
-        Record::Used(_) => return Err(Refusal::Used),
-        Record::Receipt(_) => return Err(Refusal::Store),
-        Record::Live(live) => live,
-    };
-    if now >= from_ns(live.expires_at_ns).map_err(|_| Refusal::Store)? {
-        return Err(Refusal::Expired);
+    match judge_checked(found, now_ns, principal, tool, digest) {
+        Some(judged) => judged,
+        None => Err(absent(store, key, now).await),
     }
-    mismatch(&live, principal, tool, digest).map_or(Ok(()), Err)
 }
 
-/// Why the record under `key` is not there, from its receipt: no receipt, never issued (or
-/// forgotten after its retention); a receipt past its expiry, expired; a receipt still within its
-/// lifetime, taken by another attempt a moment ago.
+/// Why the record under `key` is not there, from its receipt (see [`judge_receipt`]).
 async fn absent<S: Store + ?Sized>(store: &S, key: &StoreKey, now: OffsetDateTime) -> Refusal {
-    let value = match store.get(&receipt_key(key), now).await {
-        Ok(Some(value)) => value,
-        Ok(None) => return Refusal::Unknown,
-        Err(_) => return Refusal::Store,
+    let found = match store.get(&receipt_key(key), now).await {
+        Ok(value) => value.map(from_json).transpose(),
+        Err(_) => Err(Refusal::Store),
     };
-    let receipt = match serde_json::from_value(value) {
-        Ok(Record::Receipt(receipt)) => receipt,
-        Ok(Record::Live(_) | Record::Used(_)) | Err(_) => return Refusal::Store,
-    };
-    let Ok(expires_at) = from_ns(receipt.expires_at_ns) else {
-        return Refusal::Store;
-    };
-    if now >= expires_at {
-        Refusal::Expired
-    } else {
-        Refusal::Used
-    }
+    judge_receipt(found, now.unix_timestamp_nanos())
 }
 
 /// Whether a live record was issued for someone or something else than the caller.
@@ -263,15 +445,331 @@ fn mismatch(
 async fn remember<S: Store + ?Sized>(
     store: &S,
     key: StoreKey,
+    owner: &Principal,
     tomb: Tombstone,
     now: OffsetDateTime,
 ) {
     let Ok(until) = from_ns(tomb.retain_until_ns) else {
         return;
     };
-    let owner = tomb.owner.clone();
-    let Ok(value) = serde_json::to_value(Record::Used(tomb)) else {
+    let Ok(value) = Record::Used(tomb).to_json() else {
         return;
     };
-    let _ignored = store.insert_tombstone(key, &owner, value, until, now).await;
+    let _ignored = store.insert_tombstone(key, owner, value, until, now).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{JsonOnly, ready};
+    use crate::{
+        ApprovalPolicy, CapturedArgs, Clock, ManualClock, MemoryStore, PendingApproval,
+        TokenRejection, check_token, issue_token, spend_token, store_approval, take_approval,
+    };
+    use proptest::prelude::*;
+    use serde_json::json;
+    use time::Duration;
+
+    /// The two ways this crate keeps its records: as they are in a `MemoryStore`, as JSON in
+    /// any other store (here a `MemoryStore` reached only through the `Store` methods).
+    #[derive(Debug, Clone)]
+    enum Op {
+        Issue {
+            principal: u8,
+            args: u8,
+        },
+        Spend {
+            which: usize,
+            principal: u8,
+            args: u8,
+        },
+        Check {
+            which: usize,
+            principal: u8,
+            args: u8,
+        },
+        Forged,
+        StoreApproval {
+            principal: u8,
+            args: u8,
+        },
+        TakeApproval {
+            which: usize,
+            principal: u8,
+            args: u8,
+        },
+        Advance(i64),
+        Purge,
+    }
+
+    fn arb_op() -> impl Strategy<Value = Op> {
+        let who = || 0..2u8;
+        prop_oneof![
+            3 => (who(), who()).prop_map(|(principal, args)| Op::Issue { principal, args }),
+            4 => (any::<usize>(), who(), who()).prop_map(|(which, principal, args)| Op::Spend { which, principal, args }),
+            2 => (any::<usize>(), who(), who()).prop_map(|(which, principal, args)| Op::Check { which, principal, args }),
+            1 => Just(Op::Forged),
+            2 => (who(), who()).prop_map(|(principal, args)| Op::StoreApproval { principal, args }),
+            3 => (any::<usize>(), who(), who()).prop_map(|(which, principal, args)| Op::TakeApproval { which, principal, args }),
+            3 => prop_oneof![Just(119), Just(120), Just(299), Just(300), Just(1), 0..400i64].prop_map(Op::Advance),
+            1 => Just(Op::Purge),
+        ]
+    }
+
+    /// One side of the comparison: a store, reached as it is or only as JSON, and the tokens
+    /// and approvals issued on it.
+    struct Side {
+        memory: std::sync::Arc<MemoryStore>,
+        as_json: bool,
+        tokens: Vec<String>,
+        approvals: Vec<String>,
+    }
+
+    impl Side {
+        fn new(as_json: bool) -> Self {
+            let memory = std::sync::Arc::new(MemoryStore::with_caps(3, 1000));
+            Self {
+                memory,
+                as_json,
+                tokens: Vec::new(),
+                approvals: Vec::new(),
+            }
+        }
+    }
+
+    fn principal(i: u8) -> Principal {
+        Principal::new(format!("p{i}"))
+    }
+
+    fn arguments(i: u8) -> CapturedArgs {
+        CapturedArgs::capture_value(&json!({ "n": i }), &crate::ArgLimits::default()).unwrap()
+    }
+
+    /// What an operation gave, comparable across the two sides (ids differ; outcomes may not).
+    fn run(side: &mut Side, op: &Op, now: OffsetDateTime) -> String {
+        let json = JsonOnly(std::sync::Arc::clone(&side.memory));
+        let store: &dyn Store = if side.as_json { &json } else { &*side.memory };
+        let policy = ApprovalPolicy::default().with_per_principal_cap(3);
+        let tool = ToolName::new("t");
+        let pick = |list: &Vec<String>, which: usize| list.get(which % list.len().max(1)).cloned();
+        match *op {
+            Op::Issue {
+                principal: p,
+                args: a,
+            } => {
+                let got = ready(issue_token(
+                    store,
+                    &principal(p),
+                    &tool,
+                    &arguments(a),
+                    now,
+                    &policy,
+                ));
+                match got {
+                    Ok(token) => {
+                        side.tokens.push(token.as_str().to_owned());
+                        format!("issued, expires {}", token.expires_at())
+                    }
+                    Err(e) => format!("{e:?}"),
+                }
+            }
+            Op::Spend {
+                which,
+                principal: p,
+                args: a,
+            } => match pick(&side.tokens, which) {
+                Some(t) => format!(
+                    "{:?}",
+                    ready(spend_token(
+                        store,
+                        &t,
+                        &principal(p),
+                        &tool,
+                        &arguments(a),
+                        now
+                    ))
+                ),
+                None => "none".into(),
+            },
+            Op::Check {
+                which,
+                principal: p,
+                args: a,
+            } => match pick(&side.tokens, which) {
+                Some(t) => format!(
+                    "{:?}",
+                    ready(check_token(
+                        store,
+                        &t,
+                        &principal(p),
+                        &tool,
+                        &arguments(a),
+                        now
+                    ))
+                ),
+                None => "none".into(),
+            },
+            Op::Forged => {
+                let forged = crate::TokenId::random().to_string();
+                let got = ready(spend_token(
+                    store,
+                    &forged,
+                    &principal(0),
+                    &tool,
+                    &arguments(0),
+                    now,
+                ));
+                assert_eq!(got, Err(TokenRejection::Unknown));
+                format!("{got:?}")
+            }
+            Op::StoreApproval {
+                principal: p,
+                args: a,
+            } => {
+                let pending = PendingApproval::new(
+                    principal(p),
+                    tool.clone(),
+                    arguments(a),
+                    json!({"p": p}),
+                    now,
+                    &policy,
+                );
+                match ready(store_approval(store, &pending, now)) {
+                    Ok(id) => {
+                        side.approvals.push(id.to_string());
+                        "stored".into()
+                    }
+                    Err(e) => format!("{e:?}"),
+                }
+            }
+            Op::TakeApproval {
+                which,
+                principal: p,
+                args: a,
+            } => match pick(&side.approvals, which) {
+                Some(id) => match ready(take_approval(
+                    store,
+                    &id,
+                    &principal(p),
+                    &tool,
+                    &arguments(a),
+                    now,
+                )) {
+                    Ok(pending) => {
+                        format!("taken {:?} {}", pending.preview(), pending.args().digest())
+                    }
+                    Err(e) => format!("{e:?}"),
+                },
+                None => "none".into(),
+            },
+            Op::Advance(_) => String::new(),
+            Op::Purge => format!("{:?}", ready(store.purge_expired(now))),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Every token and approval operation answers the same whether the records are kept as
+        /// they are (a `MemoryStore`) or as JSON (any other store), and the store holds as many
+        /// entries, as many of them counted against each principal.
+        #[test]
+        fn records_kept_as_they_are_answer_as_json_records_do(ops in prop::collection::vec(arb_op(), 1..80)) {
+            let (mut typed, mut json) = (Side::new(false), Side::new(true));
+            let clock = ManualClock::default();
+            for op in &ops {
+                if let Op::Advance(by) = op {
+                    clock.advance(Duration::seconds(*by));
+                }
+                let now = clock.now();
+                let a = run(&mut typed, op, now);
+                let b = run(&mut json, op, now);
+                prop_assert_eq!(&a, &b, "{:?}", op);
+                prop_assert_eq!(typed.memory.len(), json.memory.len(), "{:?}", op);
+                for p in 0..2 {
+                    prop_assert_eq!(typed.memory.live_count(&principal(p), now), json.memory.live_count(&principal(p), now));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn records_written_one_way_are_read_the_other() {
+        let shared = std::sync::Arc::new(MemoryStore::new());
+        let json = JsonOnly(std::sync::Arc::clone(&shared));
+        let policy = ApprovalPolicy::default();
+        let (alice, tool, args) = (Principal::new("alice"), ToolName::new("t"), arguments(1));
+        let now = ManualClock::default().now();
+        // Issued as JSON, spent as it is; issued as it is, spent as JSON.
+        let a = ready(issue_token(&json, &alice, &tool, &args, now, &policy)).unwrap();
+        let b = ready(issue_token(&*shared, &alice, &tool, &args, now, &policy)).unwrap();
+        assert_eq!(
+            ready(check_token(&*shared, a.as_str(), &alice, &tool, &args, now)),
+            Ok(())
+        );
+        assert_eq!(
+            ready(spend_token(&*shared, a.as_str(), &alice, &tool, &args, now)),
+            Ok(())
+        );
+        assert_eq!(
+            ready(spend_token(&json, b.as_str(), &alice, &tool, &args, now)),
+            Ok(())
+        );
+        for token in [&a, &b] {
+            for store in [&json as &dyn Store, &*shared] {
+                assert_eq!(
+                    ready(spend_token(
+                        store,
+                        token.as_str(),
+                        &alice,
+                        &tool,
+                        &args,
+                        now
+                    )),
+                    Err(TokenRejection::AlreadySpent)
+                );
+            }
+        }
+        // A record kept as it is reads back through the Store methods as the JSON it stands for.
+        let c = ready(issue_token(&*shared, &alice, &tool, &args, now, &policy)).unwrap();
+        let key = StoreKey::new(crate::RecordKind::Token, c.as_str());
+        let value = ready(shared.get(&key, now)).unwrap().unwrap();
+        assert_eq!(value["status"], json!("live"));
+        assert_eq!(value["principal"], json!("alice"));
+        assert_eq!(value["digest"], json!(args.token_digest().to_string()));
+        let receipt = ready(shared.get(&receipt_key(&key), now)).unwrap().unwrap();
+        assert_eq!(receipt["status"], json!("receipt"));
+        let expires_ns = i64::try_from(c.expires_at().unix_timestamp_nanos()).unwrap();
+        assert_eq!(receipt["expiresAtNs"], json!(expires_ns));
+        let _ = Tombstone {
+            owner: alice.clone(),
+            retain_until_ns: 0,
+        };
+    }
+
+    proptest! {
+        /// The nanoseconds `new_record` works out are those of the instants it was given and of
+        /// `retain_until`, or it refuses exactly when one of them is out of range.
+        #[test]
+        fn new_record_keeps_the_instants_of_retain_until(
+            issued in -(1i64 << 62)..(1i64 << 62),
+            lifetime in prop_oneof![Just(0i64), Just(-1), 1..1_000_000_000_000i64, any::<i64>().prop_map(|l| l >> 1)],
+        ) {
+            let issued_at = OffsetDateTime::UNIX_EPOCH + time::Duration::nanoseconds(issued);
+            let expires_at = issued_at.saturating_add(time::Duration::nanoseconds(lifetime));
+            let (p, t) = (Principal::new("p"), ToolName::new("t"));
+            let digest = ArgsDigest::from_bytes([7; 32]);
+            let got = new_record(&p, &t, digest, issued_at, expires_at, None).map(|n| n.record);
+            let want = (|| Ok::<_, StoreError>((
+                to_ns(issued_at)?,
+                to_ns(expires_at)?,
+                to_ns(retain_until(issued_at, expires_at))?,
+            )))();
+            match (got, want) {
+                (Ok(r), Ok(w)) => prop_assert_eq!((r.issued_at_ns, r.expires_at_ns, r.retain_until_ns), w),
+                (Err(_), Err(_)) => {}
+                (got, want) => prop_assert!(false, "{:?} vs {:?}", got.map(|r| r.retain_until_ns), want),
+            }
+        }
+    }
 }

@@ -1,13 +1,18 @@
 //! The canonical JSON form of tool arguments (see [`canonical_json`]).
 //!
-//! The canonical bytes are written by `serde_json_canonicalizer` (RFC 8785). It passes the RFC's
-//! examples, the reference implementation's test data and the first 10,000 of its ES6
-//! number-formatting vectors (`tests/rfc8785.rs`), so this module does not write strings or
-//! numbers itself. It keeps the checks in front of the serializer: nesting depth (which also
-//! bounds the serializer's recursion), integers without an exact double (which the serializer
-//! would round) and the size of the result.
+//! The canonical bytes (RFC 8785) are written here, straight from the `Value` into one buffer:
+//! numbers by `ryu-js` (ECMAScript's `Number.prototype.toString`, the crate
+//! `serde_json_canonicalizer` uses), strings with the RFC's escapes, members sorted by their keys
+//! as UTF-16 code units. The form is byte for byte that of `serde_json_canonicalizer`, which
+//! this module used before and which its tests keep as the oracle (a proptest over arbitrary
+//! values); it passes the RFC's examples, the reference implementation's test data, the first
+//! 10,000 of its ES6 number-formatting vectors and the pinned digests (`tests/rfc8785.rs`).
+//! In front of the writer stay the checks: nesting depth (which also bounds the writer's
+//! recursion), integers without an exact double (which the writer would round) and the size of
+//! the result.
 
-use serde::{Serialize, Serializer};
+use std::cmp::Ordering;
+
 use serde_json::{Map, Number, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -71,7 +76,7 @@ pub enum ArgsError {
     Unrepresentable(String),
 }
 
-/// The deepest nesting accepted whatever [`ArgLimits::max_depth`] says: the serializer recurses
+/// The deepest nesting accepted whatever [`ArgLimits::max_depth`] says: the writer recurses
 /// once per level, and this bounds its stack use. (`serde_json`'s parser stops at 128 levels, so
 /// no parsed value comes near it.)
 pub const MAX_SERIALIZED_DEPTH: usize = 256;
@@ -83,7 +88,7 @@ pub const MAX_SERIALIZED_DEPTH: usize = 256;
 ///
 /// The workspace uses the JSON Canonicalization Scheme of RFC 8785 (JCS), because it is a
 /// published, widely implemented scheme whose number rules match what JavaScript clients (most
-/// MCP clients) do to arguments anyway. The bytes are written by `serde_json_canonicalizer`:
+/// MCP clients) do to arguments anyway. The bytes are those `serde_json_canonicalizer` writes:
 ///
 /// - no insignificant whitespace;
 /// - object members sorted by their keys compared as UTF-16 code units (as RFC 8785 says; this
@@ -153,46 +158,313 @@ pub const MAX_SERIALIZED_DEPTH: usize = 256;
 /// ```
 pub fn canonical_json(value: &Value, limits: &ArgLimits) -> Result<String, ArgsError> {
     check(vec![(value, 0)], limits)?;
-    write(value, limits)
+    let mut out = Vec::with_capacity(128);
+    write_value(value, &mut out)?;
+    within(out.len(), limits)?;
+    // Only whole UTF-8 strings and ASCII were written.
+    String::from_utf8(out).map_err(|e| ArgsError::Unrepresentable(e.to_string()))
 }
 
 /// The SHA-256 digest of the canonical form of an argument object, leaving out the top-level
-/// member `skip` if given.
+/// member `skip` if given, and the length of that form: what
+/// [`digest_object_and_without`] must agree with.
+#[cfg(test)]
 pub(crate) fn digest_object(
     args: &Map<String, Value>,
     skip: Option<&str>,
     limits: &ArgLimits,
 ) -> Result<(ArgsDigest, usize), ArgsError> {
-    let object = Without { map: args, skip };
+    let members = || args.iter().filter(move |(k, _)| Some(k.as_str()) != skip);
     let depth = enter(0, limits)?;
-    check(object.members().map(|(_, v)| (v, depth)).collect(), limits)?;
-    let out = write(&object, limits)?;
-    let digest: [u8; 32] = Sha256::digest(out.as_bytes()).into();
-    Ok((ArgsDigest::from_bytes(digest), out.len()))
+    check(members().map(|(_, v)| (v, depth)).collect(), limits)?;
+    let mut out = Vec::with_capacity(1024);
+    write_members(members(), None, &mut out)?;
+    within(out.len(), limits)?;
+    Ok((sha256(&[&out]), out.len()))
 }
 
-/// An object without one of its top-level members, written without copying the rest.
-struct Without<'a> {
-    map: &'a Map<String, Value>,
-    skip: Option<&'a str>,
+/// In one pass, what two calls of [`digest_object`] give: the digest and length of the whole
+/// object's canonical form, and the digest of the form without the top-level member `skip`
+/// (the same digest when there is no such member). The size limit applies to the whole form.
+pub(crate) fn digest_object_and_without(
+    args: &Map<String, Value>,
+    skip: &str,
+    limits: &ArgLimits,
+) -> Result<(ArgsDigest, ArgsDigest, usize), ArgsError> {
+    let depth = enter(0, limits)?;
+    let mut stack = Vec::with_capacity(64);
+    stack.extend(args.values().map(|v| (v, depth)));
+    check(stack, limits)?;
+    let mut out = Vec::with_capacity(1024);
+    let cut = write_members(args.iter(), Some(skip), &mut out)?;
+    within(out.len(), limits)?;
+    let all = sha256(&[&out]);
+    let without = match cut {
+        // Leaving out a member is leaving out its bytes and one comma beside it.
+        Some((start, end)) => sha256(&[
+            out.get(..start).unwrap_or_default(),
+            out.get(end..).unwrap_or_default(),
+        ]),
+        None => all,
+    };
+    Ok((all, without, out.len()))
 }
 
-impl<'a> Without<'a> {
-    fn members(&self) -> impl Iterator<Item = (&'a String, &'a Value)> + use<'a> {
-        let skip = self.skip;
-        self.map
-            .iter()
-            .filter(move |(k, _)| Some(k.as_str()) != skip)
+fn sha256(parts: &[&[u8]]) -> ArgsDigest {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    ArgsDigest::from_bytes(hasher.finalize().into())
+}
+
+/// Refuses a canonical form of `len` bytes longer than the limit.
+fn within(len: usize, limits: &ArgLimits) -> Result<(), ArgsError> {
+    if len > limits.max_bytes {
+        Err(ArgsError::TooLarge {
+            limit: limits.max_bytes,
+            actual: len,
+        })
+    } else {
+        Ok(())
     }
 }
 
-impl Serialize for Without<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.members())
+/// Writes the canonical form of a value that passed [`check`]: it recurses once per container,
+/// at most [`MAX_SERIALIZED_DEPTH`] deep.
+fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), ArgsError> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(n, out)?,
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(item, out)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let start = out.len();
+            if write_in_order(map.iter(), None, out)?.is_none() {
+                write_sorted(map.iter(), None, start, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes an object of `members`, sorted by their keys as UTF-16 code units (a map holds each
+/// key once, so the order is total). If a member's key is `cut`, returns the byte range that
+/// leaving that member out would remove: the member and the comma before it, or, for the first
+/// member, the comma after it.
+fn write_members<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)> + Clone,
+    cut: Option<&str>,
+    out: &mut Vec<u8>,
+) -> Result<Option<(usize, usize)>, ArgsError> {
+    // serde_json's map iterates in byte order (a BTreeMap), which is already the order wanted
+    // unless keys hold characters from U+E000 up; an IndexMap (its `preserve_order` feature)
+    // iterates in insertion order. Write in the order given, and only if it turns out not to
+    // be the right one, write again in sorted order.
+    let start = out.len();
+    match write_in_order(members.clone(), cut, out)? {
+        Some(range) => Ok(range),
+        None => write_sorted(members, cut, start, out),
     }
 }
 
-/// Checks, without recursion, what the serializer does not: the nesting of each `(value, depth
+/// [`write_members`] when the order given was not the right one: drops what was written from
+/// `start` on and writes the members sorted. Kept out of line, so that the frames of the
+/// recursion stay small.
+#[inline(never)]
+#[cold]
+fn write_sorted<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    cut: Option<&str>,
+    start: usize,
+    out: &mut Vec<u8>,
+) -> Result<Option<(usize, usize)>, ArgsError> {
+    out.truncate(start);
+    let mut sorted: Vec<(&String, &Value)> = members.collect();
+    sorted.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+    Ok(write_in_order(sorted.into_iter(), cut, out)?.unwrap_or_default())
+}
+
+/// Writes an object of `members` in the order given, if that is their order by
+/// [`utf16_cmp`]: `None` if it is not (what was written is then to be dropped), else the byte
+/// range of the member `cut` as [`write_members`] says.
+#[allow(clippy::type_complexity)]
+fn write_in_order<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    cut: Option<&str>,
+    out: &mut Vec<u8>,
+) -> Result<Option<Option<(usize, usize)>>, ArgsError> {
+    let mut range = None;
+    let mut cut_first = false;
+    let mut previous: Option<&str> = None;
+    out.push(b'{');
+    for (i, (key, value)) in members.enumerate() {
+        if previous.is_some_and(|previous| !utf16_cmp(previous, key).is_lt()) {
+            return Ok(None);
+        }
+        previous = Some(key);
+        let start = out.len();
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(key, out);
+        out.push(b':');
+        write_value(value, out)?;
+        if cut == Some(key.as_str()) {
+            range = Some((start, out.len()));
+            cut_first = i == 0;
+        }
+    }
+    // The first member goes with the comma after it, if another member follows.
+    if let Some((_, end)) = &mut range
+        && cut_first
+        && out.get(*end) == Some(&b',')
+    {
+        *end += 1;
+    }
+    out.push(b'}');
+    Ok(Some(range))
+}
+
+/// Every number as the double it is (the value passed [`check`], so an integer is one exactly),
+/// written as ECMAScript writes it. An integer of at most 2^53 in magnitude is its decimal
+/// digits in that form (no shorter digits read back to the same double), so it is written
+/// without the general algorithm.
+fn write_number(n: &Number, out: &mut Vec<u8>) -> Result<(), ArgsError> {
+    const EXACT: u64 = 1 << 53;
+    if let Some(i) = n.as_i64()
+        && i.unsigned_abs() <= EXACT
+    {
+        write_integer(i < 0, i.unsigned_abs(), out);
+        return Ok(());
+    }
+    if let Some(u) = n.as_u64()
+        && u <= EXACT
+    {
+        write_integer(false, u, out);
+        return Ok(());
+    }
+    match n.as_f64() {
+        Some(f) if f.is_finite() => {
+            out.extend_from_slice(ryu_js::Buffer::new().format_finite(f).as_bytes());
+            Ok(())
+        }
+        _ => Err(ArgsError::Unrepresentable(format!(
+            "number {n} is not a finite double"
+        ))),
+    }
+}
+
+/// The decimal digits of `magnitude`, after a `-` if `negative` (and not zero: `-0` is `0`).
+fn write_integer(negative: bool, mut magnitude: u64, out: &mut Vec<u8>) {
+    if negative && magnitude != 0 {
+        out.push(b'-');
+    }
+    let mut digits = [0_u8; 20];
+    let mut first = digits.len();
+    loop {
+        first -= 1;
+        if let Some(slot) = digits.get_mut(first) {
+            // The remainder is below 10.
+            *slot = b'0' + (magnitude % 10) as u8;
+        }
+        magnitude /= 10;
+        if magnitude == 0 || first == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(first..).unwrap_or_default());
+}
+
+/// A string with the shortest escapes: `\"`, `\\`, `\b`, `\t`, `\n`, `\f`, `\r`, `\u00xx` for the
+/// other control characters; everything else as its UTF-8 bytes.
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // Without an early exit the compiler checks many bytes at a time.
+    let special = bytes.iter().fold(false, |special, &b| {
+        special | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if special {
+        let start = escape_from(bytes, 0, 0, bytes.len(), out);
+        out.extend_from_slice(bytes.get(start..).unwrap_or_default());
+    } else {
+        out.extend_from_slice(bytes);
+    }
+    out.push(b'"');
+}
+
+/// Escapes what needs it in `bytes[from..to]`, having written `bytes[start..from]` unchanged if
+/// anything there does; returns the first byte not yet written.
+fn escape_from(bytes: &[u8], mut start: usize, from: usize, to: usize, out: &mut Vec<u8>) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let span = bytes.get(from..to).unwrap_or_default();
+    for (i, &byte) in (from..).zip(span) {
+        if byte >= 0x20 && byte != b'"' && byte != b'\\' {
+            continue;
+        }
+        out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
+        start = i + 1;
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            control => {
+                let (high, low) = (usize::from(control >> 4), usize::from(control & 0x0f));
+                out.extend_from_slice(b"\\u00");
+                out.extend(HEX.get(high).into_iter().chain(HEX.get(low)));
+            }
+        }
+    }
+    start
+}
+
+/// Compares two strings as sequences of UTF-16 code units (RFC 8785's member order) without
+/// encoding them: UTF-8 byte order is code point order, which differs from UTF-16 order only
+/// where a character above U+FFFF (a surrogate pair, D800–DFFF) meets one in U+E000..=U+FFFF.
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    // The first character that differs starts at the last boundary at or before the first
+    // differing byte; the bytes before it are the same in both, so the boundary is too.
+    let start = (0..=common)
+        .rev()
+        .find(|&i| a.is_char_boundary(i))
+        .unwrap_or(0);
+    let first = |s: &str| s.get(start..).and_then(|rest| rest.chars().next());
+    match (first(a), first(b)) {
+        (Some(x), Some(y)) => utf16_rank(x).cmp(&utf16_rank(y)),
+        // One is a prefix of the other.
+        _ => a.len().cmp(&b.len()),
+    }
+}
+
+/// A number for each character that orders them as their UTF-16 code units do: characters
+/// above U+FFFF (high surrogate first) after U+D7FF and before U+E000..=U+FFFF.
+fn utf16_rank(c: char) -> u32 {
+    match u32::from(c) {
+        c @ 0..=0xD7FF => c,
+        c @ 0xE000..=0xFFFF => c + 0x10_0000,
+        c => c - 0x1_0000 + 0xD800,
+    }
+}
+
+/// Checks, without recursion, what the writer does not: the nesting of each `(value, depth
 /// of its container)` and integers without an exact double.
 fn check(mut stack: Vec<(&Value, usize)>, limits: &ArgLimits) -> Result<(), ArgsError> {
     while let Some((value, depth)) = stack.pop() {
@@ -222,21 +494,7 @@ fn enter(depth: usize, limits: &ArgLimits) -> Result<usize, ArgsError> {
     }
 }
 
-/// The canonical bytes of a value that passed [`check`], within the size limit.
-fn write(value: &impl Serialize, limits: &ArgLimits) -> Result<String, ArgsError> {
-    let out = serde_json_canonicalizer::to_string(value)
-        .map_err(|e| ArgsError::Unrepresentable(e.to_string()))?;
-    if out.len() > limits.max_bytes {
-        Err(ArgsError::TooLarge {
-            limit: limits.max_bytes,
-            actual: out.len(),
-        })
-    } else {
-        Ok(out)
-    }
-}
-
-/// Refuses an integer that no double equals: the serializer would write its neighbour.
+/// Refuses an integer that no double equals: the writer would write its neighbour.
 fn exact_number(n: &Number) -> Result<(), ArgsError> {
     let exact = if let Some(i) = n.as_i64() {
         exact_integer(i128::from(i))
@@ -596,5 +854,135 @@ mod tests {
         let (without, len) = digest_object(&m, Some("confirmationToken"), &limits).unwrap();
         assert_ne!(with, without);
         assert_eq!(len, r#"{"a":{"confirmationToken":"u"}}"#.len());
+    }
+
+    mod oracle {
+        //! The writer against `serde_json_canonicalizer`, which wrote the form before it: the
+        //! same bytes for every value, so no digest of an approved argument changes.
+        use super::*;
+        use proptest::prelude::*;
+
+        fn arb_number() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                (-(1i64 << 53)..=(1i64 << 53)).prop_map(|i| json!(i)),
+                // Exact integers beyond 2^53 (multiples of a power of two), both signs.
+                (0u32..11, -(1i64 << 52)..(1i64 << 52)).prop_map(|(shift, i)| json!(i << shift)),
+                (0u32..12, 0u64..(1u64 << 52)).prop_map(|(shift, u)| json!(u << shift)),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(|f| json!(f)),
+                prop_oneof![Just(0.0), Just(-0.0), Just(1e21), Just(1e-7), Just(5e-324)]
+                    .prop_map(|f| json!(f)),
+            ]
+        }
+
+        /// Keys and strings from every region that matters: ASCII, control characters, the
+        /// characters that need escapes, U+E000..=U+FFFF and characters above U+FFFF.
+        fn arb_text() -> impl Strategy<Value = String> {
+            prop::collection::vec(
+                prop_oneof![
+                    proptest::char::range('\u{0}', '\u{7f}'),
+                    proptest::char::range('\u{80}', '\u{d7ff}'),
+                    proptest::char::range('\u{e000}', '\u{ffff}'),
+                    proptest::char::range('\u{10000}', '\u{10ffff}'),
+                ],
+                0..8,
+            )
+            .prop_map(|chars| chars.into_iter().collect())
+        }
+
+        fn arb_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                arb_number(),
+                arb_text().prop_map(Value::String),
+            ];
+            leaf.prop_recursive(5, 64, 8, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    prop::collection::btree_map(arb_text(), inner, 0..6)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn the_form_is_serde_json_canonicalizers(v in arb_value()) {
+                let ours = canonical_json(&v, &ArgLimits::new(usize::MAX, usize::MAX)).unwrap();
+                let theirs = serde_json_canonicalizer::to_string(&v).unwrap();
+                prop_assert_eq!(ours, theirs);
+            }
+
+            #[test]
+            fn the_digest_is_that_of_the_oracles_form(
+                members in prop::collection::btree_map(arb_text(), arb_value(), 0..6),
+                skip in prop::option::of(arb_text()),
+            ) {
+                let map: Map<String, Value> = members.into_iter().collect();
+                let limits = ArgLimits::new(usize::MAX, usize::MAX);
+                let (digest, len) = digest_object(&map, skip.as_deref(), &limits).unwrap();
+                let mut kept = map.clone();
+                if let Some(skip) = &skip {
+                    kept.remove(skip);
+                }
+                let theirs = serde_json_canonicalizer::to_string(&Value::Object(kept)).unwrap();
+                let want: [u8; 32] = Sha256::digest(theirs.as_bytes()).into();
+                prop_assert_eq!(digest, ArgsDigest::from_bytes(want));
+                prop_assert_eq!(len, theirs.len());
+            }
+
+            #[test]
+            fn one_pass_gives_both_digests(
+                members in prop::collection::btree_map(arb_text(), arb_value(), 0..6),
+                pick in any::<prop::sample::Index>(),
+                absent in any::<bool>(),
+            ) {
+                let map: Map<String, Value> = members.into_iter().collect();
+                let limits = ArgLimits::new(usize::MAX, usize::MAX);
+                // The key left out: one of the members (first, last, only, ...) or none of them.
+                let keys: Vec<&String> = map.keys().collect();
+                let skip = match keys.is_empty() || absent {
+                    true => "\u{1}not a member".to_owned(),
+                    false => keys[pick.index(keys.len())].clone(),
+                };
+                let (all, without, len) = digest_object_and_without(&map, &skip, &limits).unwrap();
+                prop_assert_eq!((all, len), digest_object(&map, None, &limits).unwrap());
+                prop_assert_eq!(without, digest_object(&map, Some(&skip), &limits).unwrap().0);
+            }
+
+            #[test]
+            fn keys_compare_as_utf16(a in arb_text(), b in arb_text()) {
+                prop_assert_eq!(utf16_cmp(&a, &b), a.encode_utf16().cmp(b.encode_utf16()));
+                prop_assert_eq!(utf16_cmp(&a, &a), Ordering::Equal);
+            }
+        }
+
+        #[test]
+        fn keys_that_share_a_prefix_compare_as_utf16() {
+            let keys = [
+                "",
+                "a",
+                "ab",
+                "a\u{ff61}",
+                "a\u{1f600}",
+                "a\u{e000}x",
+                "a\u{10000}",
+                "\u{d7ff}",
+                "\u{7f}",
+            ];
+            for a in keys {
+                for b in keys {
+                    assert_eq!(
+                        utf16_cmp(a, b),
+                        a.encode_utf16().cmp(b.encode_utf16()),
+                        "{a:?} {b:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
@@ -27,14 +28,15 @@ pub enum IdError {
 macro_rules! string_newtype {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
+        ///
+        /// The text is shared: a clone costs no allocation.
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Wraps a string.
             pub fn new(value: impl Into<String>) -> Self {
-                Self(value.into())
+                Self(Arc::from(value.into()))
             }
 
             /// The wrapped string.
@@ -51,7 +53,21 @@ macro_rules! string_newtype {
 
         impl From<&str> for $name {
             fn from(value: &str) -> Self {
-                Self::new(value)
+                Self(Arc::from(value))
+            }
+        }
+
+        /// Serialises as the string itself.
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        /// Reads what [`Serialize`] writes: a string.
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map(Self::new)
             }
         }
 
@@ -165,13 +181,13 @@ impl<'de> Deserialize<'de> for ArgsDigest {
 /// form) is malformed, so that each id has exactly one valid spelling.
 fn parse_v4(s: &str, kind: &'static str) -> Result<Uuid, IdError> {
     let malformed = || IdError::MalformedId { kind };
-    if s.len() != 36 {
+    // At 36 characters `uuid` reads only the hyphenated form, in either case; the one spelling
+    // is the lowercase one.
+    if s.len() != 36 || s.bytes().any(|b| b.is_ascii_uppercase()) {
         return Err(malformed());
     }
     let uuid = Uuid::try_parse(s).map_err(|_| malformed())?;
-    let canonical = uuid.hyphenated().to_string();
-    if canonical != s
-        || uuid.get_version() != Some(uuid::Version::Random)
+    if uuid.get_version() != Some(uuid::Version::Random)
         || uuid.get_variant() != uuid::Variant::RFC4122
     {
         return Err(malformed());
@@ -179,12 +195,72 @@ fn parse_v4(s: &str, kind: &'static str) -> Result<Uuid, IdError> {
     Ok(uuid)
 }
 
+/// Random bytes for ids, from the operating system's generator.
+///
+/// A system call per id costs more than everything else a token's issue and spend do together,
+/// so each thread fetches [`POOL_BYTES`] at a time with `getrandom` and hands each byte out
+/// once, erasing it as it goes: every id is still made of bytes straight from the operating
+/// system's CSPRNG, with no generator of our own in between. The one difference from a call per
+/// id: a process that forks without exec after drawing ids hands the rest of that thread's
+/// batch out in both processes. Nothing in this workspace forks; ids are also bound to their
+/// principal, tool and arguments, and a shared store refuses a key it already holds.
+mod entropy {
+    use std::cell::RefCell;
+
+    /// Bytes fetched per system call: 32 ids of 16 bytes.
+    pub(super) const POOL_BYTES: usize = 512;
+
+    struct Pool {
+        bytes: [u8; POOL_BYTES],
+        /// The first byte not yet handed out (`POOL_BYTES`: none left).
+        next: usize,
+    }
+
+    thread_local! {
+        static POOL: RefCell<Pool> = const {
+            RefCell::new(Pool { bytes: [0; POOL_BYTES], next: POOL_BYTES })
+        };
+    }
+
+    /// 16 fresh random bytes, or `None` if the operating system gave none.
+    pub(super) fn bytes16() -> Option<[u8; 16]> {
+        POOL.with_borrow_mut(|pool| {
+            if pool.next + 16 > POOL_BYTES {
+                getrandom::fill(&mut pool.bytes).ok()?;
+                pool.next = 0;
+            }
+            let taken = pool.bytes.get_mut(pool.next..pool.next + 16)?;
+            let mut out = [0_u8; 16];
+            out.copy_from_slice(taken);
+            taken.fill(0);
+            pool.next += 16;
+            Some(out)
+        })
+    }
+
+    /// Lets a test see this thread's pool and where its next id starts.
+    #[cfg(test)]
+    pub(super) fn peek<R>(f: impl FnOnce(&[u8], usize) -> R) -> R {
+        POOL.with_borrow(|pool| f(&pool.bytes, pool.next))
+    }
+}
+
+/// A fresh random version 4 UUID: 122 bits from the operating system's generator.
+fn random_v4() -> Uuid {
+    match entropy::bytes16() {
+        Some(bytes) => uuid::Builder::from_random_bytes(bytes).into_uuid(),
+        // No random bytes: as before, let `uuid` ask the operating system once more, and fail
+        // (panic) as it does when it gets none.
+        None => Uuid::new_v4(),
+    }
+}
+
 macro_rules! uuid_id {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
         $(#[$meta])*
         ///
-        /// Opaque: a random version 4 UUID (122 random bits from the operating system's generator),
-        /// never derived from its inputs. Displays as the lowercase hyphenated form, which is also
+        /// Opaque: a random version 4 UUID (122 random bits from the operating system's generator,
+        /// fetched in batches), never derived from its inputs. Displays as the lowercase hyphenated form, which is also
         /// the only form [`FromStr`] accepts.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(Uuid);
@@ -192,7 +268,13 @@ macro_rules! uuid_id {
         impl $name {
             /// A fresh random id.
             pub(crate) fn random() -> Self {
-                Self(Uuid::new_v4())
+                Self(random_v4())
+            }
+
+            /// Calls `f` with the id's text, written on the stack.
+            pub(crate) fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+                let mut buf = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+                f(self.0.hyphenated().encode_lower(&mut buf))
             }
         }
 
@@ -251,16 +333,15 @@ uuid_id!(
 /// tool and exact arguments it was issued for. `Debug` does not print it.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ConfirmationToken {
-    value: String,
+    /// Shared with the key the store keeps the token under.
+    value: Arc<str>,
     expires_at: time::OffsetDateTime,
 }
 
 impl ConfirmationToken {
-    pub(crate) fn new(id: TokenId, expires_at: time::OffsetDateTime) -> Self {
-        Self {
-            value: id.to_string(),
-            expires_at,
-        }
+    /// The token whose text is `value`, the text of its [`TokenId`].
+    pub(crate) fn new(value: Arc<str>, expires_at: time::OffsetDateTime) -> Self {
+        Self { value, expires_at }
     }
 
     /// The token text.
@@ -270,7 +351,7 @@ impl ConfirmationToken {
 
     /// The token text, owned.
     pub fn into_string(self) -> String {
-        self.value
+        self.value.as_ref().to_owned()
     }
 
     /// When the token stops being spendable (exclusive).
@@ -360,8 +441,118 @@ mod tests {
 
     #[test]
     fn token_debug_is_redacted() {
-        let t = ConfirmationToken::new(TokenId::random(), time::OffsetDateTime::UNIX_EPOCH);
+        let t = ConfirmationToken::new(
+            Arc::from(TokenId::random().to_string()),
+            time::OffsetDateTime::UNIX_EPOCH,
+        );
         assert_eq!(format!("{t:?}"), "ConfirmationToken(..)");
         assert_eq!(t.to_string(), t.as_str());
+    }
+
+    #[test]
+    fn ids_keep_coming_across_batches() {
+        // Several batches of the pool: every id distinct, version 4, and each one's text parses
+        // back to it.
+        let per_batch = entropy::POOL_BYTES / 16;
+        let ids: Vec<TokenId> = (0..5 * per_batch + 3).map(|_| TokenId::random()).collect();
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+        for id in &ids {
+            assert_eq!(id.0.get_version(), Some(uuid::Version::Random));
+            assert_eq!(id.0.get_variant(), uuid::Variant::RFC4122);
+            assert_eq!(id.with_text(str::to_owned), id.to_string());
+            assert_eq!(id.to_string().parse::<TokenId>().unwrap(), *id);
+        }
+        // Other threads draw from their own batches: still no repeats.
+        let others: Vec<TokenId> =
+            std::thread::spawn(move || (0..2 * per_batch).map(|_| TokenId::random()).collect())
+                .join()
+                .unwrap();
+        assert!(others.iter().all(|id| !distinct.contains(id)));
+    }
+
+    #[test]
+    fn bytes_handed_out_are_erased_from_the_pool() {
+        let first = entropy::bytes16().unwrap();
+        let (handed, rest) = entropy::peek(|bytes, next| {
+            let handed = bytes.get(..next).unwrap().to_vec();
+            let rest = bytes.get(next..).unwrap().to_vec();
+            (handed, rest)
+        });
+        assert!(
+            handed.iter().all(|&b| b == 0),
+            "handed-out bytes stay in memory"
+        );
+        assert_ne!(first, [0; 16]);
+        // What is left is random, not zero (a 0 chance of 2^-128 per 16 bytes).
+        assert!(rest.chunks(16).all(|chunk| chunk.iter().any(|&b| b != 0)));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// What `parse_v4` did before it parsed by hand: `uuid`'s parser, then the canonical
+        /// text compared with the input.
+        fn parse_v4_by_uuid(s: &str) -> bool {
+            let Ok(uuid) = Uuid::try_parse(s) else {
+                return false;
+            };
+            uuid.hyphenated().to_string() == s
+                && uuid.get_version() == Some(uuid::Version::Random)
+                && uuid.get_variant() == uuid::Variant::RFC4122
+        }
+
+        /// Texts near the one accepted form: a UUID of any version and variant, in any of its
+        /// spellings, with one character changed.
+        fn arb_text() -> impl Strategy<Value = String> {
+            (
+                any::<u128>(),
+                any::<bool>(),
+                0..4usize,
+                any::<bool>(),
+                prop::option::weighted(0.5, (0..40usize, any::<char>())),
+            )
+                .prop_map(|(bits, v4, form, upper, change)| {
+                    let uuid = if v4 {
+                        uuid::Builder::from_random_bytes(bits.to_le_bytes()).into_uuid()
+                    } else {
+                        Uuid::from_u128(bits)
+                    };
+                    let mut text = match form {
+                        0 => uuid.hyphenated().to_string(),
+                        1 => uuid.simple().to_string(),
+                        2 => uuid.braced().to_string(),
+                        _ => uuid.urn().to_string(),
+                    };
+                    if upper {
+                        text = text.to_uppercase();
+                    }
+                    if let Some((at, c)) = change {
+                        let mut chars: Vec<char> = text.chars().collect();
+                        if let Some(slot) = chars.get_mut(at) {
+                            *slot = c;
+                        }
+                        text = chars.into_iter().collect();
+                    }
+                    text
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2048))]
+
+            #[test]
+            fn parsing_accepts_what_uuids_parser_did(text in arb_text()) {
+                prop_assert_eq!(parse_v4(&text, "token").is_ok(), parse_v4_by_uuid(&text), "{}", text);
+            }
+
+            #[test]
+            fn every_v4_text_round_trips(bits in any::<u128>()) {
+                let uuid = uuid::Builder::from_random_bytes(bits.to_le_bytes()).into_uuid();
+                let text = uuid.hyphenated().to_string();
+                prop_assert_eq!(parse_v4(&text, "token"), Ok(uuid));
+            }
+        }
     }
 }

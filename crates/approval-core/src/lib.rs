@@ -124,6 +124,7 @@ mod canonical;
 mod clock;
 pub mod danger;
 mod error;
+mod expiry_index;
 mod ids;
 mod page;
 mod policy;

@@ -93,7 +93,7 @@ pub async fn open_round_trip<S: Store + ?Sized>(
     let id = StateId::random();
     put_pending(
         store,
-        StoreKey::new(RecordKind::RoundTrip, id.to_string()),
+        id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text)),
         pending,
         now,
     )
@@ -117,7 +117,7 @@ pub async fn take_round_trip<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
     let id: StateId = state.parse().map_err(|_| RoundTripRejection::Malformed)?;
-    let key = StoreKey::new(RecordKind::RoundTrip, id.to_string());
+    let key = id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text));
     take_pending(store, key, principal, tool, args, now).await
 }
 
@@ -128,7 +128,9 @@ pub async fn store_approval<S: Store + ?Sized>(
     pending: &PendingApproval,
     now: OffsetDateTime,
 ) -> Result<ApprovalId, StoreError> {
-    let key = StoreKey::new(RecordKind::Approval, pending.id().to_string());
+    let key = pending
+        .id()
+        .with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
     put_pending(store, key, pending, now).await?;
     Ok(pending.id())
 }
@@ -143,7 +145,7 @@ pub async fn take_approval<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
     let id: ApprovalId = id.parse().map_err(|_| RoundTripRejection::Malformed)?;
-    let key = StoreKey::new(RecordKind::Approval, id.to_string());
+    let key = id.with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
     take_pending(store, key, principal, tool, args, now).await
 }
 
@@ -153,24 +155,21 @@ async fn put_pending<S: Store + ?Sized>(
     pending: &PendingApproval,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
-    let record = LiveRecord {
-        principal: pending.principal().clone(),
-        tool: pending.tool().clone(),
-        digest: pending.args().digest(),
-        issued_at_ns: bound::to_ns(pending.asked_at())?,
-        expires_at_ns: bound::to_ns(pending.expires_at())?,
-        retain_until_ns: bound::to_ns(bound::retain_until(
-            pending.asked_at(),
-            pending.expires_at(),
-        ))?,
-        approval: Some(StoredApproval {
-            id: pending.id().to_string(),
-            arguments: pending.args().arguments().clone(),
-            preview: pending.preview().clone(),
-            page: pending.page().map(ToString::to_string),
-        }),
+    let approval = StoredApproval {
+        id: pending.id().to_string(),
+        arguments: pending.args().arguments().clone(),
+        preview: pending.preview().clone(),
+        page: pending.page().map(ToString::to_string),
     };
-    bound::put(store, key, record, now).await
+    let record = bound::new_record(
+        pending.principal(),
+        pending.tool(),
+        pending.args().digest(),
+        pending.asked_at(),
+        pending.expires_at(),
+        Some(Box::new(approval)),
+    )?;
+    bound::put(store, key, pending.principal(), record, now).await
 }
 
 async fn take_pending<S: Store + ?Sized>(
@@ -186,7 +185,7 @@ async fn take_pending<S: Store + ?Sized>(
 }
 
 fn restore(live: LiveRecord) -> Option<PendingApproval> {
-    let stored = live.approval?;
+    let stored = *live.approval?;
     let id: ApprovalId = stored.id.parse().ok()?;
     let args = CapturedArgs::restore(stored.arguments, live.digest).ok()?;
     let page = match stored.page {

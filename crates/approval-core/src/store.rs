@@ -1,14 +1,19 @@
 //! Where approvals, round-trip state and tokens live between calls.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, hash_map};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 
 use parking_lot::Mutex;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::bound::Record;
+use crate::expiry_index::ExpiryIndex;
 use crate::ids::Principal;
 use crate::policy::{ApprovalPolicy, DEFAULT_PER_PRINCIPAL_CAP};
 
@@ -42,10 +47,11 @@ impl RecordKind {
 }
 
 /// The key of a stored record: its kind and its opaque id.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialOrd, Ord)]
 pub struct StoreKey {
     kind: RecordKind,
-    id: String,
+    /// Shared, so that the copy a store keeps in its expiry index costs no allocation.
+    id: Arc<str>,
 }
 
 impl StoreKey {
@@ -53,7 +59,39 @@ impl StoreKey {
     pub fn new(kind: RecordKind, id: impl Into<String>) -> Self {
         Self {
             kind,
-            id: id.into(),
+            id: Arc::from(id.into()),
+        }
+    }
+
+    /// This key's kind, with `suffix` after its id.
+    pub(crate) fn with_suffix(&self, suffix: &str) -> Self {
+        let (id, suffix) = (self.id.as_bytes(), suffix.as_bytes());
+        let mut buf = [0_u8; 96];
+        let joined = buf.get_mut(..id.len() + suffix.len()).and_then(|joined| {
+            let (head, tail) = joined.split_at_mut(id.len());
+            head.copy_from_slice(id);
+            tail.copy_from_slice(suffix);
+            std::str::from_utf8(joined).ok()
+        });
+        match joined {
+            Some(joined) => Self::from_str(self.kind, joined),
+            None => Self::new(
+                self.kind,
+                [&*self.id, std::str::from_utf8(suffix).unwrap_or_default()].concat(),
+            ),
+        }
+    }
+
+    /// A key for a record of `kind` with the opaque `id`, shared.
+    pub(crate) fn from_shared(kind: RecordKind, id: Arc<str>) -> Self {
+        Self { kind, id }
+    }
+
+    /// A key for a record of `kind` with the opaque `id`, copied once.
+    pub(crate) fn from_str(kind: RecordKind, id: &str) -> Self {
+        Self {
+            kind,
+            id: Arc::from(id),
         }
     }
 
@@ -65,6 +103,27 @@ impl StoreKey {
     /// The opaque id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+}
+
+/// Equal when kind and id are: a copy of the same key (the store's expiry index holds one) is
+/// known equal without comparing the ids' text.
+impl PartialEq for StoreKey {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && (Arc::ptr_eq(&self.id, &other.id) || self.id == other.id)
+    }
+}
+
+impl Eq for StoreKey {}
+
+/// As a derived `Hash` would: the kind, then the id's text (so equal keys hash alike however
+/// their ids are held).
+impl std::hash::Hash for StoreKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.id.hash(state);
     }
 }
 
@@ -178,6 +237,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes every entry expired at `now`; returns how many.
     fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>>;
+
+    /// This store itself, if it is a [`MemoryStore`]. This crate then keeps its own records
+    /// (tokens, stored approvals, their receipts and tombstones) in it as they are, rather than
+    /// turning each into JSON and back; every method above still reads them as the same JSON.
+    ///
+    /// Keep the default (`None`) in every other backend, and in a wrapper around a
+    /// `MemoryStore`: returning the inner store would let this crate go around the wrapper.
+    #[doc(hidden)]
+    fn as_memory_store(&self) -> Option<&MemoryStore> {
+        None
+    }
 }
 
 /// Default [`MemoryStore`] cap on live entries across all principals.
@@ -187,11 +257,15 @@ pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
 ///
 /// - A `parking_lot::Mutex` guards the map; it is taken and released inside each call, and the
 ///   returned futures are already complete, so no lock is ever held across an await point.
-/// - Every insert and take first removes all expired entries (in expiry order, using an index, so
-///   the cost is proportional to what is removed), so memory stays bounded by the live entries.
+/// - Every insert, take and get first removes all expired entries (using an expiry index, so the
+///   cost is proportional to what is removed), so memory stays bounded by the live entries; once
+///   a peak has drained, the maps give their room back. Entries that expire are counted in the
+///   unit tests by the million (`memory_flat`).
 /// - Live entries are capped per principal (default 64, [`StoreError::PrincipalCapReached`];
 ///   tombstones from [`Store::insert_tombstone`] do not count) and in total, tombstones included
 ///   (default 100,000, [`StoreError::Full`]).
+/// - This crate's own records (tokens, stored approvals) are kept as they are, not as JSON; the
+///   [`Store`] methods read them back as the JSON any other store would hold.
 ///
 /// Replicas of a server do not share it: behind a load balancer use a shared backend.
 #[derive(Debug)]
@@ -203,18 +277,52 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<StoreKey, Entry>,
-    by_expiry: BTreeSet<(OffsetDateTime, StoreKey)>,
-    per_principal: HashMap<Principal, usize>,
+    /// Hashed with foldhash, seeded at random per store: its keys are ids this crate drew at
+    /// random (a caller cannot choose keys that collide), and SipHash was the largest single
+    /// cost of a token's issue and spend. Principals, which callers do choose, keep SipHash.
+    entries: HashMap<StoreKey, Entry, foldhash::fast::RandomState>,
+    /// Every entry's key, soonest expiry first: (expiry in Unix nanoseconds, insertion
+    /// number, key). A taken entry's item stays until its expiry or the next [`Inner::compact`];
+    /// an item whose insertion number is not its key's entry's is stale and skipped.
+    by_expiry: ExpiryIndex,
+    /// Each principal's count of entries against its cap. A count that drops to 0 stays (the
+    /// principal is likely back soon) until [`Inner::compact`] or an explicit purge drops it.
+    per_principal: HashMap<Principal, Count>,
+    /// The insertion number of the next entry.
+    inserted: u64,
 }
 
 #[derive(Debug)]
 struct Entry {
-    principal: Principal,
-    record: Value,
-    expires_at: OffsetDateTime,
-    /// Whether the entry counts against its principal's cap (tombstones do not).
-    counted: bool,
+    held: Held,
+    /// Its place in `by_expiry`: the expiry in Unix nanoseconds and the insertion number.
+    slot: (i128, u64),
+    /// The principal whose cap the entry counts against, and that principal's count; `None`
+    /// for tombstones, which count against no cap. Holding the count lets a removal give the
+    /// place back without looking the principal up.
+    owner: Option<(Principal, Count)>,
+}
+
+/// A principal's number of entries against its cap. Shared between `per_principal` and the
+/// principal's entries; only ever changed under the store's lock.
+type Count = Arc<AtomicUsize>;
+
+/// What an entry holds: a record given to the [`Store`] methods as JSON, or one of this crate's
+/// own records kept as it is (see [`Store::as_memory_store`]), which those methods read back as
+/// the JSON it stands for.
+#[derive(Debug, Clone)]
+pub(crate) enum Held {
+    Json(Value),
+    Record(Record),
+}
+
+impl Held {
+    fn into_json(self) -> Result<Value, StoreError> {
+        match self {
+            Self::Json(value) => Ok(value),
+            Self::Record(record) => record.to_json(),
+        }
+    }
 }
 
 impl Default for MemoryStore {
@@ -256,108 +364,270 @@ impl MemoryStore {
     /// The number of unexpired entries held for `principal` at `now` that count against its cap
     /// (tombstones do not).
     pub fn live_count(&self, principal: &Principal, now: OffsetDateTime) -> usize {
+        let now = now.unix_timestamp_nanos();
         self.inner
             .lock()
             .entries
             .values()
-            .filter(|e| e.counted && &e.principal == principal && now < e.expires_at)
+            .filter(|e| e.owner.as_ref().is_some_and(|(p, _)| p == principal) && now < e.slot.0)
             .count()
     }
 
-    fn insert_now(
+    /// Stores `held` under `key` until `expires_at`, counted against `owner`'s cap (`None`: a
+    /// tombstone, counted against no cap). Instants are in Unix nanoseconds.
+    pub(crate) fn insert_held(
         &self,
         key: StoreKey,
-        principal: &Principal,
-        record: Value,
-        expires_at: OffsetDateTime,
-        now: OffsetDateTime,
-        counted: bool,
+        owner: Option<&Principal>,
+        held: Held,
+        expires_at: i128,
+        now: i128,
     ) -> Result<(), StoreError> {
         let mut inner = self.inner.lock();
         inner.purge(now);
+        self.insert_locked(&mut inner, key, owner, held, expires_at, now)
+    }
+
+    /// Two [`insert_held`](Self::insert_held)s under one lock: `first`, then, only if it was
+    /// stored, `second`, whose own outcome is returned beside.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn insert_two(
+        &self,
+        first: (StoreKey, Option<&Principal>, Held, i128),
+        second: (StoreKey, Option<&Principal>, Held, i128),
+        now: i128,
+    ) -> Result<Result<(), StoreError>, StoreError> {
+        let mut inner = self.inner.lock();
+        inner.purge(now);
+        let (key, owner, held, expires_at) = first;
+        self.insert_locked(&mut inner, key, owner, held, expires_at, now)?;
+        let (key, owner, held, expires_at) = second;
+        Ok(self.insert_locked(&mut inner, key, owner, held, expires_at, now))
+    }
+
+    /// [`insert_held`](Self::insert_held) with the lock held and the purge done.
+    fn insert_locked(
+        &self,
+        inner: &mut Inner,
+        key: StoreKey,
+        owner: Option<&Principal>,
+        held: Held,
+        expires_at: i128,
+        now: i128,
+    ) -> Result<(), StoreError> {
         if expires_at <= now {
             return Ok(());
         }
-        if inner.entries.contains_key(&key) {
+        let full = inner.entries.len() >= self.max_entries;
+        let hash_map::Entry::Vacant(vacant) = inner.entries.entry(key) else {
             return Err(StoreError::KeyExists);
+        };
+        // The owner's count, looked up once: first the cap, then the whole, then count it.
+        let cap = self.per_principal_cap;
+        let over_cap = || StoreError::PrincipalCapReached { cap };
+        let too_many = || StoreError::Full {
+            cap: self.max_entries,
+        };
+        let owner = match owner {
+            Some(principal) => {
+                let count = match inner.per_principal.get(principal) {
+                    Some(count) if count.load(Relaxed) >= cap => return Err(over_cap()),
+                    None if cap == 0 => return Err(over_cap()),
+                    _ if full => return Err(too_many()),
+                    Some(count) => Arc::clone(count),
+                    None => {
+                        let count = Count::default();
+                        inner
+                            .per_principal
+                            .insert(principal.clone(), Arc::clone(&count));
+                        count
+                    }
+                };
+                // Under the store's lock, as every change of a count.
+                count.store(count.load(Relaxed) + 1, Relaxed);
+                Some((principal.clone(), count))
+            }
+            None if full => return Err(too_many()),
+            None => None,
+        };
+        let slot = (expires_at, inner.inserted);
+        inner.inserted = inner.inserted.wrapping_add(1);
+        inner
+            .by_expiry
+            .push((expires_at, slot.1, vacant.key().clone()));
+        vacant.insert(Entry { held, slot, owner });
+        if slot.1.is_multiple_of(COMPACT_EVERY) {
+            inner.compact();
         }
-        let held = inner.per_principal.get(principal).copied().unwrap_or(0);
-        if counted && held >= self.per_principal_cap {
-            return Err(StoreError::PrincipalCapReached {
-                cap: self.per_principal_cap,
-            });
-        }
-        if inner.entries.len() >= self.max_entries {
-            return Err(StoreError::Full {
-                cap: self.max_entries,
-            });
-        }
-        if counted {
-            *inner.per_principal.entry(principal.clone()).or_insert(0) += 1;
-        }
-        inner.by_expiry.insert((expires_at, key.clone()));
-        inner.entries.insert(
-            key,
-            Entry {
-                principal: principal.clone(),
-                record,
-                expires_at,
-                counted,
-            },
-        );
         Ok(())
     }
 
-    fn take_now(&self, key: &StoreKey, now: OffsetDateTime) -> Option<Value> {
+    /// Removes and returns the live entry under `key`.
+    pub(crate) fn take_held(&self, key: &StoreKey, now: i128) -> Option<Held> {
         let mut inner = self.inner.lock();
         inner.purge(now);
-        inner.remove(key).map(|entry| entry.record)
+        // The purge removed every expired entry; the check does not rely on it.
+        let live = inner
+            .entries
+            .get(key)
+            .is_some_and(|entry| now < entry.slot.0);
+        live.then(|| inner.remove(key))
+            .flatten()
+            .map(|entry| entry.held)
     }
 
-    fn get_now(&self, key: &StoreKey, now: OffsetDateTime) -> Option<Value> {
+    /// Takes the live entry under `key` and hands it to `then`, under the store's lock; if
+    /// `then` gives back a record and an expiry after `now`, that record takes the entry's
+    /// place at once, as a tombstone (counted against no cap): one lookup, no moment without
+    /// it. Returns what `then` returns. Instants are in Unix nanoseconds.
+    pub(crate) fn take_and_replace<R>(
+        &self,
+        key: &StoreKey,
+        now: i128,
+        then: impl FnOnce(Option<Held>) -> (R, Option<(Held, i128)>),
+    ) -> R {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        inner.purge(now);
+        let hash_map::Entry::Occupied(mut found) = inner.entries.entry(key.clone()) else {
+            return then(None).0;
+        };
+        // The purge removed every expired entry; the check does not rely on it.
+        if now >= found.get().slot.0 {
+            return then(None).0;
+        }
+        let entry = found.get_mut();
+        uncount(entry);
+        let held = std::mem::replace(&mut entry.held, Held::Json(Value::Null));
+        let (result, replacement) = then(Some(held));
+        match replacement {
+            Some((held, expires_at)) if expires_at > now => {
+                let slot = (expires_at, inner.inserted);
+                inner.inserted = inner.inserted.wrapping_add(1);
+                inner.by_expiry.push((expires_at, slot.1, key.clone()));
+                *found.get_mut() = Entry {
+                    held,
+                    slot,
+                    owner: None,
+                };
+            }
+            _ => {
+                found.remove();
+            }
+        }
+        result
+    }
+
+    /// A copy of the live entry under `key`.
+    pub(crate) fn get_held(&self, key: &StoreKey, now: i128) -> Option<Held> {
         let mut inner = self.inner.lock();
         inner.purge(now);
-        inner.entries.get(key).map(|entry| entry.record.clone())
+        inner
+            .entries
+            .get(key)
+            .filter(|entry| now < entry.slot.0)
+            .map(|entry| entry.held.clone())
     }
 
+    /// An explicit purge also forgets every principal that holds nothing, and gives back the
+    /// memory its structures no longer need.
     fn purge_now(&self, now: OffsetDateTime) -> usize {
-        self.inner.lock().purge(now)
+        let mut inner = self.inner.lock();
+        let removed = inner.purge(now.unix_timestamp_nanos());
+        inner
+            .per_principal
+            .retain(|_, count| count.load(Relaxed) > 0);
+        let room = 2 * inner.entries.len() + COMPACT_FLOOR;
+        inner.shrink(room);
+        removed
     }
 }
 
 impl Inner {
+    /// Removes the entry under `key`. Its item in `by_expiry` goes stale.
     fn remove(&mut self, key: &StoreKey) -> Option<Entry> {
         let entry = self.entries.remove(key)?;
-        self.by_expiry.remove(&(entry.expires_at, key.clone()));
-        if !entry.counted {
-            return Some(entry);
-        }
-        if let Some(count) = self.per_principal.get_mut(&entry.principal) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                self.per_principal.remove(&entry.principal);
-            }
-        }
+        uncount(&entry);
         Some(entry)
     }
 
-    /// Removes every entry with `expires_at <= now`.
-    fn purge(&mut self, now: OffsetDateTime) -> usize {
-        let mut removed = 0;
-        while let Some((expires_at, key)) = self.by_expiry.first().cloned() {
-            if expires_at > now {
-                break;
-            }
-            if self.remove(&key).is_some() {
-                removed += 1;
-            } else {
-                // Index out of step with the map: drop the stray index entry.
-                self.by_expiry.remove(&(expires_at, key));
-            }
+    /// Removes every entry that expires at or before `now` (Unix nanoseconds), and the stale
+    /// items due by then.
+    fn purge(&mut self, now: i128) -> usize {
+        let removed = self.drain(now);
+        if removed > 0 {
+            self.shrink(4 * (self.entries.len() + COMPACT_FLOOR));
         }
         removed
     }
+
+    /// [`Inner::purge`] without giving memory back.
+    fn drain(&mut self, now: i128) -> usize {
+        let mut removed = 0;
+        let entries = &mut self.entries;
+        self.by_expiry
+            .drain_due(now, |(expires_at, inserted, key)| {
+                if let hash_map::Entry::Occupied(found) = entries.entry(key)
+                    && found.get().slot == (expires_at, inserted)
+                {
+                    let entry = found.remove();
+                    uncount(&entry);
+                    removed += 1;
+                }
+            });
+        removed
+    }
+
+    /// Drops the stale items of `by_expiry` once they outnumber the entries (and a floor), so
+    /// that the index stays within a constant factor of the entries: each insert adds one item,
+    /// and the cost of a compaction is paid for by the inserts since the last one. Likewise
+    /// drops the principals whose count is 0 once there are more principals than entries (and
+    /// the floor), and gives back the room a drained peak left behind.
+    fn compact(&mut self) {
+        let floor = self.entries.len() + COMPACT_FLOOR;
+        if self.by_expiry.len() > floor + self.entries.len() {
+            let entries = &self.entries;
+            self.by_expiry.retain(|(_, inserted, key)| {
+                entries
+                    .get(key)
+                    .is_some_and(|entry| entry.slot.1 == *inserted)
+            });
+        }
+        if self.per_principal.len() > floor {
+            self.per_principal
+                .retain(|_, count| count.load(Relaxed) > 0);
+        }
+        self.shrink(4 * floor);
+    }
+
+    /// Gives back memory once a structure has room for more than `room` items.
+    fn shrink(&mut self, room: usize) {
+        if self.entries.capacity() > room {
+            self.entries.shrink_to_fit();
+        }
+        if self.by_expiry.capacity() > room {
+            self.by_expiry.shrink();
+        }
+        if self.per_principal.capacity() > room {
+            self.per_principal.shrink_to_fit();
+        }
+    }
 }
+
+/// Gives an entry's place back to its principal.
+fn uncount(entry: &Entry) {
+    if let Some((_, count)) = &entry.owner {
+        // Under the store's lock: no other change can come between the load and the store.
+        count.store(count.load(Relaxed).saturating_sub(1), Relaxed);
+    }
+}
+
+/// Stale expiry items tolerated whatever the number of entries.
+const COMPACT_FLOOR: usize = 1024;
+
+/// How many inserts apart [`Inner::compact`] looks (each look is a few comparisons; the bounds
+/// it keeps are then exceeded by at most this many).
+const COMPACT_EVERY: u64 = 64;
 
 impl Store for MemoryStore {
     fn insert<'a>(
@@ -368,19 +638,27 @@ impl Store for MemoryStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let result = self.insert_now(key, principal, record, expires_at, now, true);
+        let (expires_at, now) = (
+            expires_at.unix_timestamp_nanos(),
+            now.unix_timestamp_nanos(),
+        );
+        let result = self.insert_held(key, Some(principal), Held::Json(record), expires_at, now);
         Box::pin(std::future::ready(result))
     }
 
     fn insert_tombstone<'a>(
         &'a self,
         key: StoreKey,
-        principal: &'a Principal,
+        _principal: &'a Principal,
         record: Value,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let result = self.insert_now(key, principal, record, expires_at, now, false);
+        let (expires_at, now) = (
+            expires_at.unix_timestamp_nanos(),
+            now.unix_timestamp_nanos(),
+        );
+        let result = self.insert_held(key, None, Held::Json(record), expires_at, now);
         Box::pin(std::future::ready(result))
     }
 
@@ -389,7 +667,10 @@ impl Store for MemoryStore {
         key: &'a StoreKey,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
-        let result = Ok(self.take_now(key, now));
+        let result = self
+            .take_held(key, now.unix_timestamp_nanos())
+            .map(Held::into_json)
+            .transpose();
         Box::pin(std::future::ready(result))
     }
 
@@ -398,13 +679,20 @@ impl Store for MemoryStore {
         key: &'a StoreKey,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
-        let result = Ok(self.get_now(key, now));
+        let result = self
+            .get_held(key, now.unix_timestamp_nanos())
+            .map(Held::into_json)
+            .transpose();
         Box::pin(std::future::ready(result))
     }
 
     fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
         let result = Ok(self.purge_now(now));
         Box::pin(std::future::ready(result))
+    }
+
+    fn as_memory_store(&self) -> Option<&MemoryStore> {
+        Some(self)
     }
 }
 
@@ -421,6 +709,24 @@ mod tests {
 
     fn key(i: usize) -> StoreKey {
         StoreKey::new(RecordKind::Token, format!("k{i}"))
+    }
+
+    #[test]
+    fn keys_are_equal_by_kind_and_id_however_held() {
+        use std::hash::BuildHasher;
+        let a = StoreKey::new(RecordKind::Token, "4f2a");
+        let b = StoreKey::from_str(RecordKind::Token, "4f2a");
+        let hasher = std::collections::hash_map::RandomState::new();
+        assert_eq!(a, b);
+        assert_eq!(a, a.clone());
+        assert_eq!(hasher.hash_one(&a), hasher.hash_one(&b));
+        assert_ne!(a, StoreKey::new(RecordKind::Page, "4f2a"));
+        assert_ne!(a, StoreKey::new(RecordKind::Token, "4f2b"));
+        assert_ne!(a, a.with_suffix(".receipt"));
+        assert_eq!(a.with_suffix(".receipt").id(), "4f2a.receipt");
+        let long = "x".repeat(200);
+        let key = StoreKey::new(RecordKind::Token, long.clone());
+        assert_eq!(key.with_suffix(".receipt").id(), format!("{long}.receipt"));
     }
 
     #[test]
@@ -630,19 +936,186 @@ mod tests {
         assert_eq!(ready(store.purge_expired(t(100))).unwrap(), 4);
         assert!(store.is_empty());
         assert!(store.inner.lock().per_principal.is_empty());
-        assert!(store.inner.lock().by_expiry.is_empty());
+        assert_eq!(store.inner.lock().by_expiry.len(), 0);
     }
 
     #[test]
     fn memory_stays_bounded_without_explicit_purges() {
-        // Many principals each insert short-lived entries over a long time; nobody calls purge.
+        // Many principals each insert short-lived entries over a long time, and half of them
+        // are taken at once (leaving stale expiry items); nobody calls purge.
         let store = MemoryStore::new();
         for i in 0..10_000usize {
-            let p = Principal::new(format!("p{}", i % 500));
+            let p = Principal::new(format!("p{i}"));
             let now = t(i as i64);
             ready(store.insert(key(i), &p, json!(i), now + Duration::seconds(5), now)).unwrap();
+            if i % 2 == 0 {
+                assert!(ready(store.take(&key(i), now)).unwrap().is_some());
+            }
             assert!(store.len() <= 5, "{} entries at step {i}", store.len());
+            let inner = store.inner.lock();
+            assert!(
+                inner.by_expiry.len() <= 2 * 5 + COMPACT_FLOOR + COMPACT_EVERY as usize,
+                "step {i}"
+            );
+            assert!(
+                inner.per_principal.len() <= 5 + COMPACT_FLOOR + COMPACT_EVERY as usize,
+                "step {i}"
+            );
         }
-        assert!(store.inner.lock().per_principal.len() <= 5);
+        // An explicit purge forgets every principal that holds nothing.
+        ready(store.purge_expired(t(20_000))).unwrap();
+        let inner = store.inner.lock();
+        assert!(inner.entries.is_empty() && inner.by_expiry.len() == 0);
+        assert!(inner.per_principal.is_empty());
+    }
+
+    mod memory_flat {
+        //! Memory stays flat: records issued by the million and left to expire leave the store
+        //! as it started, through the purge every store call makes (the adapter never calls
+        //! `purge_expired`). The million-record runs are slow in a debug build:
+        //! `cargo test -p mcp-write-guard-core --release --lib -- --ignored memory_flat`.
+        use super::*;
+        use crate::clock::{Clock, ManualClock};
+        use crate::{
+            CapturedArgs, PendingApproval, TokenRejection, ToolName, issue_token, spend_token,
+            store_approval, take_approval,
+        };
+
+        /// Principals the records are spread over (the cap is per principal).
+        const PRINCIPALS: usize = 1_000;
+
+        fn args(i: usize) -> CapturedArgs {
+            CapturedArgs::capture_value(&json!({ "n": i % 7 }), &crate::ArgLimits::default())
+                .unwrap()
+        }
+
+        /// Everything the store holds, in all its structures.
+        fn held(store: &MemoryStore) -> (usize, usize, usize) {
+            let inner = store.inner.lock();
+            (
+                inner.entries.len(),
+                inner.by_expiry.len(),
+                inner.per_principal.len(),
+            )
+        }
+
+        /// After the last record's retention, one more store call (as the next request would
+        /// make) leaves nothing behind.
+        fn assert_back_to_empty(store: &MemoryStore, clock: &ManualClock, lifetime: i64) {
+            clock.advance(Duration::seconds(2 * lifetime + 1));
+            let forged = crate::TokenId::random().to_string();
+            let (p, t) = (Principal::new("late"), ToolName::new("t"));
+            let refused = ready(spend_token(store, &forged, &p, &t, &args(0), clock.now()));
+            assert_eq!(refused, Err(TokenRejection::Unknown));
+            assert_eq!(store.len(), 0);
+            let (entries, index, principals) = held(store);
+            assert_eq!(
+                (entries, index),
+                (0, 0),
+                "entries and expiry index are empty"
+            );
+            // Principals whose count went to 0 are forgotten in bulk, not one by one.
+            assert!(
+                principals <= PRINCIPALS,
+                "{principals} principals remembered"
+            );
+            ready(store.purge_expired(clock.now())).unwrap();
+            assert_eq!(held(store), (0, 0, 0));
+            // And the room the peak needed is given back, not only the entries.
+            let inner = store.inner.lock();
+            let room = [
+                inner.entries.capacity(),
+                inner.by_expiry.capacity(),
+                inner.per_principal.capacity(),
+            ];
+            assert!(room.iter().all(|&r| r <= 2 * COMPACT_FLOOR), "{room:?}");
+        }
+
+        /// Issues `n` tokens 20 ms apart over [`PRINCIPALS`] principals, spends every other one
+        /// at once, and lets the rest expire.
+        fn tokens(n: usize) {
+            let policy = ApprovalPolicy::default();
+            let store = MemoryStore::for_policy(&policy);
+            let clock = ManualClock::default();
+            let principals: Vec<Principal> = (0..PRINCIPALS)
+                .map(|i| Principal::new(format!("p{i}")))
+                .collect();
+            let (tool, argument_sets) = (ToolName::new("t"), (0..7).map(args).collect::<Vec<_>>());
+            assert!(store.is_empty());
+            let mut peak = 0;
+            for i in 0..n {
+                clock.advance(Duration::milliseconds(20));
+                let (p, a) = (&principals[i % PRINCIPALS], &argument_sets[i % 7]);
+                let now = clock.now();
+                let token = ready(issue_token(&store, p, &tool, a, now, &policy)).unwrap();
+                if i % 2 == 0 {
+                    let spent = ready(spend_token(&store, token.as_str(), p, &tool, a, now));
+                    assert_eq!(spent, Ok(()));
+                }
+                peak = peak.max(store.len());
+            }
+            // 600 s of records 20 ms apart, each a receipt and either the token or its
+            // tombstone: bounded by the clock, not by how many were issued.
+            assert!(peak <= 2 * 30_000 + 2, "peak {peak}");
+            assert!(n < 30_000 || peak > 50_000, "peak {peak}");
+            assert_back_to_empty(&store, &clock, 300);
+        }
+
+        /// Stores `n` approvals 10 ms apart over [`PRINCIPALS`] principals, takes every other
+        /// one at once, and lets the rest expire.
+        fn approvals(n: usize) {
+            let policy = ApprovalPolicy::default();
+            let store = MemoryStore::for_policy(&policy);
+            let clock = ManualClock::default();
+            let principals: Vec<Principal> = (0..PRINCIPALS)
+                .map(|i| Principal::new(format!("p{i}")))
+                .collect();
+            let (tool, argument_sets) = (ToolName::new("t"), (0..7).map(args).collect::<Vec<_>>());
+            let mut peak = 0;
+            for i in 0..n {
+                clock.advance(Duration::milliseconds(10));
+                let (p, a) = (&principals[i % PRINCIPALS], &argument_sets[i % 7]);
+                let now = clock.now();
+                let pending = PendingApproval::new(
+                    p.clone(),
+                    tool.clone(),
+                    a.clone(),
+                    json!(i),
+                    now,
+                    &policy,
+                );
+                let id = ready(store_approval(&store, &pending, now)).unwrap();
+                if i % 2 == 0 {
+                    let taken = ready(take_approval(&store, &id.to_string(), p, &tool, a, now));
+                    assert!(taken.is_ok(), "{taken:?}");
+                }
+                peak = peak.max(store.len());
+            }
+            // 240 s of records 10 ms apart.
+            assert!(peak <= 2 * 24_000 + 2, "peak {peak}");
+            assert_back_to_empty(&store, &clock, 120);
+        }
+
+        #[test]
+        fn a_hundred_thousand_tokens_leave_nothing_behind() {
+            tokens(100_000);
+        }
+
+        #[test]
+        fn a_hundred_thousand_approvals_leave_nothing_behind() {
+            approvals(100_000);
+        }
+
+        #[test]
+        #[ignore = "a million records: run in release, see the module doc"]
+        fn a_million_tokens_leave_nothing_behind() {
+            tokens(1_000_000);
+        }
+
+        #[test]
+        #[ignore = "a million records: run in release, see the module doc"]
+        fn a_million_approvals_leave_nothing_behind() {
+            approvals(1_000_000);
+        }
     }
 }

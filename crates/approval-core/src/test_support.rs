@@ -68,3 +68,54 @@ impl Store for BrokenStore {
         ))))
     }
 }
+
+/// A store that reaches a [`MemoryStore`](crate::MemoryStore) only through the [`Store`]
+/// methods, with JSON records: what any other backend gets. (It keeps the default
+/// `as_memory_store`, so this crate takes its JSON path.) Clones share the same store.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JsonOnly(pub(crate) std::sync::Arc<crate::MemoryStore>);
+
+impl Store for JsonOnly {
+    fn insert<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.insert(key, principal, record, expires_at, now)
+    }
+
+    fn insert_tombstone<'a>(
+        &'a self,
+        key: StoreKey,
+        principal: &'a Principal,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0
+            .insert_tombstone(key, principal, record, expires_at, now)
+    }
+
+    fn take<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.0.take(key, now)
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a StoreKey,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.0.get(key, now)
+    }
+
+    fn purge_expired(&self, now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
+        self.0.purge_expired(now)
+    }
+}

@@ -1,12 +1,13 @@
 //! The 5-minute, single-use admin confirmation token.
 
 use std::fmt;
+use std::sync::Arc;
 
 use time::OffsetDateTime;
 
 use crate::approval::expiry;
 use crate::args::CapturedArgs;
-use crate::bound::{self, LiveRecord, Refusal};
+use crate::bound::{self, Refusal};
 use crate::ids::{ConfirmationToken, Principal, TokenId, ToolName};
 use crate::policy::ApprovalPolicy;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
@@ -102,19 +103,12 @@ pub async fn issue_token<S: Store + ?Sized>(
     now: OffsetDateTime,
     policy: &ApprovalPolicy,
 ) -> Result<ConfirmationToken, StoreError> {
-    let id = TokenId::random();
+    let text: Arc<str> = TokenId::random().with_text(|text| Arc::from(text));
+    let key = StoreKey::from_shared(RecordKind::Token, Arc::clone(&text));
     let expires_at = expiry(now, policy.token_ttl);
-    let record = LiveRecord {
-        principal: principal.clone(),
-        tool: tool.clone(),
-        digest: args.token_digest(),
-        issued_at_ns: bound::to_ns(now)?,
-        expires_at_ns: bound::to_ns(expires_at)?,
-        retain_until_ns: bound::to_ns(bound::retain_until(now, expires_at))?,
-        approval: None,
-    };
-    bound::put(store, token_key(id), record, now).await?;
-    Ok(ConfirmationToken::new(id, expires_at))
+    let record = bound::new_record(principal, tool, args.token_digest(), now, expires_at, None)?;
+    bound::put(store, key, principal, record, now).await?;
+    Ok(ConfirmationToken::new(text, expires_at))
 }
 
 /// Spends `token` for `principal` calling `tool` with `args` at `now`: `Ok(())` exactly once, for
@@ -134,10 +128,11 @@ pub async fn spend_token<S: Store + ?Sized>(
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    let id: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
+    // Only the one spelling of a token parses, so `token` is the key's id as issued.
+    let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
     bound::take(
         store,
-        token_key(id),
+        token_key(token),
         principal,
         tool,
         args.token_digest(),
@@ -175,10 +170,10 @@ pub async fn check_token<S: Store + ?Sized>(
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    let id: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
+    let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
     bound::check(
         store,
-        &token_key(id),
+        &token_key(token),
         principal,
         tool,
         args.token_digest(),
@@ -210,8 +205,9 @@ fn token_in(args: &CapturedArgs) -> Result<&str, TokenRejection> {
     args.confirmation_token().ok_or(TokenRejection::Malformed)
 }
 
-fn token_key(id: TokenId) -> StoreKey {
-    StoreKey::new(RecordKind::Token, id.to_string())
+/// The key of the token whose text is `text` (a token's text is its id's one spelling).
+fn token_key(text: &str) -> StoreKey {
+    StoreKey::from_str(RecordKind::Token, text)
 }
 
 #[cfg(test)]
