@@ -250,10 +250,7 @@ fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), ArgsError> {
             out.push(b']');
         }
         Value::Object(map) => {
-            let start = out.len();
-            if write_in_order(map.iter(), None, out)?.is_none() {
-                write_sorted(map.iter(), None, start, out)?;
-            }
+            write_members(map.iter(), None, out)?;
         }
     }
     Ok(())
@@ -263,57 +260,62 @@ fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), ArgsError> {
 /// key once, so the order is total). If a member's key is `cut`, returns the byte range that
 /// leaving that member out would remove: the member and the comma before it, or, for the first
 /// member, the comma after it.
+///
+/// serde_json's map iterates in byte order (a BTreeMap), which is already the order wanted
+/// unless keys hold characters from U+E000 up; an IndexMap (its `preserve_order` feature)
+/// iterates in insertion order. The keys' order is checked first, and the members are sorted
+/// only if it is not the right one, so every member is written exactly once: writing first and
+/// writing again when the order turned out wrong would write a member nested n objects deep
+/// 2^n times.
 fn write_members<'a>(
     members: impl Iterator<Item = (&'a String, &'a Value)> + Clone,
     cut: Option<&str>,
     out: &mut Vec<u8>,
 ) -> Result<Option<(usize, usize)>, ArgsError> {
-    // serde_json's map iterates in byte order (a BTreeMap), which is already the order wanted
-    // unless keys hold characters from U+E000 up; an IndexMap (its `preserve_order` feature)
-    // iterates in insertion order. Write in the order given, and only if it turns out not to
-    // be the right one, write again in sorted order.
-    let start = out.len();
-    match write_in_order(members.clone(), cut, out)? {
-        Some(range) => Ok(range),
-        None => write_sorted(members, cut, start, out),
+    if in_order(members.clone().map(|(key, _)| key.as_str())) {
+        write_in_order(members, cut, out)
+    } else {
+        write_sorted(members, cut, out)
     }
 }
 
-/// [`write_members`] when the order given was not the right one: drops what was written from
-/// `start` on and writes the members sorted. Kept out of line, so that the frames of the
-/// recursion stay small.
+/// Whether `keys` come in their order by [`utf16_cmp`], each strictly after the one before.
+fn in_order<'a>(keys: impl Iterator<Item = &'a str>) -> bool {
+    let mut previous: Option<&str> = None;
+    for key in keys {
+        if previous.is_some_and(|previous| !utf16_cmp(previous, key).is_lt()) {
+            return false;
+        }
+        previous = Some(key);
+    }
+    true
+}
+
+/// [`write_members`] when the order given is not the right one: sorts the members, then writes
+/// them. Kept out of line, so that the frames of the recursion stay small.
 #[inline(never)]
 #[cold]
 fn write_sorted<'a>(
     members: impl Iterator<Item = (&'a String, &'a Value)>,
     cut: Option<&str>,
-    start: usize,
     out: &mut Vec<u8>,
 ) -> Result<Option<(usize, usize)>, ArgsError> {
-    out.truncate(start);
     let mut sorted: Vec<(&String, &Value)> = members.collect();
     sorted.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-    Ok(write_in_order(sorted.into_iter(), cut, out)?.unwrap_or_default())
+    write_in_order(sorted.into_iter(), cut, out)
 }
 
-/// Writes an object of `members` in the order given, if that is their order by
-/// [`utf16_cmp`]: `None` if it is not (what was written is then to be dropped), else the byte
-/// range of the member `cut` as [`write_members`] says.
-#[allow(clippy::type_complexity)]
+/// Writes an object of `members` in the order given (which [`write_members`] made the right
+/// one), and returns the byte range of the member `cut` as [`write_members`] says.
 fn write_in_order<'a>(
     members: impl Iterator<Item = (&'a String, &'a Value)>,
     cut: Option<&str>,
     out: &mut Vec<u8>,
-) -> Result<Option<Option<(usize, usize)>>, ArgsError> {
+) -> Result<Option<(usize, usize)>, ArgsError> {
     let mut range = None;
     let mut cut_first = false;
-    let mut previous: Option<&str> = None;
     out.push(b'{');
     for (i, (key, value)) in members.enumerate() {
-        if previous.is_some_and(|previous| !utf16_cmp(previous, key).is_lt()) {
-            return Ok(None);
-        }
-        previous = Some(key);
         let start = out.len();
         if i > 0 {
             out.push(b',');
@@ -334,7 +336,7 @@ fn write_in_order<'a>(
         *end += 1;
     }
     out.push(b'}');
-    Ok(Some(range))
+    Ok(range)
 }
 
 /// Every number as the double it is (the value passed [`check`], so an integer is one exactly),
@@ -533,6 +535,38 @@ mod tests {
 
     fn num(f: f64) -> String {
         canon(&Value::Number(Number::from_f64(f).unwrap()))
+    }
+
+    /// Objects whose keys serde_json's map holds out of UTF-16 order ("\u{ffff}" sorts before
+    /// "\u{10000}" by bytes, after it by UTF-16 code units), each nested in the first member of
+    /// the one above, 63 deep. Each member is written once: a writer that wrote an object and
+    /// wrote it again once it found the order wrong would write the innermost one 2^63 times,
+    /// and this test would not end (a watchdog fails it after a minute instead).
+    #[test]
+    fn objects_out_of_order_nested_deep_are_each_written_once() {
+        let mut value = json!(0);
+        for _ in 0..63 {
+            value = json!({"\u{ffff}": value, "\u{10000}": 0});
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        let input = value.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(canonical_json(&input, &ArgLimits::default()));
+        });
+        let written = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the canonical form of 63 nested objects was not written within a minute");
+        let expected = serde_json_canonicalizer::to_string(&value).unwrap();
+        assert_eq!(written.unwrap(), expected);
+        assert!(expected.starts_with("{\"\u{10000}\":0,\"\u{ffff}\":{"));
+        let (all, without, len) = digest_object_and_without(
+            value.as_object().unwrap(),
+            "\u{10000}",
+            &ArgLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(len, expected.len());
+        assert_ne!(all, without);
     }
 
     #[test]
