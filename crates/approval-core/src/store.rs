@@ -501,6 +501,14 @@ impl MemoryStore {
         let held = std::mem::replace(&mut entry.held, Held::Json(Value::Null));
         let (result, replacement) = then(Some(held));
         match replacement {
+            // The same expiry (a used record put back as it was, on every replayed attempt):
+            // the entry keeps its slot and its item in `by_expiry`, which stays valid, so
+            // replaying a spent token adds nothing to the index.
+            Some((held, expires_at)) if expires_at > now && expires_at == found.get().slot.0 => {
+                let entry = found.get_mut();
+                entry.held = held;
+                entry.owner = None;
+            }
             Some((held, expires_at)) if expires_at > now => {
                 let slot = (expires_at, inner.inserted);
                 inner.inserted = inner.inserted.wrapping_add(1);
@@ -510,6 +518,9 @@ impl MemoryStore {
                     slot,
                     owner: None,
                 };
+                if slot.1.is_multiple_of(COMPACT_EVERY) {
+                    inner.compact();
+                }
             }
             _ => {
                 found.remove();
@@ -1029,6 +1040,42 @@ mod tests {
                 inner.per_principal.capacity(),
             ];
             assert!(room.iter().all(|&r| r <= 2 * COMPACT_FLOOR), "{room:?}");
+        }
+
+        /// Replaying a spent token (anyone who saw it can) is refused every time and adds
+        /// nothing to the store: not an entry, not an item in the expiry index, even on a store
+        /// that nothing else writes to.
+        #[test]
+        fn replays_of_a_spent_token_add_nothing() {
+            let policy = ApprovalPolicy::default();
+            let store = MemoryStore::for_policy(&policy);
+            let clock = ManualClock::default();
+            let (p, tool, a) = (Principal::new("alice"), ToolName::new("t"), args(0));
+            let token = ready(issue_token(&store, &p, &tool, &a, clock.now(), &policy)).unwrap();
+            let spend = |who: &Principal| {
+                ready(spend_token(
+                    &store,
+                    token.as_str(),
+                    who,
+                    &tool,
+                    &a,
+                    clock.now(),
+                ))
+            };
+            assert_eq!(spend(&p), Ok(()));
+            let after_spend = held(&store);
+            for i in 0..20_000 {
+                if i % 1_000 == 0 {
+                    clock.advance(Duration::seconds(1));
+                }
+                let who = if i % 2 == 0 { &p } else { &tool_owner() };
+                assert_eq!(spend(who), Err(TokenRejection::AlreadySpent), "replay {i}");
+            }
+            assert_eq!(held(&store), after_spend);
+        }
+
+        fn tool_owner() -> Principal {
+            Principal::new("mallory")
         }
 
         /// Issues `n` tokens 20 ms apart over [`PRINCIPALS`] principals, spends every other one
