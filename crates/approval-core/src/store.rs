@@ -1051,6 +1051,7 @@ mod tests {
             let store = MemoryStore::for_policy(&policy);
             let clock = ManualClock::default();
             let (p, tool, a) = (Principal::new("alice"), ToolName::new("t"), args(0));
+            let mallory = Principal::new("mallory");
             let token = ready(issue_token(&store, &p, &tool, &a, clock.now(), &policy)).unwrap();
             let spend = |who: &Principal| {
                 ready(spend_token(
@@ -1068,14 +1069,10 @@ mod tests {
                 if i % 1_000 == 0 {
                     clock.advance(Duration::seconds(1));
                 }
-                let who = if i % 2 == 0 { &p } else { &tool_owner() };
+                let who = if i % 2 == 0 { &p } else { &mallory };
                 assert_eq!(spend(who), Err(TokenRejection::AlreadySpent), "replay {i}");
             }
             assert_eq!(held(&store), after_spend);
-        }
-
-        fn tool_owner() -> Principal {
-            Principal::new("mallory")
         }
 
         /// Issues `n` tokens 20 ms apart over [`PRINCIPALS`] principals, spends every other one
