@@ -100,15 +100,50 @@ pub struct Classification {
 /// declaring it: the tool is then treated as a token-gated destructive write, the cautious
 /// reading. A `$ref` to another document cannot be read here and declares nothing.
 pub fn declares_confirmation_token(input_schema: &Map<String, Value>) -> bool {
-    declares_token_in(input_schema, input_schema, 0)
+    let mut read = ReadWithout::default();
+    declares_token_in(input_schema, input_schema, 0, &mut read)
 }
 
 /// How deep [`declares_confirmation_token`] follows compositions and `$ref`s.
 pub const MAX_SCHEMA_COMPOSITION: usize = 16;
 
-fn declares_token_in(root: &Map<String, Value>, schema: &Map<String, Value>, depth: usize) -> bool {
+/// For each schema already read and found not to declare the token (by its address in the
+/// document), the greatest depth it was read at. Read again at that depth or less, it cannot
+/// declare it either (only reaching the depth limit turns an answer to "declares", and there is
+/// more room before the limit), so it is not read again. Each schema is read at most
+/// `MAX_SCHEMA_COMPOSITION + 1` times: without this, `$ref`s that fan out to shared definitions
+/// are followed once per path, exponentially many (7 levels of 10 `$ref`s took seconds).
+#[derive(Default)]
+struct ReadWithout(std::collections::HashMap<usize, usize>);
+
+impl ReadWithout {
+    fn covers(&self, schema: &Map<String, Value>, depth: usize) -> bool {
+        self.0
+            .get(&address(schema))
+            .is_some_and(|&read_at| depth <= read_at)
+    }
+
+    fn remember(&mut self, schema: &Map<String, Value>, depth: usize) {
+        let read_at = self.0.entry(address(schema)).or_insert(depth);
+        *read_at = (*read_at).max(depth);
+    }
+}
+
+fn address(schema: &Map<String, Value>) -> usize {
+    std::ptr::from_ref(schema) as usize
+}
+
+fn declares_token_in(
+    root: &Map<String, Value>,
+    schema: &Map<String, Value>,
+    depth: usize,
+    read: &mut ReadWithout,
+) -> bool {
     if depth > MAX_SCHEMA_COMPOSITION {
         return true;
+    }
+    if read.covers(schema, depth) {
+        return false;
     }
     let declared_here = schema
         .get("properties")
@@ -125,7 +160,12 @@ fn declares_token_in(root: &Map<String, Value>, schema: &Map<String, Value>, dep
         )
         .filter_map(Value::as_object)
         .chain(schema.get("$ref").and_then(|r| local_ref(root, r)));
-    declared_here || parts.any(|part| declares_token_in(root, part, depth + 1))
+    let declares =
+        declared_here || parts.any(|part| declares_token_in(root, part, depth + 1, read));
+    if !declares {
+        read.remember(schema, depth);
+    }
+    declares
 }
 
 /// The schema a local `$ref` (`#`, `#/$defs/Name`, `#/definitions/Name`) points at.
@@ -223,6 +263,7 @@ pub fn advertised_annotations(tool: &ToolFacts<'_>) -> Option<Annotations> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     const HINT_VALUES: [Option<bool>; 3] = [None, Some(true), Some(false)];
@@ -441,6 +482,137 @@ mod tests {
             };
             assert_eq!(class, want, "{schema}");
         }
+    }
+
+    /// The reading without [`ReadWithout`]: every path followed.
+    fn declares_token_naively(
+        root: &Map<String, Value>,
+        schema: &Map<String, Value>,
+        depth: usize,
+    ) -> bool {
+        if depth > MAX_SCHEMA_COMPOSITION {
+            return true;
+        }
+        let declared_here = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|properties| properties.contains_key(CONFIRMATION_TOKEN_ARG));
+        let mut parts = ["allOf", "anyOf", "oneOf"]
+            .into_iter()
+            .filter_map(|key| schema.get(key).and_then(Value::as_array))
+            .flatten()
+            .chain(
+                ["if", "then", "else"]
+                    .into_iter()
+                    .filter_map(|key| schema.get(key)),
+            )
+            .filter_map(Value::as_object)
+            .chain(schema.get("$ref").and_then(|r| local_ref(root, r)));
+        declared_here || parts.any(|part| declares_token_naively(root, part, depth + 1))
+    }
+
+    /// `levels` of definitions, each an `anyOf` of `fan_out` `$ref`s to the next; the last
+    /// declares the token if `token`.
+    fn fanned_out(levels: usize, fan_out: usize, token: bool) -> Map<String, Value> {
+        let mut defs = Map::new();
+        for level in 0..levels {
+            let refs: Vec<Value> = (0..fan_out)
+                .map(|_| json!({"$ref": format!("#/$defs/d{}", level + 1)}))
+                .collect();
+            defs.insert(format!("d{level}"), json!({"anyOf": refs}));
+        }
+        let last = if token {
+            json!({"properties": {"confirmationToken": {}}})
+        } else {
+            json!({"properties": {"a": {}}})
+        };
+        defs.insert(format!("d{levels}"), last);
+        json!({"$ref": "#/$defs/d0", "$defs": defs})
+            .as_object()
+            .cloned()
+            .unwrap()
+    }
+
+    /// 10^7 paths, read without following each (this took seconds before, and grows as
+    /// fan-out to the 7th: a hostile server could stall mcp-audit with 2 KB).
+    #[test]
+    fn shared_definitions_are_read_once_per_depth_not_once_per_path() {
+        let started = std::time::Instant::now();
+        assert!(!declares_confirmation_token(&fanned_out(7, 10, false)));
+        assert!(declares_confirmation_token(&fanned_out(7, 10, true)));
+        // Deeper than the limit through shared definitions: the cautious reading still holds.
+        assert!(declares_confirmation_token(&fanned_out(20, 10, false)));
+        // Not a timed test of speed: a bound a regression to path-by-path reading cannot meet.
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
+
+    /// Random graphs of definitions referring to each other (cycles included), some declaring
+    /// the token: the reading that skips what it already read answers as the naive one.
+    fn arb_definitions() -> impl Strategy<Value = Map<String, Value>> {
+        let def = (
+            // At most two `$ref`s each: the naive reading follows up to 2^17 paths.
+            prop::collection::vec(0..6_usize, 0..3),
+            prop::bool::weighted(0.1),
+        );
+        (prop::collection::vec(def, 1..6), 0..6_usize).prop_map(|(defs, start)| {
+            let n = defs.len();
+            let mut map = Map::new();
+            for (i, (refs, token)) in defs.into_iter().enumerate() {
+                let parts: Vec<Value> = refs
+                    .into_iter()
+                    .map(|to| json!({"$ref": format!("#/$defs/d{}", to % n)}))
+                    .collect();
+                let mut def = json!({"anyOf": parts});
+                if token {
+                    def["properties"] = json!({"confirmationToken": {}});
+                }
+                map.insert(format!("d{i}"), def);
+            }
+            json!({"$ref": format!("#/$defs/d{}", start % n), "$defs": map})
+                .as_object()
+                .cloned()
+                .unwrap()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn skipping_what_was_read_changes_no_answer(schema in arb_definitions()) {
+            prop_assert_eq!(
+                declares_confirmation_token(&schema),
+                declares_token_naively(&schema, &schema, 0)
+            );
+        }
+    }
+
+    /// `allOf` nested `levels` deep around `innermost`.
+    fn nested_all_of(levels: usize, innermost: Value) -> Map<String, Value> {
+        let mut schema = innermost;
+        for _ in 0..levels {
+            schema = json!({"allOf": [schema]});
+        }
+        schema.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn compositions_are_read_to_exactly_max_schema_composition_levels() {
+        let token = json!({"properties": {"confirmationToken": {}}});
+        let plain = json!({"properties": {"a": {}}});
+        // Up to the limit the schema is read, and what it says counts, either way.
+        for levels in [0, 1, MAX_SCHEMA_COMPOSITION - 1, MAX_SCHEMA_COMPOSITION] {
+            assert!(
+                declares_confirmation_token(&nested_all_of(levels, token.clone())),
+                "{levels} levels, declared"
+            );
+            assert!(
+                !declares_confirmation_token(&nested_all_of(levels, plain.clone())),
+                "{levels} levels, not declared"
+            );
+        }
+        // One level more is not read, and counts as declaring it: the cautious reading.
+        let deeper = nested_all_of(MAX_SCHEMA_COMPOSITION + 1, plain);
+        assert!(declares_confirmation_token(&deeper));
     }
 
     #[test]
