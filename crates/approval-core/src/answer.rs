@@ -147,7 +147,7 @@ pub fn decide_answer(action: &AnswerAction, content: Option<&Value>) -> Decision
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     #[test]
     fn table() {
@@ -258,6 +258,26 @@ mod tests {
         assert_eq!(names.len(), all.len());
     }
 
+    /// The names are the audit trail's vocabulary: pinned, and what `Display` writes.
+    #[test]
+    fn reason_names_are_pinned_and_displayed() {
+        use DenyReason::*;
+        for (reason, name) in [
+            (Declined, "declined"),
+            (Cancelled, "cancelled"),
+            (NoContent, "no-content"),
+            (ContentNotObject, "content-not-object"),
+            (ApproveFalse, "approve-false"),
+            (ApproveNotBoolean, "approve-not-boolean"),
+            (ApproveMissing, "approve-missing"),
+            (UnknownAction, "unknown-action"),
+            (Expired, "expired"),
+        ] {
+            assert_eq!(reason.as_str(), name);
+            assert_eq!(reason.to_string(), name);
+        }
+    }
+
     fn arb_json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -288,10 +308,42 @@ mod tests {
         ]
     }
 
+    /// Answer content: any JSON, and (as often) an object whose `approve` is `true` or a near
+    /// miss, beside other members, so that approving answers are common enough to be tested.
+    fn arb_content() -> impl Strategy<Value = Value> {
+        let approve = prop_oneof![
+            5 => Just(Value::Bool(true)),
+            1 => Just(Value::Bool(false)),
+            1 => Just(json!("true")),
+            1 => Just(json!(1)),
+            1 => Just(json!([true])),
+            1 => arb_json(),
+        ];
+        prop_oneof![
+            1 => arb_json(),
+            3 => (approve, prop::collection::btree_map("[a-z]{1,3}", arb_json(), 0..3)).prop_map(
+                |(approve, others)| {
+                    let mut content: Map<String, Value> = others.into_iter().collect();
+                    content.insert("approve".to_owned(), approve);
+                    Value::Object(content)
+                }
+            ),
+        ]
+    }
+
+    #[test]
+    fn is_approved_and_deny_reason_tell_the_decisions_apart() {
+        assert!(Decision::Approve.is_approved());
+        assert_eq!(Decision::Approve.deny_reason(), None);
+        let deny = Decision::Deny(DenyReason::Declined);
+        assert!(!deny.is_approved());
+        assert_eq!(deny.deny_reason(), Some(DenyReason::Declined));
+    }
+
     proptest! {
         /// Every answer other than accept with `approve: true` denies.
         #[test]
-        fn only_accept_with_true_approves(action in arb_action(), content in prop::option::of(arb_json())) {
+        fn only_accept_with_true_approves(action in arb_action(), content in prop::option::of(arb_content())) {
             let approves = action == AnswerAction::Accept
                 && content
                     .as_ref()

@@ -470,6 +470,30 @@ mod tests {
     use serde_json::json;
     use time::Duration;
 
+    /// A receipt says "used" while the record's own lifetime lasts (another attempt took it a
+    /// moment ago), "expired" from its expiry instant on; no receipt says "unknown"; anything
+    /// else under a receipt key, or a store error, is the store's fault.
+    #[test]
+    fn a_receipt_says_used_until_the_expiry_instant_then_expired() {
+        let expires_at_ns = 1_000_000_i64;
+        let receipt = |expires_at_ns| {
+            Ok(Some(Record::Receipt(Receipt {
+                owner: Principal::new("alice"),
+                expires_at_ns,
+                retain_until_ns: expires_at_ns + 1_000,
+            })))
+        };
+        let at = i128::from(expires_at_ns);
+        assert_eq!(judge_receipt(receipt(expires_at_ns), at - 1), Refusal::Used);
+        assert_eq!(judge_receipt(receipt(expires_at_ns), at), Refusal::Expired);
+        assert_eq!(
+            judge_receipt(receipt(expires_at_ns), at + 1),
+            Refusal::Expired
+        );
+        assert_eq!(judge_receipt(Ok(None), at), Refusal::Unknown);
+        assert_eq!(judge_receipt(Err(Refusal::Used), at), Refusal::Store);
+    }
+
     /// The two ways this crate keeps its records: as they are in a `MemoryStore`, as JSON in
     /// any other store (here a `MemoryStore` reached only through the `Store` methods).
     #[derive(Debug, Clone)]
