@@ -99,6 +99,13 @@ impl ToolsList {
         };
         let mut list = Self::default();
         for raw in results {
+            // serde reads a struct from an array as well (`[[...]]` as `{"tools": [...]}`): a
+            // result must be an object.
+            if !raw.get().trim_start().starts_with('{') {
+                return Err(AuditError::ListTools(
+                    "a tools/list result that is not an object".into(),
+                ));
+            }
             let page: Page<'_> = serde_json::from_str(raw.get()).map_err(malformed)?;
             list.bytes += page.tools.get().len();
             let tools: Vec<Value> = serde_json::from_str(page.tools.get()).map_err(malformed)?;
@@ -208,7 +215,17 @@ mod tests {
 
     #[test]
     fn a_result_without_a_tool_array_is_an_error() {
-        for bad in [r#"{}"#, r#"{"tools": {}}"#, r#"{"tools": [1]}"#, "[]"] {
+        // `[[...]]` is regression input of the fuzz target `tools_list`
+        // (fuzz/regressions/tools_list/): serde read it as a struct, and so as a tool list.
+        for bad in [
+            r#"{}"#,
+            r#"{"tools": {}}"#,
+            r#"{"tools": [1]}"#,
+            "[]",
+            r#"[[{"name": "a", "inputSchema": {}}]]"#,
+            "[[]]",
+            r#"["tools"]"#,
+        ] {
             assert!(
                 matches!(
                     ToolsList::from_results([&*raw(bad)]),
