@@ -1,0 +1,410 @@
+//! `ids`: every id parser, `requestState`, stored approvals, approval pages and confirmation
+//! tokens.
+
+use std::fmt::Display;
+use std::str::FromStr;
+
+use mcp_write_guard_core::{
+    ApprovalId, ApprovalPolicy, ArgsDigest, CapturedArgs, CsrfToken, IdError, MemoryStore,
+    PageChoice, PagePerson, PageRefusal, PageView, PendingApproval, Principal, RoundTripRejection,
+    StateId, TokenId, TokenRejection, ToolName, answer_page, check_token, issue_token,
+    open_round_trip, show_page, spend_token, spend_token_from_args, store_approval, take_approval,
+    take_round_trip,
+};
+use serde_json::{Value, json};
+
+use crate::support::{block_on, fail, t0};
+
+/// Reads `data` (lossily) as a text and feeds it to every parser of an id, and to the functions
+/// that take one from a client: [`take_round_trip`] (`requestState`), [`take_approval`],
+/// [`show_page`] and [`answer_page`] (the page's URL), [`check_token`] and [`spend_token`]
+/// (`confirmationToken`). It also edits genuine ids with the input: the first byte picks a
+/// position, the rest overwrites the id's text there.
+///
+/// Properties: nothing panics; a parser accepts exactly the one spelling its docs give (a version
+/// 4 UUID, hyphenated, lowercase; or 64 lowercase hex digits) and an accepted text displays as
+/// itself; a refusal names the kind it was parsing; [`TokenId`], [`ApprovalId`] and [`StateId`]
+/// share one form, which is never a [`PageId`](mcp_write_guard_core::PageId) or
+/// [`ArgsDigest`]'s, and the other way round; on an empty store a malformed `requestState` is
+/// `Malformed` and a well-formed one `Unknown`; a genuine round trip, stored approval or token
+/// is given back only for its exact text, and a near miss never uses it up.
+pub fn check_ids(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    check_parsers(&text);
+    check_empty_store(&text);
+    check_genuine(data);
+}
+
+/// A random (version 4) UUID, hyphenated, lowercase: the docs' one spelling, checked by hand.
+pub(crate) fn is_uuid_v4_text(text: &str) -> bool {
+    text.len() == 36
+        && text.bytes().enumerate().all(|(at, b)| match at {
+            8 | 13 | 18 | 23 => b == b'-',
+            14 => b == b'4',
+            19 => matches!(b, b'8' | b'9' | b'a' | b'b'),
+            _ => matches!(b, b'0'..=b'9' | b'a'..=b'f'),
+        })
+}
+
+/// 64 lowercase hex digits.
+pub(crate) fn is_hex64_text(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `T` accepts `text` exactly when `spelled` says so, displays it as itself, and refuses with
+/// `refusal`.
+pub(crate) fn assert_parser<T>(text: &str, spelled: bool, refusal: &IdError, name: &str)
+where
+    T: FromStr<Err = IdError> + Display,
+{
+    match text.parse::<T>() {
+        Ok(id) => {
+            assert!(
+                spelled,
+                "ids: {name} accepted {text:?}, not its one spelling"
+            );
+            assert_eq!(
+                id.to_string(),
+                text,
+                "ids: {name} accepted {text:?} but displays otherwise"
+            );
+        }
+        Err(error) => {
+            assert!(!spelled, "ids: {name} refused its own spelling {text:?}");
+            assert_eq!(
+                &error, refusal,
+                "ids: {name} refused {text:?} naming another kind"
+            );
+        }
+    }
+}
+
+fn check_parsers(text: &str) {
+    let uuid = is_uuid_v4_text(text);
+    let hex = is_hex64_text(text);
+    assert!(
+        !(uuid && hex),
+        "ids: one text has two forms (the spec check is wrong)"
+    );
+    let malformed = |kind| IdError::MalformedId { kind };
+    assert_parser::<TokenId>(text, uuid, &malformed("token"), "TokenId");
+    assert_parser::<ApprovalId>(text, uuid, &malformed("approval"), "ApprovalId");
+    assert_parser::<StateId>(text, uuid, &malformed("round-trip state"), "StateId");
+    assert_parser::<mcp_write_guard_core::PageId>(text, hex, &malformed("approval page"), "PageId");
+    assert_parser::<ArgsDigest>(text, hex, &IdError::MalformedDigest, "ArgsDigest");
+    // The serde forms read what the parsers read.
+    let as_json = Value::String(text.to_owned());
+    let approval = serde_json::from_value::<ApprovalId>(as_json.clone());
+    assert_eq!(
+        approval.is_ok(),
+        uuid,
+        "ids: ApprovalId's serde form disagrees with its parser on {text:?}"
+    );
+    let digest = serde_json::from_value::<ArgsDigest>(as_json.clone());
+    assert_eq!(
+        digest.as_ref().ok().map(ToString::to_string).as_deref(),
+        hex.then_some(text),
+        "ids: ArgsDigest's serde form disagrees with its parser on {text:?}"
+    );
+    let csrf = serde_json::from_value::<CsrfToken>(as_json);
+    assert_eq!(
+        csrf.as_ref().ok().map(ToString::to_string).as_deref(),
+        hex.then_some(text),
+        "ids: CsrfToken's serde form is not its one spelling on {text:?}"
+    );
+    if let Ok(csrf) = &csrf {
+        assert!(
+            csrf.matches(text),
+            "ids: a CSRF token does not match its own text"
+        );
+        assert!(
+            !csrf.matches(&text.to_uppercase()) || text == text.to_uppercase(),
+            "ids: a CSRF token matches another spelling"
+        );
+    }
+}
+
+/// Principal, tool and arguments for the store's records.
+struct Call {
+    principal: Principal,
+    tool: ToolName,
+    args: CapturedArgs,
+    policy: ApprovalPolicy,
+}
+
+fn call() -> Call {
+    let policy = ApprovalPolicy::default();
+    let args = match CapturedArgs::capture_value(&json!({"id": 7}), &policy.limits) {
+        Ok(args) => args,
+        Err(error) => fail(format_args!("ids: fixed arguments refused: {error}")),
+    };
+    Call {
+        principal: Principal::new("fuzz"),
+        tool: ToolName::new("delete"),
+        args,
+        policy,
+    }
+}
+
+/// Nothing a client sends finds anything in an empty store, and what it is told depends only on
+/// the spelling.
+fn check_empty_store(text: &str) {
+    let c = call();
+    let store = MemoryStore::for_policy(&c.policy);
+    let now = t0();
+    let expected = if is_uuid_v4_text(text) {
+        RoundTripRejection::Unknown
+    } else {
+        RoundTripRejection::Malformed
+    };
+    let taken = block_on(take_round_trip(
+        &store,
+        text,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+    ));
+    assert_eq!(
+        taken.err(),
+        Some(expected),
+        "ids: requestState {text:?} on an empty store"
+    );
+    let taken = block_on(take_approval(
+        &store,
+        text,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+    ));
+    assert_eq!(
+        taken.err(),
+        Some(expected),
+        "ids: approval id {text:?} on an empty store"
+    );
+    assert_eq!(
+        block_on(show_page(&store, text, now)),
+        PageView::Unknown,
+        "ids: page {text:?} on an empty store"
+    );
+    let answered = block_on(answer_page(
+        &store,
+        text,
+        text,
+        PagePerson::NotChecked,
+        PageChoice::Approve,
+        now,
+    ));
+    assert_eq!(
+        answered.err(),
+        Some(PageRefusal::Unknown),
+        "ids: an answer to page {text:?} on an empty store"
+    );
+    let token = if is_uuid_v4_text(text) {
+        TokenRejection::Unknown
+    } else {
+        TokenRejection::Malformed
+    };
+    let checked = block_on(check_token(
+        &store,
+        text,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+    ));
+    assert_eq!(checked, Err(token), "ids: token {text:?} on an empty store");
+    assert!(store.is_empty(), "ids: refusals wrote to the store");
+}
+
+/// `genuine` with `data`'s tail written over it from the position `data`'s first byte picks
+/// (lossily UTF-8); `genuine` itself for an empty input.
+pub(crate) fn edit(genuine: &str, data: &[u8]) -> String {
+    let Some((&at, patch)) = data.split_first() else {
+        return genuine.to_owned();
+    };
+    let mut bytes = genuine.as_bytes().to_vec();
+    let at = usize::from(at) % (bytes.len() + 1);
+    for (slot, &b) in bytes.iter_mut().skip(at).zip(patch) {
+        *slot = b;
+    }
+    let written = bytes.len().saturating_sub(at).min(patch.len());
+    bytes.extend(patch.iter().skip(written));
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A genuine round trip, stored approval and token, each presented as `data` edits its text.
+fn check_genuine(data: &[u8]) {
+    let c = call();
+    let store = MemoryStore::for_policy(&c.policy);
+    let now = t0();
+    let pending = PendingApproval::new(
+        c.principal.clone(),
+        c.tool.clone(),
+        c.args.clone(),
+        json!({"before": 1, "after": 0}),
+        now,
+        &c.policy,
+    );
+    let opened = block_on(open_round_trip(&store, &pending, now));
+    let stored = block_on(store_approval(&store, &pending, now));
+    let issued = block_on(issue_token(
+        &store,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+        &c.policy,
+    ));
+    let (Ok(state), Ok(approval), Ok(token)) = (opened, stored, issued) else {
+        fail(format_args!("ids: the memory store refused a fresh record"));
+    };
+
+    let state = state.to_string();
+    let presented = edit(&state, data);
+    let taken = block_on(take_round_trip(
+        &store,
+        &presented,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+    ));
+    assert_genuine_only("requestState", &state, &presented, taken.is_ok());
+    if taken.is_err() {
+        let again = block_on(take_round_trip(
+            &store,
+            &state,
+            &c.principal,
+            &c.tool,
+            &c.args,
+            now,
+        ));
+        assert!(
+            again.is_ok(),
+            "ids: a near-miss requestState used up the real one"
+        );
+    }
+
+    let approval = approval.to_string();
+    let presented = edit(&approval, data);
+    let taken = block_on(take_approval(
+        &store,
+        &presented,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+    ));
+    assert_genuine_only("approval id", &approval, &presented, taken.is_ok());
+
+    let token = token.as_str().to_owned();
+    let presented = edit(&token, data);
+    let checked = block_on(check_token(
+        &store,
+        &presented,
+        &c.principal,
+        &c.tool,
+        &c.args,
+        now,
+    ));
+    assert_genuine_only("token (check)", &token, &presented, checked.is_ok());
+    // The token as the call's `confirmationToken` argument, spent.
+    let with_token = json!({"id": 7, "confirmationToken": presented});
+    let spent = match CapturedArgs::capture_value(&with_token, &c.policy.limits) {
+        Ok(args) => block_on(spend_token_from_args(
+            &store,
+            &c.principal,
+            &c.tool,
+            &args,
+            now,
+        )),
+        // Refused arguments never reach the token.
+        Err(_) => Err(TokenRejection::Malformed),
+    };
+    assert_genuine_only("token (spend)", &token, &presented, spent.is_ok());
+    if spent.is_err() {
+        let real = block_on(spend_token(
+            &store,
+            &token,
+            &c.principal,
+            &c.tool,
+            &c.args,
+            now,
+        ));
+        assert_eq!(real, Ok(()), "ids: a near-miss token used up the real one");
+    }
+}
+
+/// Only the genuine text is accepted.
+pub(crate) fn assert_genuine_only(what: &str, genuine: &str, presented: &str, accepted: bool) {
+    assert_eq!(
+        accepted,
+        presented == genuine,
+        "ids: {what} {presented:?} (the genuine one is {genuine:?})"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V4: &str = "0f6b8bc9-7a1e-4c3d-9e2f-1a2b3c4d5e6f";
+
+    #[test]
+    fn holds_for_ordinary_texts() {
+        check_ids(b"");
+        check_ids(V4.as_bytes());
+        check_ids(V4.to_uppercase().as_bytes());
+        check_ids("ab".repeat(32).as_bytes());
+        check_ids(b"\x05X");
+    }
+
+    #[test]
+    fn the_spellings() {
+        assert!(is_uuid_v4_text(V4));
+        assert!(!is_uuid_v4_text(&V4.to_uppercase()));
+        assert!(!is_uuid_v4_text("0f6b8bc9-7a1e-1c3d-9e2f-1a2b3c4d5e6f"));
+        assert!(!is_uuid_v4_text("0f6b8bc9-7a1e-4c3d-7e2f-1a2b3c4d5e6f"));
+        assert!(is_hex64_text(&"0a".repeat(32)));
+        assert!(!is_hex64_text(&"0A".repeat(32)));
+    }
+
+    #[test]
+    fn edits() {
+        assert_eq!(edit("abcdef", b""), "abcdef");
+        assert_eq!(edit("abcdef", b"\x02XY"), "abXYef");
+        assert_eq!(edit("abcdef", b"\x05XYZ"), "abcdeXYZ");
+        assert_eq!(edit("abc", b"\x03!"), "abc!");
+    }
+
+    #[test]
+    #[should_panic(expected = "not its one spelling")]
+    fn accepting_another_spelling_fails() {
+        // Pretend the upper-case spelling were not allowed while the parser accepts it.
+        assert_parser::<TokenId>(
+            V4,
+            false,
+            &IdError::MalformedId { kind: "token" },
+            "TokenId",
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "naming another kind")]
+    fn refusing_as_another_kind_fails() {
+        assert_parser::<StateId>(
+            "x",
+            false,
+            &IdError::MalformedId { kind: "token" },
+            "StateId",
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the genuine one is")]
+    fn accepting_a_near_miss_fails() {
+        assert_genuine_only("token", V4, &V4.to_uppercase(), true);
+    }
+}
