@@ -138,6 +138,7 @@ mod error;
 mod guard;
 #[cfg(feature = "http")]
 pub mod http;
+mod json_lines;
 #[cfg(feature = "approval-page")]
 pub mod page;
 mod principal;
@@ -156,6 +157,7 @@ pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;
+pub use json_lines::{DEFAULT_MAX_LINE_BYTES, JsonLines};
 /// The decisions (approvals, tokens, clock, store): `mcp-write-guard-core`, so that a server
 /// needs this one dependency for what the builder takes ([`approval::Clock`],
 /// [`approval::Store`], [`approval::ArgLimits`]).

@@ -200,16 +200,22 @@ npx @modelcontextprotocol/inspector -e MCP_WRITES_ENABLED=true ./target/debug/st
 /// Serves `handler` on this process's stdin and stdout until the client disconnects. Input that
 /// ends before `initialize` (nobody connected, or Ctrl-D at a terminal) is a clean end.
 ///
+/// The lines go through [`JsonLines`](mcp_write_guard_rmcp::JsonLines): a line that is not
+/// JSON, is longer than [`mcp_write_guard_rmcp::DEFAULT_MAX_LINE_BYTES`] or is not a message
+/// rmcp can read is answered with its JSON-RPC error (`-32700`, `-32600`, `-32602`) and the
+/// server reads on; nothing a client sends ends the session but the end of its input.
+///
 /// When both are pipes (a client started this server, the usual case), they are read and
 /// written through the runtime's event loop. Otherwise (a terminal, a file) they are tokio's
 /// stdin and stdout, which hand every read and every write to a blocking thread: a round trip
 /// between threads per message, which is most of a short call's latency.
 pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
     #[cfg(unix)]
-    if let Some(pipes) = stdio_pipes() {
-        return serve_on(handler, pipes).await;
+    if let Some((input, output)) = stdio_pipes() {
+        return serve_on(handler, mcp_write_guard_rmcp::JsonLines::new(input, output)).await;
     }
-    serve_on(handler, rmcp::transport::stdio()).await
+    let (input, output) = rmcp::transport::stdio();
+    serve_on(handler, mcp_write_guard_rmcp::JsonLines::new(input, output)).await
 }
 
 /// Stdin and stdout as non-blocking pipes, when both are pipes.
