@@ -158,6 +158,30 @@ impl RawHttp {
         self.post(extra, &body).await
     }
 
+    /// Opens a legacy session (`initialize`, then `notifications/initialized`) with `extra`
+    /// headers on both; the session's id.
+    pub async fn open_session(&self, extra: &[(&str, &str)]) -> Result<String, Failure> {
+        let init = self.initialize(extra).await?;
+        if init.status != 200 {
+            return Err(format!("initialize: {init:?}").into());
+        }
+        let session = init
+            .header("mcp-session-id")
+            .ok_or("no session")?
+            .to_owned();
+        let mut headers = vec![
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
+        headers.extend_from_slice(extra);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let reply = self.post(&headers, &initialized).await?;
+        if reply.status != 202 {
+            return Err(format!("notifications/initialized: {reply:?}").into());
+        }
+        Ok(session)
+    }
+
     /// A legacy `tools/call` in session `session` (whether or not the server issued it).
     pub async fn call_legacy(
         &self,

@@ -44,6 +44,7 @@ use crate::{
     audit::{AuditSink, Redaction},
     builder::WriteGuardBuilder,
     config_check::{self, ConfigMistake},
+    json_lines,
     principal::{ConnectionId, PrincipalResolver},
     prompt::PromptFn,
     tools::{self, PREPARE_ADMIN_ACTION},
@@ -481,7 +482,17 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CustomResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.on_custom_request(request, context)
+        // rmcp reads a request whose params do not fit its method's type (`tools/call` with
+        // `arguments: [1]` or `requestState: 123`) as a custom request of that name. It is
+        // answered here and never reaches the inner server: a `tools/call` there would be a
+        // call the gates never saw.
+        let misfit = json_lines::misfit(&request.method, request.params.as_ref());
+        async move {
+            match misfit {
+                Some(message) => Err(ErrorData::invalid_params(message, None)),
+                None => self.shared.inner.on_custom_request(request, context).await,
+            }
+        }
     }
 
     fn on_cancelled(

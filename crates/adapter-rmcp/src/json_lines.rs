@@ -404,11 +404,7 @@ impl Refusal {
         }
     }
 
-    fn invalid_params(id: RequestId, method: &str, detail: Option<&serde_json::Error>) -> Self {
-        let message = match detail {
-            Some(detail) => format!("Invalid params for {method}: {}", shorten(detail)),
-            None => format!("Invalid params for {method}"),
-        };
+    fn invalid_params(id: RequestId, message: String) -> Self {
         Self {
             id: Some(id),
             code: ErrorCode::INVALID_PARAMS,
@@ -473,14 +469,9 @@ fn judge_message(message: ClientJsonRpcMessage) -> Verdict {
     match &message {
         JsonRpcMessage::Request(request) => {
             if let ClientRequest::CustomRequest(custom) = &request.request
-                && let Some(check) = request_check(&custom.method)
+                && let Some(message) = misfit(&custom.method, custom.params.as_ref())
             {
-                let detail = check(&request_value(&custom.method, custom.params.as_ref()));
-                return Verdict::Answer(Refusal::invalid_params(
-                    request.id.clone(),
-                    &custom.method,
-                    detail.as_ref(),
-                ));
+                return Verdict::Answer(Refusal::invalid_params(request.id.clone(), message));
             }
             Verdict::Pass(message)
         }
@@ -549,7 +540,10 @@ fn judge_value(value: &Value) -> Verdict {
     if let Some(check) = request_check(method)
         && let Some(detail) = check(&request_value(method, object.get("params")))
     {
-        return Verdict::Answer(Refusal::invalid_params(id, method, Some(&detail)));
+        return Verdict::Answer(Refusal::invalid_params(
+            id,
+            invalid_params_message(method, Some(&detail)),
+        ));
     }
     let why = if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         "jsonrpc must be \"2.0\""
@@ -557,6 +551,25 @@ fn judge_value(value: &Value) -> Verdict {
         "not a request this server can read"
     };
     Verdict::Answer(Refusal::invalid_request(Some(id), why))
+}
+
+/// The `-32602` message for a request that rmcp read as a [`CustomRequest`] although its
+/// method is one rmcp reads into a type of its own (every [`ClientRequest`] variant but the
+/// custom one): its params do not fit that type. `None` for a method rmcp does not know, a
+/// custom request proper.
+///
+/// [`CustomRequest`]: rmcp::model::CustomRequest
+pub(crate) fn misfit(method: &str, params: Option<&Value>) -> Option<String> {
+    let check = request_check(method)?;
+    let detail = check(&request_value(method, params));
+    Some(invalid_params_message(method, detail.as_ref()))
+}
+
+fn invalid_params_message(method: &str, detail: Option<&serde_json::Error>) -> String {
+    match detail {
+        Some(detail) => format!("Invalid params for {method}: {}", shorten(detail)),
+        None => format!("Invalid params for {method}"),
+    }
 }
 
 /// `{"method": method, "params": params}`, without `params` when there are none.

@@ -1015,26 +1015,8 @@ async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_princip
 
 /// Opens a legacy session with `token`; its id.
 async fn open_session(raw: &RawHttp, token: &str) -> Result<String, Failure> {
-    let bearer = format!("Bearer {token}");
-    let init = raw.initialize(&[("authorization", &bearer)]).await?;
-    assert_eq!(init.status, 200, "{init:?}");
-    let session = init
-        .header("mcp-session-id")
-        .ok_or("no session")?
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let reply = raw
-        .post(
-            &[
-                ("authorization", &bearer),
-                ("mcp-session-id", &session),
-                ("mcp-protocol-version", "2025-06-18"),
-            ],
-            &initialized,
-        )
-        .await?;
-    assert_eq!(reply.status, 202, "{reply:?}");
-    Ok(session)
+    raw.open_session(&[("authorization", &format!("Bearer {token}"))])
+        .await
 }
 
 /// Sends a legacy `tools/call` in `session` and reads its event stream until the server asks

@@ -150,6 +150,96 @@ async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<
     Ok(())
 }
 
+/// rmcp reads a request whose params do not fit its method as a custom request of that name:
+/// the guard answers it `-32602` with its id, in a session and in a 2026-07-28 call alike; it
+/// reaches neither the store nor the audit trail, and the session serves on.
+#[tokio::test]
+async fn over_http_params_that_do_not_fit_are_invalid_params_and_save_nothing()
+-> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (server, db) = start(dir.path(), &[]).await?;
+    let file = FileView::new(&db);
+    let before = file.snapshot()?;
+    let raw = RawHttp::new(&server.url);
+    let session = raw.open_session(&[]).await?;
+    let in_session = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "misfit"});
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let era_2026 = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "adjust_stock"),
+    ];
+    let cases = [
+        (
+            &in_session[..],
+            "tools/call",
+            json!({"name": "adjust_stock", "arguments": [1]}),
+        ),
+        (
+            &in_session[..],
+            "tools/call",
+            json!({"name": "adjust_stock", "arguments": arguments, "requestState": 123}),
+        ),
+        (
+            &in_session[..],
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"elicitation": true},
+                   "clientInfo": {"name": "raw-http", "version": "1"}}),
+        ),
+        (
+            &era_2026[..],
+            "tools/call",
+            json!({"name": "adjust_stock", "arguments": arguments, "requestState": 123,
+                   "inputResponses": {}, "_meta": meta}),
+        ),
+        (
+            &era_2026[..],
+            "tools/call",
+            json!({"name": "adjust_stock", "arguments": [1], "_meta": meta}),
+        ),
+    ];
+    for (i, (headers, method, params)) in cases.iter().enumerate() {
+        let id = 100 + i;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let reply = raw.post(headers, &body).await?;
+        assert_eq!(reply.status, 200, "{params} -> {reply:?}");
+        let message = reply.message().ok_or("no message")?;
+        assert_eq!(message["id"], json!(id), "{params} -> {message}");
+        assert_eq!(
+            message["error"]["code"],
+            json!(-32602),
+            "{params} -> {message}"
+        );
+        let text = message["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with(&format!("Invalid params for {method}")),
+            "{text}"
+        );
+    }
+    // The session serves on: a read in it is answered.
+    let read = json!({"jsonrpc": "2.0", "id": 200, "method": "tools/call",
+                      "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
+    let reply = raw.post(&in_session, &read).await?;
+    let (is_error, text) = reply.tool_result().ok_or("no result")?;
+    assert!(!is_error, "{text}");
+    assert!(text.contains("TLS-002"), "{text}");
+    assert_eq!(file.snapshot()?, before);
+    assert!(
+        server.log.outcomes().is_empty(),
+        "{:?}",
+        server.log.outcomes()
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn an_invented_legacy_session_is_not_found_and_saves_nothing() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;

@@ -313,8 +313,9 @@ async fn unknown_tools_are_protocol_errors(era: Era) {
     assert!(h.asked().is_empty());
 }
 
-/// A raw JSON-RPC client on the legacy handshake, for requests rmcp's typed client cannot send.
-async fn raw_exchange<S: ServerHandler>(server: S, calls: &[Value]) -> Vec<Value> {
+/// A raw JSON-RPC client on the legacy handshake, for requests rmcp's typed client cannot send:
+/// each of `requests` (`{"method", "params"}`) gets the next id, and its reply is returned.
+async fn raw_exchange<S: ServerHandler>(server: S, requests: &[Value]) -> Vec<Value> {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
@@ -339,9 +340,13 @@ async fn raw_exchange<S: ServerHandler>(server: S, calls: &[Value]) -> Vec<Value
     let _init = lines.next_line().await.unwrap().unwrap();
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     let mut replies = Vec::new();
-    for (i, params) in calls.iter().enumerate() {
-        send(json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": params}))
-            .await;
+    for (i, request) in requests.iter().enumerate() {
+        let mut message = json!({"jsonrpc": "2.0", "id": i + 1});
+        message
+            .as_object_mut()
+            .unwrap()
+            .extend(request.as_object().unwrap().clone());
+        send(message).await;
         let line = lines.next_line().await.unwrap().unwrap();
         replies.push(serde_json::from_str(&line).unwrap());
     }
@@ -367,13 +372,13 @@ async fn non_object_arguments_are_refused_without_a_panic() {
     // A control over the same connection: object arguments do reach the guard, which refuses
     // these (too deep) and records it.
     let control = json!({"name": "add_row", "arguments": {"name": "a", "value": deep}});
-    let mut all = calls.to_vec();
-    all.push(control);
+    let mut all: Vec<Value> = calls.iter().map(tools_call).collect();
+    all.push(tools_call(&control));
     let replies = raw_exchange(guard, &all).await;
     for (call, reply) in calls.iter().zip(&replies) {
-        // rmcp refuses these while reading the request, before the guard: a JSON-RPC error
-        // (rmcp 3.11 answers -32601 for a `tools/call` whose params do not parse).
-        assert!(reply["error"]["code"].is_i64(), "{call} -> {reply}");
+        // rmcp reads these as custom requests named `tools/call`; the guard answers them as
+        // invalid params and they reach neither the write path nor the inner server.
+        assert_eq!(reply["error"]["code"], json!(-32602), "{call} -> {reply}");
         assert!(reply.get("result").is_none(), "{call} -> {reply}");
     }
     let control_reply = &replies[calls.len()];
@@ -385,6 +390,100 @@ async fn non_object_arguments_are_refused_without_a_panic() {
     assert_eq!(fixture.snapshot(), crate::common::State::default());
     // Nothing but the control reached the guard's write path.
     assert_eq!(audit.outcomes(), vec![Outcome::BadArguments]);
+}
+
+fn tools_call(params: &Value) -> Value {
+    json!({"method": "tools/call", "params": params})
+}
+
+/// The fixture behind a dispatcher that runs any custom request named `tools/call` as a tool
+/// call: a server that would be written through if a misfit `tools/call` reached it.
+#[derive(Clone, Default)]
+struct Dispatcher {
+    fixture: Fixture,
+    custom: Arc<parking_lot::Mutex<Vec<String>>>,
+}
+
+impl ServerHandler for Dispatcher {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        self.fixture.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        self.fixture.list_tools(request, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        self.fixture.call_tool(request, context).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, rmcp::ErrorData> {
+        self.custom.lock().push(request.method.clone());
+        let params = request.params.clone().unwrap_or_default();
+        if let Some(name) = params["name"].as_str() {
+            let mut call = rmcp::model::CallToolRequestParams::new(name.to_owned());
+            call.arguments = params["arguments"].as_object().cloned();
+            self.fixture.call_tool(call, context).await?;
+        }
+        Ok(rmcp::model::CustomResult::new(
+            json!({"echo": request.method}),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
+    let inner = Dispatcher::default();
+    let audit = MemorySink::new();
+    let guard = WriteGuard::builder(inner.clone())
+        .writes_enabled(true)
+        .audit(Arc::new(audit.clone()))
+        .build();
+    let add = json!({"name": "add", "value": 1});
+    let requests = [
+        tools_call(&json!({"name": "add_row", "arguments": [1]})),
+        tools_call(&json!({"name": "add_row", "arguments": add, "requestState": 123})),
+        tools_call(&json!({"name": "add_row", "arguments": add, "inputResponses": [true]})),
+        json!({"method": "resources/read", "params": {"uri": ["fixture://readme"]}}),
+        json!({"method": "prompts/get", "params": {"name": 1}}),
+        // A custom request proper passes through, as before.
+        json!({"method": "acme/echo", "params": {"name": "add_row", "arguments": add}}),
+    ];
+    let replies = raw_exchange(guard, &requests).await;
+    let misfits = requests.len() - 1;
+    for (request, reply) in requests.iter().zip(&replies).take(misfits) {
+        assert_eq!(
+            reply["error"]["code"],
+            json!(-32602),
+            "{request} -> {reply}"
+        );
+        let message = reply["error"]["message"].as_str().unwrap();
+        let method = request["method"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("Invalid params for {method}")),
+            "{message}"
+        );
+    }
+    assert_eq!(replies[misfits]["result"], json!({"echo": "acme/echo"}));
+    // Only the custom request proper reached the inner server (which ran it as a call: the
+    // one write in the fixture). Nothing else was written, previewed or recorded.
+    assert_eq!(*inner.custom.lock(), vec!["acme/echo".to_owned()]);
+    let state = inner.fixture.snapshot();
+    assert_eq!(state.rows.get("add"), Some(&1), "{state:?}");
+    assert_eq!((state.applies, state.previews), (1, 0), "{state:?}");
+    assert!(audit.outcomes().is_empty(), "{:?}", audit.outcomes());
 }
 
 #[tokio::test]
