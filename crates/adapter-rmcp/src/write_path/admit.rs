@@ -47,7 +47,8 @@ pub(super) struct Admitted {
 
 impl<S: ServerHandler> WriteGuard<S> {
     /// Weighs the gates in mcp-write-guard-core's order. The guard's own round-trip fields are taken
-    /// out of `request` here, so they never reach the inner tool.
+    /// out of `request` here, so they never reach the inner tool, and so are the arguments, which
+    /// only the capture holds from here on.
     pub(super) async fn admit(
         &self,
         call: &mut Call,
@@ -69,7 +70,10 @@ impl<S: ServerHandler> WriteGuard<S> {
             None => true,
             Some(scope) => resolver.grants(&who, scope),
         };
-        let args = CapturedArgs::capture(request.arguments.as_ref(), &self.shared.policy.limits);
+        // The arguments move into the capture: from here on the request carries none, and the
+        // preview and the apply are each handed a copy of the captured ones.
+        let args =
+            CapturedArgs::capture_owned(request.arguments.take(), &self.shared.policy.limits);
         if let Ok(args) = &args {
             call.digest = Some(args.digest());
         }
