@@ -31,6 +31,19 @@ pub enum Era {
 impl Era {
     /// Both eras, for tests that must hold in each.
     pub const ALL: [Era; 2] = [Era::Legacy, Era::Rounds];
+
+    /// The era's name on a command line and in reports: `legacy` or `2026-07-28`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Rounds => "2026-07-28",
+        }
+    }
+
+    /// The era named `name` ([`Era::name`]).
+    pub fn from_name(name: &str) -> Option<Era> {
+        Era::ALL.into_iter().find(|era| era.name() == name)
+    }
 }
 
 /// A seeded store on a temporary file.

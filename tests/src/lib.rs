@@ -7,6 +7,7 @@
 //! chromium.
 
 mod browser;
+pub mod cli;
 mod fixture;
 mod race;
 mod raw;

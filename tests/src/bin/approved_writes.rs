@@ -49,7 +49,11 @@ use rmcp::{
     transport::TokioChildProcess,
 };
 use serde_json::{Value, json};
-use workspace_tests::{Answer, Client, Era, Failure, ScriptedUser, call, is_error, message};
+use workspace_tests::{
+    Answer, Client, Era, Failure, ScriptedUser, call,
+    cli::{default_server, log_tail, parse_count},
+    is_error, message,
+};
 
 const USAGE: &str = "usage: approved-writes [--writes N] [--reads M] [--warmup W] [--runs R] \
                      [--era legacy|2026-07-28] [--server PATH] [--dir DIR] [--seed DIR] \
@@ -112,37 +116,8 @@ struct Figures {
     from_answer: Duration,
 }
 
-fn era_name(era: Era) -> &'static str {
-    match era {
-        Era::Legacy => "legacy",
-        Era::Rounds => "2026-07-28",
-    }
-}
-
 fn parse_era(value: &str) -> Result<Era, String> {
-    match value {
-        "legacy" => Ok(Era::Legacy),
-        "2026-07-28" => Ok(Era::Rounds),
-        other => Err(format!("unknown era {other:?} (legacy or 2026-07-28)")),
-    }
-}
-
-fn parse_count(flag: &str, value: &str, least: u32) -> Result<u32, String> {
-    match value.parse::<u32>() {
-        Ok(n) if n >= least => Ok(n),
-        _ => Err(format!(
-            "{flag} takes a whole number of at least {least}, not {value:?}"
-        )),
-    }
-}
-
-/// `store-server` in the directory of this executable.
-fn default_server() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let dir = exe
-        .parent()
-        .ok_or_else(|| format!("{} has no directory", exe.display()))?;
-    Ok(dir.join(format!("store-server{}", std::env::consts::EXE_SUFFIX)))
+    Era::from_name(value).ok_or_else(|| format!("unknown era {value:?} (legacy or 2026-07-28)"))
 }
 
 fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
@@ -314,16 +289,6 @@ async fn measure(
     })
 }
 
-/// The last lines of the server's log, for an error message.
-fn log_tail(path: &Path) -> String {
-    let log = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = log.lines().collect();
-    lines
-        .get(lines.len().saturating_sub(20)..)
-        .unwrap_or_default()
-        .join("\n")
-}
-
 /// One run: a new server on a new file.
 async fn run(options: &Options, target: Target<'_>, era: Era) -> Result<Figures, Failure> {
     let dir = tempfile::tempdir_in(&options.dir)?;
@@ -419,7 +384,7 @@ async fn main() -> ExitCode {
         options.runs
     );
     for &era in &options.eras {
-        let name = era_name(era);
+        let name = era.name();
         let mut targets = vec![Target::Reference(&options.server)];
         if let (Some(dir), Era::Legacy) = (&options.seed, era) {
             targets.push(Target::Seed {

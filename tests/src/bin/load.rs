@@ -90,8 +90,9 @@ use rmcp::{model::CallToolResult, transport::StreamableHttpClientTransport};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use workspace_tests::{
-    Answer, Client, Era, Failure, FileView, ScriptedUser, Snapshot, call, connect_over,
-    enveloped_data, is_error, message, text,
+    Answer, Client, Era, Failure, FileView, ScriptedUser, Snapshot, call,
+    cli::{default_server, log_tail, parse_count},
+    connect_over, enveloped_data, is_error, message, text,
 };
 
 const USAGE: &str = "usage: load [--clients C] [--writes N] [--reads R] \
@@ -124,40 +125,14 @@ struct Options {
     max_sessions: Option<u32>,
 }
 
-fn era_name(era: Era) -> &'static str {
-    match era {
-        Era::Legacy => "legacy",
-        Era::Rounds => "2026-07-28",
-    }
-}
-
 fn parse_eras(value: &str) -> Result<Vec<Era>, String> {
-    match value {
-        "legacy" => Ok(vec![Era::Legacy]),
-        "2026-07-28" => Ok(vec![Era::Rounds]),
-        "both" => Ok(Era::ALL.to_vec()),
-        other => Err(format!(
+    match (value, Era::from_name(value)) {
+        ("both", _) => Ok(Era::ALL.to_vec()),
+        (_, Some(era)) => Ok(vec![era]),
+        (other, None) => Err(format!(
             "unknown era {other:?} (legacy, 2026-07-28 or both)"
         )),
     }
-}
-
-fn parse_count(flag: &str, value: &str, least: u32) -> Result<u32, String> {
-    match value.parse::<u32>() {
-        Ok(n) if n >= least => Ok(n),
-        _ => Err(format!(
-            "{flag} takes a whole number of at least {least}, not {value:?}"
-        )),
-    }
-}
-
-/// `store-server` in the directory of this executable.
-fn default_server() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let dir = exe
-        .parent()
-        .ok_or_else(|| format!("{} has no directory", exe.display()))?;
-    Ok(dir.join(format!("store-server{}", std::env::consts::EXE_SUFFIX)))
 }
 
 fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
@@ -658,16 +633,6 @@ async fn start_server(options: &Options, db: &Path, log: &Path) -> Result<Server
     Err(last.into())
 }
 
-/// The last lines of the server's log, for an error message.
-fn log_tail(path: &Path) -> String {
-    let log = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = log.lines().collect();
-    lines
-        .get(lines.len().saturating_sub(20)..)
-        .unwrap_or_default()
-        .join("\n")
-}
-
 /// A fresh store file, created and seeded by the server's code, with each client's products;
 /// returns every product's stock.
 fn make_store(path: &Path, clients: u32) -> Result<BTreeMap<String, i64>, Failure> {
@@ -1002,7 +967,7 @@ async fn main() -> ExitCode {
     );
     let mut failed = false;
     for &era in &options.eras {
-        let name = era_name(era);
+        let name = era.name();
         match run_era(&options, era).await {
             Ok(report) => {
                 print_report(name, &report);

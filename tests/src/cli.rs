@@ -1,0 +1,33 @@
+//! What the workspace's bench binaries (`approved-writes`, `load`) share: their options' numbers,
+//! where the server binary is, what its log said last.
+
+use std::path::{Path, PathBuf};
+
+/// `value` of option `flag` as a whole number of at least `least`.
+pub fn parse_count(flag: &str, value: &str, least: u32) -> Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(n) if n >= least => Ok(n),
+        _ => Err(format!(
+            "{flag} takes a whole number of at least {least}, not {value:?}"
+        )),
+    }
+}
+
+/// `store-server` in the directory of the running executable (cargo builds both into one).
+pub fn default_server() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| format!("{} has no directory", exe.display()))?;
+    Ok(dir.join(format!("store-server{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// The last 20 lines of the log at `path` (nothing if it cannot be read).
+pub fn log_tail(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines
+        .get(lines.len().saturating_sub(20)..)
+        .unwrap_or_default()
+        .join("\n")
+}
