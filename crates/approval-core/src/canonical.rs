@@ -697,6 +697,28 @@ mod tests {
     }
 
     #[test]
+    fn every_character_to_escape_is_escaped_however_many_a_string_holds() {
+        // Whether a string needs escaping is decided over all its bytes at once: two, three or
+        // four such characters, in any order and with text between them, are each escaped.
+        let specials = ['"', '\\', '\n', '\u{01}', '\u{1f}'];
+        let mut texts = Vec::new();
+        for a in specials {
+            for b in specials {
+                texts.push(format!("{a}{b}"));
+                texts.push(format!("x{a}y{b}z"));
+                for c in specials {
+                    texts.push(format!("{a}{b}{c}"));
+                    texts.push(format!("{a}{b}{c}{a}"));
+                }
+            }
+        }
+        for text in texts {
+            let oracle = serde_json_canonicalizer::to_string(&json!(text)).unwrap();
+            assert_eq!(canon(&json!(text)), oracle, "{text:?}");
+        }
+    }
+
+    #[test]
     fn keys_sort_by_utf16_code_units() {
         // U+1F600 is the surrogate pair D83D DE00 in UTF-16, so it sorts before U+FF61, though
         // its UTF-8 bytes (F0 …) sort after those of U+FF61 (EF …).

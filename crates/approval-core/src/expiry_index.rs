@@ -260,6 +260,67 @@ mod tests {
         }
     }
 
+    /// The expiries in each lane, lane by lane.
+    fn lanes(index: &ExpiryIndex) -> Vec<Vec<i128>> {
+        let lane = |lane: &VecDeque<Item>| lane.iter().map(|(at, _, _)| *at).collect();
+        index.lanes.iter().map(lane).collect()
+    }
+
+    #[test]
+    fn an_item_joins_the_lane_whose_last_item_is_the_latest_not_after_it() {
+        let mut index = ExpiryIndex::default();
+        index.push((10, 0, key(0)));
+        index.push((5, 1, key(1)));
+        index.push((6, 2, key(2)));
+        assert_eq!(lanes(&index), vec![vec![10], vec![5, 6]]);
+        // The first lane empties (its record was replaced) and takes the next early item.
+        index.retain(|(_, inserted, _)| *inserted != 0);
+        index.push((3, 3, key(3)));
+        assert_eq!(lanes(&index), vec![vec![3], vec![5, 6]]);
+        // Both lanes end before 8; the second ends later, so 8 joins it, leaving the first
+        // free for anything from 3 on.
+        index.push((8, 4, key(4)));
+        assert_eq!(lanes(&index), vec![vec![3], vec![5, 6, 8]]);
+        index.push((4, 5, key(5)));
+        assert_eq!(lanes(&index), vec![vec![3, 4], vec![5, 6, 8]]);
+        assert!(index.heap.is_empty());
+    }
+
+    #[test]
+    fn nothing_is_due_in_an_empty_index_and_the_bound_moves_past_a_drain() {
+        let mut index = ExpiryIndex::default();
+        assert_eq!(index.due, None);
+        index.push((100, 0, key(0)));
+        index.push((200, 1, key(1)));
+        assert_eq!(index.due, Some(100));
+        let mut drained = Vec::new();
+        index.drain_due(100, |(at, _, _)| drained.push(at));
+        assert_eq!(drained, vec![100], "an item is due at its expiry instant");
+        assert_eq!(index.due, Some(101));
+        index.drain_due(200, |(at, _, _)| drained.push(at));
+        assert_eq!(drained, vec![100, 200]);
+        // Empty again: no bound, so the next purge takes no scan.
+        assert_eq!(index.due, None);
+    }
+
+    #[test]
+    fn capacity_counts_the_room_in_lanes_and_heap() {
+        let mut index = ExpiryIndex::default();
+        // One item in each lane, then a hundred ever earlier ones that only the heap takes.
+        for i in 0..LANES as u64 {
+            index.push((-(i as i128), i, key(i)));
+        }
+        for i in 0..100u64 {
+            index.push((-1000 - i as i128, 100 + i, key(i)));
+        }
+        assert_eq!(index.heap.len(), 100);
+        let len = index.len();
+        assert_eq!(len, LANES + 100);
+        let capacity = index.capacity();
+        assert!(capacity >= len, "room for {capacity} of {len} items");
+        assert!(capacity < 4 * len, "room for {capacity} of {len} items");
+    }
+
     #[test]
     fn runs_in_order_use_lanes_and_the_rest_the_heap() {
         let mut index = ExpiryIndex::default();

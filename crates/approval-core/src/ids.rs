@@ -380,6 +380,7 @@ mod tests {
     fn digest_hex_round_trips() {
         let d = ArgsDigest::from_bytes([0xab; 32]);
         assert_eq!(d.to_string(), "ab".repeat(32));
+        assert_eq!(format!("{d:?}"), format!("ArgsDigest({})", "ab".repeat(32)));
         assert_eq!(d.to_string().parse::<ArgsDigest>().unwrap(), d);
         let json = serde_json::to_string(&d).unwrap();
         assert_eq!(json, format!("\"{}\"", "ab".repeat(32)));
@@ -486,6 +487,31 @@ mod tests {
         assert_ne!(first, [0; 16]);
         // What is left is random, not zero (a 0 chance of 2^-128 per 16 bytes).
         assert!(rest.chunks(16).all(|chunk| chunk.iter().any(|&b| b != 0)));
+    }
+
+    #[test]
+    fn a_batch_gives_every_one_of_its_ids_before_the_next_is_fetched() {
+        const PER_BATCH: usize = entropy::POOL_BYTES / 16;
+        // A thread of its own: a fresh pool, whatever else this test thread drew.
+        std::thread::spawn(|| {
+            let next = || entropy::peek(|_, next| next);
+            assert_eq!(next(), entropy::POOL_BYTES, "a new thread has no batch yet");
+            let first = entropy::bytes16().unwrap();
+            assert_eq!(next(), 16);
+            let mut ids = vec![first];
+            for i in 2..=PER_BATCH {
+                ids.push(entropy::bytes16().unwrap());
+                assert_eq!(next(), 16 * i, "id {i} of the batch");
+            }
+            // The batch is used up: the next id starts a new one.
+            ids.push(entropy::bytes16().unwrap());
+            assert_eq!(next(), 16);
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), PER_BATCH + 1);
+        })
+        .join()
+        .unwrap();
     }
 
     mod props {

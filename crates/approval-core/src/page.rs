@@ -892,6 +892,58 @@ mod tests {
     }
 
     #[test]
+    fn refusal_names_are_pinned() {
+        use PageRefusal::*;
+        for (refusal, name) in [
+            (Csrf, "csrf"),
+            (NotSignedIn, "not-signed-in"),
+            (OtherPerson, "other-person"),
+            (Answered, "answered"),
+            (Withdrawn, "withdrawn"),
+            (Expired, "expired"),
+            (Unknown, "unknown"),
+            (Unavailable, "store"),
+        ] {
+            assert_eq!(refusal.as_str(), name);
+        }
+    }
+
+    #[test]
+    fn a_closed_page_is_kept_past_its_clock_by_what_was_left_and_at_least_a_second() {
+        let f = fixture();
+        let (_, page) = f.open();
+        let now = f.clock.now();
+        let left = page.expires_at - now;
+        assert_eq!(left, time::Duration::seconds(120));
+        assert_eq!(keep_until(&page, now), page.expires_at + left);
+        // Closed at or after the clock's end: kept a second, so the marker is still stored.
+        for late in [
+            page.expires_at,
+            page.expires_at + time::Duration::seconds(30),
+        ] {
+            assert_eq!(keep_until(&page, late), late + time::Duration::SECOND);
+        }
+    }
+
+    #[test]
+    fn a_page_gone_before_its_clock_ran_out_reads_withdrawn_then_expired() {
+        let f = fixture();
+        let (pending, _) = f.open();
+        let id = *pending.page().unwrap();
+        // Taken without the marker a withdrawal writes, as when writing the marker failed.
+        assert!(
+            ready(f.store.take(&id.key(), f.clock.now()))
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(f.show(&id.to_string()), PageView::Withdrawn);
+        f.clock.advance(time::Duration::milliseconds(119_999));
+        assert_eq!(f.show(&id.to_string()), PageView::Withdrawn);
+        f.clock.advance(time::Duration::milliseconds(1));
+        assert_eq!(f.show(&id.to_string()), PageView::Expired);
+    }
+
+    #[test]
     fn a_withdrawn_page_takes_no_answer() {
         let f = fixture();
         let (pending, page) = f.open();

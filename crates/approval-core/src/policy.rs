@@ -68,3 +68,24 @@ impl ApprovalPolicy {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_setter_sets_its_field_and_only_it() {
+        let default = ApprovalPolicy::default();
+        let limits = ArgLimits::new(2048, 3);
+        let policy = default.clone().with_limits(limits);
+        assert_eq!(policy.limits, limits);
+        assert_ne!(default.limits, limits);
+        assert_eq!(
+            ApprovalPolicy {
+                limits: default.limits,
+                ..policy
+            },
+            default
+        );
+    }
+}

@@ -306,6 +306,13 @@ mod tests {
 
     const MAX: usize = DEFAULT_MAX_RENDERED_CHARS;
 
+    #[test]
+    fn a_rendered_value_reads_the_same_as_text_and_as_a_str() {
+        let rendered = render_value(&json!("a\u{202e}b"), MAX);
+        assert_eq!(rendered.to_string(), "\"a\\u{202E}b\"");
+        assert_eq!(rendered.as_ref(), rendered.to_string());
+    }
+
     fn string(s: &str) -> String {
         render_value(&Value::String(s.to_owned()), 10_000).to_string()
     }

@@ -504,7 +504,8 @@ impl MemoryStore {
             // The same expiry (a used record put back as it was, on every replayed attempt):
             // the entry keeps its slot and its item in `by_expiry`, which stays valid, so
             // replaying a spent token adds nothing to the index.
-            Some((held, expires_at)) if expires_at > now && expires_at == found.get().slot.0 => {
+            // (After `now`: the entry was live.)
+            Some((held, expires_at)) if expires_at == found.get().slot.0 => {
                 let entry = found.get_mut();
                 entry.held = held;
                 entry.owner = None;
@@ -545,9 +546,7 @@ impl MemoryStore {
     fn purge_now(&self, now: OffsetDateTime) -> usize {
         let mut inner = self.inner.lock();
         let removed = inner.purge(now.unix_timestamp_nanos());
-        inner
-            .per_principal
-            .retain(|_, count| count.load(Relaxed) > 0);
+        inner.forget_idle();
         let room = 2 * inner.entries.len() + COMPACT_FLOOR;
         inner.shrink(room);
         removed
@@ -605,10 +604,15 @@ impl Inner {
             });
         }
         if self.per_principal.len() > floor {
-            self.per_principal
-                .retain(|_, count| count.load(Relaxed) > 0);
+            self.forget_idle();
         }
         self.shrink(4 * floor);
+    }
+
+    /// Forgets every principal that holds no entry.
+    fn forget_idle(&mut self) {
+        self.per_principal
+            .retain(|_, count| count.load(Relaxed) > 0);
     }
 
     /// Gives back memory once a structure has room for more than `room` items.
@@ -718,6 +722,27 @@ mod tests {
         OffsetDateTime::UNIX_EPOCH + Duration::seconds(s)
     }
 
+    #[test]
+    fn a_key_hashes_as_its_kind_then_its_id() {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let hasher = std::collections::hash_map::RandomState::new();
+        let of = |hash: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut state = hasher.build_hasher();
+            hash(&mut state);
+            state.finish()
+        };
+        for (kind, id) in [(RecordKind::Token, "a"), (RecordKind::Page, "b.receipt")] {
+            let key = StoreKey::new(kind, id);
+            let derived = of(&|state| {
+                kind.hash(state);
+                id.hash(state);
+            });
+            assert_eq!(of(&|state| key.hash(state)), derived);
+            let shared = StoreKey::from_shared(kind, Arc::from(id));
+            assert_eq!(of(&|state| shared.hash(state)), derived);
+        }
+    }
+
     fn key(i: usize) -> StoreKey {
         StoreKey::new(RecordKind::Token, format!("k{i}"))
     }
@@ -763,6 +788,184 @@ mod tests {
         assert_eq!(store.len(), 1);
         assert_eq!(store.live_count(&p, expires - Duration::milliseconds(1)), 1);
         assert_eq!(store.live_count(&p, expires), 0);
+    }
+
+    #[test]
+    fn a_cap_of_zero_refuses_every_principal_from_the_first_entry() {
+        let store = MemoryStore::with_caps(0, DEFAULT_MAX_ENTRIES);
+        let p = Principal::new("p");
+        assert_eq!(
+            ready(store.insert(key(0), &p, json!(0), t(10), t(0))),
+            Err(StoreError::PrincipalCapReached { cap: 0 })
+        );
+        assert!(store.is_empty());
+        // A tombstone counts against no cap.
+        assert_eq!(
+            ready(store.insert_tombstone(key(1), &p, json!(1), t(10), t(0))),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn an_expired_entry_is_never_handed_out_even_if_the_purge_missed_it() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        for i in 0..2 {
+            ready(store.insert(key(i), &p, json!(i), t(10), t(0))).unwrap();
+        }
+        // The expiry index loses its items: nothing purges these entries any more.
+        store.inner.lock().by_expiry = ExpiryIndex::default();
+        assert_eq!(ready(store.get(&key(0), t(10))).unwrap(), None);
+        assert_eq!(ready(store.take(&key(0), t(10))).unwrap(), None);
+        let taken = store.take_and_replace(&key(1), t(10).unix_timestamp_nanos(), |held| {
+            (held.is_some(), None)
+        });
+        assert!(!taken);
+        // A moment before, they were live.
+        assert_eq!(
+            ready(store.get(&key(0), t(10) - Duration::nanoseconds(1))).unwrap(),
+            Some(json!(0))
+        );
+    }
+
+    #[test]
+    fn a_replacement_that_expires_by_now_is_not_kept() {
+        let store = MemoryStore::new();
+        let p = Principal::new("p");
+        let now = t(5).unix_timestamp_nanos();
+        for (i, until) in [(0, now - 1), (1, now), (2, now + 1)] {
+            ready(store.insert(key(i), &p, json!(i), t(10), t(0))).unwrap();
+            let had = store.take_and_replace(&key(i), now, |held| {
+                (held.is_some(), Some((Held::Json(json!("used")), until)))
+            });
+            assert!(had);
+        }
+        let inner = store.inner.lock();
+        let kept: Vec<_> = inner.entries.keys().cloned().collect();
+        assert_eq!(kept, vec![key(2)], "only the replacement that outlives now");
+        drop(inner);
+        assert_eq!(store.len(), 1);
+        assert_eq!(
+            ready(store.get(&key(2), t(5))).unwrap(),
+            Some(json!("used"))
+        );
+    }
+
+    #[test]
+    fn an_explicit_purge_keeps_the_count_of_a_principal_that_holds_entries() {
+        let store = MemoryStore::with_caps(2, DEFAULT_MAX_ENTRIES);
+        let (p, q) = (Principal::new("p"), Principal::new("q"));
+        ready(store.insert(key(0), &p, json!(0), t(100), t(0))).unwrap();
+        ready(store.insert(key(1), &p, json!(1), t(100), t(0))).unwrap();
+        ready(store.insert(key(2), &q, json!(2), t(5), t(0))).unwrap();
+        // q's entry expires and q is forgotten; p, at its cap, is not.
+        assert_eq!(ready(store.purge_expired(t(10))).unwrap(), 1);
+        assert_eq!(store.inner.lock().per_principal.len(), 1);
+        assert_eq!(
+            ready(store.insert(key(3), &p, json!(3), t(100), t(10))),
+            Err(StoreError::PrincipalCapReached { cap: 2 })
+        );
+        assert_eq!(store.live_count(&p, t(10)), 2);
+    }
+
+    /// The room the entries and the expiry index have, in items.
+    fn room(store: &MemoryStore) -> (usize, usize) {
+        let inner = store.inner.lock();
+        (inner.entries.capacity(), inner.by_expiry.capacity())
+    }
+
+    /// A peak of entries until `t(10)`, beside `LASTING` that last until `t(100)`.
+    const LASTING: usize = 50;
+
+    fn peak(store: &MemoryStore, p: &Principal) -> usize {
+        // One more than a multiple of COMPACT_EVERY: the insert after the peak is not one that
+        // compacts (and gives room back on its own).
+        let peak = 20 * COMPACT_FLOOR + 1;
+        assert!(!((peak + LASTING) as u64).is_multiple_of(COMPACT_EVERY));
+        for i in 0..LASTING {
+            ready(store.insert(key(peak + 1 + i), p, json!(i), t(100), t(0))).unwrap();
+        }
+        for i in 0..peak {
+            ready(store.insert(key(i), p, json!(i), t(10), t(0))).unwrap();
+        }
+        assert!(room(store).0 >= peak);
+        peak
+    }
+
+    #[test]
+    fn a_drained_peak_gives_its_room_back_without_an_explicit_purge() {
+        let store = MemoryStore::with_caps(usize::MAX, DEFAULT_MAX_ENTRIES);
+        let p = Principal::new("p");
+        let peak = peak(&store, &p);
+        // One ordinary insert after the peak expired purges it, and gives the room back.
+        ready(store.insert(key(peak), &p, json!(0), t(30), t(20))).unwrap();
+        assert_eq!(store.len(), LASTING + 1);
+        let (entries, index) = room(&store);
+        let bound = 4 * (LASTING + 1 + COMPACT_FLOOR);
+        assert!(entries <= bound, "{entries}");
+        assert!(index <= bound, "{index}");
+    }
+
+    #[test]
+    fn the_items_of_taken_entries_are_dropped_before_they_outnumber_the_floor() {
+        let store = MemoryStore::with_caps(usize::MAX, DEFAULT_MAX_ENTRIES);
+        let p = Principal::new("p");
+        for i in 0..LASTING {
+            ready(store.insert(key(i), &p, json!(i), t(1000), t(0))).unwrap();
+        }
+        // Each taken at once, long before it would expire: its item in the index goes stale.
+        for i in LASTING..LASTING + 10 * COMPACT_FLOOR {
+            ready(store.insert(key(i), &p, json!(i), t(1000), t(0))).unwrap();
+            assert!(ready(store.take(&key(i), t(0))).unwrap().is_some());
+            let items = store.inner.lock().by_expiry.len();
+            let bound = 2 * LASTING + COMPACT_FLOOR + COMPACT_EVERY as usize;
+            assert!(items <= bound, "{items} items for {LASTING} entries");
+        }
+        assert_eq!(store.len(), LASTING);
+    }
+
+    #[test]
+    fn idle_principals_are_forgotten_once_they_outnumber_the_floor() {
+        let store = MemoryStore::with_caps(2, DEFAULT_MAX_ENTRIES);
+        let busy = Principal::new("busy");
+        for i in 0..2 {
+            ready(store.insert(key(i), &busy, json!(i), t(1000), t(0))).unwrap();
+        }
+        let many = 5 * COMPACT_FLOOR;
+        for i in 0..many {
+            let p = Principal::new(format!("p{i}"));
+            ready(store.insert(key(10 + i), &p, json!(i), t(1000), t(0))).unwrap();
+            assert!(ready(store.take(&key(10 + i), t(0))).unwrap().is_some());
+            let principals = store.inner.lock().per_principal.len();
+            let bound = 2 + 2 + COMPACT_FLOOR + COMPACT_EVERY as usize;
+            assert!(principals <= bound, "{principals} principals remembered");
+        }
+        // Forgetting the idle ones did not forget the count of the one at its cap.
+        assert_eq!(
+            ready(store.insert(key(2), &busy, json!(2), t(1000), t(0))),
+            Err(StoreError::PrincipalCapReached { cap: 2 })
+        );
+        // An explicit purge forgets the rest, and gives their room back.
+        assert_eq!(ready(store.purge_expired(t(1))).unwrap(), 0);
+        let inner = store.inner.lock();
+        assert_eq!(inner.per_principal.len(), 1);
+        let room = inner.per_principal.capacity();
+        assert!(room <= 2 * COMPACT_FLOOR, "room for {room} principals");
+    }
+
+    #[test]
+    fn an_explicit_purge_gives_back_the_room_of_entries_taken_since() {
+        let store = MemoryStore::with_caps(usize::MAX, DEFAULT_MAX_ENTRIES);
+        let p = Principal::new("p");
+        let peak = peak(&store, &p);
+        // Taken, not expired: the purge finds nothing to remove, and still gives the room back.
+        for i in 0..peak {
+            assert!(ready(store.take(&key(i), t(1))).unwrap().is_some());
+        }
+        assert_eq!(ready(store.purge_expired(t(2))).unwrap(), 0);
+        assert_eq!(store.len(), LASTING);
+        let (entries, _) = room(&store);
+        assert!(entries <= 4 * (2 * LASTING + COMPACT_FLOOR), "{entries}");
     }
 
     #[test]
