@@ -13,8 +13,8 @@ use std::time::Duration;
 use mcp_write_guard_core::{APPROVE_FIELD, AnswerAction};
 use rmcp::{
     model::{
-        ElicitRequest, ElicitRequestParams, ElicitationSchema, InputRequest, InputRequests,
-        InputRequiredResult, InputResponses, ProtocolVersion,
+        ElicitRequest, ElicitRequestParams, ElicitationCapability, ElicitationSchema, InputRequest,
+        InputRequests, InputRequiredResult, InputResponses, ProtocolVersion,
     },
     service::{RequestContext, RoleServer, ServiceError},
 };
@@ -63,7 +63,12 @@ pub(crate) fn can_ask(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
         .and_then(|caps| caps.elicitation)
-        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+        .is_some_and(|e| asks_by_form(&e))
+}
+
+/// Form elicitation, declared as such or as `{}` (before modes, elicitation was forms).
+fn asks_by_form(declared: &ElicitationCapability) -> bool {
+    declared.form.is_some() || declared.url.is_none()
 }
 
 /// Whether the client declared URL-mode elicitation (the approval page).
@@ -202,6 +207,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_client_is_asked_by_form_unless_it_declared_url_mode_alone() {
+        for (declared, by_form) in [
+            (json!({}), true),
+            (json!({"form": {}}), true),
+            (json!({"form": {}, "url": {}}), true),
+            (json!({"url": {}}), false),
+        ] {
+            let capability: ElicitationCapability =
+                serde_json::from_value(declared.clone()).unwrap();
+            assert_eq!(asks_by_form(&capability), by_form, "{declared}");
+        }
+    }
 
     #[test]
     fn the_form_asks_for_one_required_boolean() {
