@@ -530,9 +530,22 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         notification: CustomNotification,
         context: NotificationContext<RoleServer>,
     ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.shared
-            .inner
-            .on_custom_notification(notification, context)
+        // Likewise a notification named after one of rmcp's own methods (a `tools/call` sent
+        // without an id): no one waits for an answer, so it is dropped.
+        let misfit = json_lines::is_rmcp_method(&notification.method);
+        async move {
+            if misfit {
+                tracing::warn!(
+                    method = %notification.method,
+                    "dropped a notification named after one of rmcp's own methods"
+                );
+            } else {
+                self.shared
+                    .inner
+                    .on_custom_notification(notification, context)
+                    .await;
+            }
+        }
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -1,7 +1,14 @@
 //! [`JsonLines`]: an rmcp server transport over any byte stream (stdio, a pipe, a socket) that
 //! answers bad frames instead of dropping them, and never ends a session because of one.
 
-use std::{borrow::Cow, fmt, io, sync::Arc};
+use std::{
+    borrow::Cow,
+    fmt, io,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use rmcp::{
     RoleServer,
@@ -56,7 +63,8 @@ const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
 /// | JSON, not an object (a number, a string, a batch array) | `-32600` Invalid Request, `id: null` | read on |
 /// | a request for a method rmcp knows whose params do not fit (`tools/call` with `arguments: [1]`, `initialize` with `capabilities.elicitation: true`) | `-32602` Invalid params, with the request's `id` | read on (a bad `initialize` leaves the server waiting for a good one) |
 /// | any other request rmcp cannot read (no `jsonrpc: "2.0"`, an `id` that is not a string or an integer) | `-32600`, with the `id` when it is a string or an integer, else `null` | read on |
-/// | a notification rmcp cannot read, or a malformed response | none (logged) | read on |
+/// | a notification rmcp cannot read, a notification named after one of rmcp's methods (a request sent without an `id`), or a malformed response | none (logged) | read on |
+/// | any line, once a write to the client has failed | none | the session ends (nobody reads the answers) |
 /// | a notification, a response or an error before the session has started | none (logged) | read on |
 /// | anything else | rmcp's own | |
 ///
@@ -121,6 +129,8 @@ pub struct JsonLines<R, W> {
     flush_owed: bool,
     lifecycle: Lifecycle,
     write: Arc<Mutex<Writer<W>>>,
+    /// Set when a write failed: nobody reads what the server sends any more.
+    broken: Arc<AtomicBool>,
 }
 
 impl<R, W> fmt::Debug for JsonLines<R, W> {
@@ -136,6 +146,7 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
     /// A transport reading lines from `read` and writing lines to `write`, with lines of at
     /// most [`DEFAULT_MAX_LINE_BYTES`].
     pub fn new(read: R, write: W) -> Self {
+        let broken = Arc::new(AtomicBool::new(false));
         Self {
             read: BufReader::new(read),
             line: Vec::new(),
@@ -149,12 +160,15 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
                 out: Vec::new(),
                 written: 0,
                 closed: false,
+                broken: Arc::clone(&broken),
             })),
+            broken,
         }
     }
 
-    /// Lines longer than `max_line_bytes` (without the line break) are answered with a parse
-    /// error and skipped without being kept.
+    /// Lines longer than `max_line_bytes` are answered with a parse error and skipped without
+    /// being kept. The line break (`\n` or `\r\n`) does not count; every other byte does, a
+    /// byte order mark included.
     #[must_use]
     pub fn with_max_line_bytes(mut self, max_line_bytes: usize) -> Self {
         self.max_line_bytes = max_line_bytes;
@@ -180,7 +194,8 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            if !self.answer_flushed().await {
+            // Once a write failed, answers would only pile up: the session ends.
+            if self.broken.load(Ordering::Acquire) || !self.answer_flushed().await {
                 return None;
             }
             let verdict = match self.read_line().await {
@@ -291,7 +306,7 @@ impl<R: AsyncRead + Unpin, W> JsonLines<R, W> {
             let read = if self.skipping {
                 self.skipping = newline.is_none();
                 None
-            } else if self.line.len().saturating_add(content.len()) > self.max_line_bytes {
+            } else if over_limit(&self.line, content, newline.is_some(), self.max_line_bytes) {
                 self.line.clear();
                 self.skipping = newline.is_none();
                 Some(Read::TooLong)
@@ -307,6 +322,19 @@ impl<R: AsyncRead + Unpin, W> JsonLines<R, W> {
     }
 }
 
+/// Whether `line`, the line read so far, then `content` is longer than `max` bytes. A `\r`
+/// before the `\n` belongs to the line break: a line may hold one byte more while its last
+/// byte is a `\r` that may turn out to be one.
+fn over_limit(line: &[u8], content: &[u8], ends_here: bool, max: usize) -> bool {
+    let len = line.len().saturating_add(content.len());
+    let last_is_cr = content.last().or(line.last()) == Some(&b'\r');
+    if ends_here {
+        len - usize::from(last_is_cr) > max
+    } else {
+        len > max.saturating_add(1) || (len > max && !last_is_cr)
+    }
+}
+
 /// The write half: whole lines, in order, even when a write is dropped half-way.
 struct Writer<W> {
     io: W,
@@ -314,6 +342,8 @@ struct Writer<W> {
     out: Vec<u8>,
     written: usize,
     closed: bool,
+    /// Set, with `closed`, when a write fails; shared with the reading side.
+    broken: Arc<AtomicBool>,
 }
 
 impl<W: AsyncWrite + Unpin> Writer<W> {
@@ -334,8 +364,21 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         self.drain().await
     }
 
-    /// Writes and flushes everything in `out`.
+    /// Writes and flushes everything in `out`. A failed write closes the writer and drops what
+    /// it held: later sends fail at once, and the reading side ends the session, instead of
+    /// keeping every later message for a reader that is gone.
     async fn drain(&mut self) -> io::Result<()> {
+        let result = self.write_out().await;
+        if result.is_err() {
+            self.closed = true;
+            self.broken.store(true, Ordering::Release);
+            self.out = Vec::new();
+            self.written = 0;
+        }
+        result
+    }
+
+    async fn write_out(&mut self) -> io::Result<()> {
         while let Some(rest) = self.out.get(self.written..).filter(|rest| !rest.is_empty()) {
             let n = self.io.write(rest).await?;
             if n == 0 {
@@ -477,10 +520,10 @@ fn judge_message(message: ClientJsonRpcMessage) -> Verdict {
         }
         JsonRpcMessage::Notification(notification) => {
             if let ClientNotification::CustomNotification(custom) = &notification.notification
-                && is_known_notification(&custom.method)
+                && is_rmcp_method(&custom.method)
             {
                 return Verdict::Drop(Cow::Owned(format!(
-                    "a {} notification whose params do not fit",
+                    "a {} notification that rmcp could not read as one",
                     custom.method
                 )));
             }
@@ -636,6 +679,13 @@ fn request_check(method: &str) -> Option<Check> {
         .iter()
         .find(|(known, _)| *known == method)
         .map(|(_, check)| *check)
+}
+
+/// Whether rmcp reads `method` into a request or notification type of its own: a custom
+/// notification of that name is one that did not fit (a notification whose params do not, or a
+/// request sent without an id), never a custom notification proper.
+pub(crate) fn is_rmcp_method(method: &str) -> bool {
+    request_check(method).is_some() || is_known_notification(method)
 }
 
 /// A method rmcp reads into its own notification type (every [`ClientNotification`] variant
@@ -873,9 +923,16 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":"x"}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/call","params":7}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}"#,
+            // A request sent without an id, params that fit and all: rmcp reads it as a
+            // custom notification named after the request.
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"add","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","method":"ping"}"#,
         ] {
             assert!(matches!(judge(line.as_bytes()), Verdict::Drop(_)), "{line}");
         }
+        // A custom notification proper passes.
+        let custom = r#"{"jsonrpc":"2.0","method":"acme/tick","params":{"name":"add"}}"#;
+        assert!(matches!(judge(custom.as_bytes()), Verdict::Pass(_)));
     }
 
     #[test]
@@ -1132,5 +1189,175 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":2,"result":{}}"#
         );
         send.await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn the_line_break_does_not_count_against_the_limit() {
+        // (line so far, content, a line break ends this chunk, over a limit of 4?)
+        for (line, content, ends_here, over) in [
+            (&b""[..], &b"abcd"[..], true, false),
+            (b"", b"abcd\r", true, false),
+            (b"", b"abcde", true, true),
+            (b"", b"abcde\r", true, true),
+            // A `\r` at the end of a chunk may be the first byte of the line break.
+            (b"", b"abcd\r", false, false),
+            (b"abcd\r", b"", true, false),
+            (b"abcd\r", b"x", false, true),
+            (b"", b"abcde", false, true),
+            (b"ab", b"cd", false, false),
+            (b"abc", b"de", true, true),
+        ] {
+            assert_eq!(
+                over_limit(line, content, ends_here, 4),
+                over,
+                "{line:?} + {content:?}, line break: {ends_here}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_exactly_at_the_limit_is_read_whatever_its_line_break() {
+        let ping = br#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#;
+        for (ending, split) in [(&b"\n"[..], false), (b"\r\n", false), (b"\r\n", true)] {
+            let (server, client) = tokio::io::duplex(1 << 16);
+            let (read, write) = tokio::io::split(server);
+            let mut transport = JsonLines::new(read, write).with_max_line_bytes(ping.len());
+            let (client_read, mut client_write) = tokio::io::split(client);
+            let mut line = ping.to_vec();
+            line.extend_from_slice(ending);
+            let received = if split {
+                // The `\r` arrives at the end of one read, the `\n` in the next.
+                client_write
+                    .write_all(&line[..line.len() - 1])
+                    .await
+                    .unwrap();
+                let first = tokio::time::timeout(
+                    Duration::from_millis(100),
+                    Transport::<RoleServer>::receive(&mut transport),
+                )
+                .await;
+                assert!(first.is_err(), "nothing is read before the line ends");
+                client_write.write_all(b"\n").await.unwrap();
+                Transport::<RoleServer>::receive(&mut transport).await
+            } else {
+                client_write.write_all(&line).await.unwrap();
+                Transport::<RoleServer>::receive(&mut transport).await
+            };
+            assert!(
+                matches!(received, Some(JsonRpcMessage::Request(_))),
+                "{ending:?} (split: {split}): {received:?}"
+            );
+            // Nothing was answered.
+            drop(transport);
+            let mut rest = String::new();
+            tokio::io::AsyncReadExt::read_to_string(&mut { client_read }, &mut rest)
+                .await
+                .unwrap();
+            assert_eq!(rest, "", "{ending:?} (split: {split})");
+        }
+    }
+
+    /// A write half that works until `broken` is set, then fails every write with a broken
+    /// pipe (the client closed the server's stdout), counting the bytes each attempt offers.
+    #[derive(Clone, Default)]
+    struct Breakable {
+        broken: Arc<AtomicBool>,
+        written: Arc<parking_lot::Mutex<Vec<u8>>>,
+        offered: Arc<parking_lot::Mutex<Vec<usize>>>,
+    }
+
+    impl AsyncWrite for Breakable {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            if self.broken.load(Ordering::SeqCst) {
+                self.offered.lock().push(buf.len());
+                return std::task::Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+            }
+            self.written.lock().extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn after_a_failed_write_sends_fail_at_once_and_keep_nothing() {
+        let out = Breakable::default();
+        out.broken.store(true, Ordering::SeqCst);
+        let mut transport = JsonLines::new(tokio::io::empty(), out.clone());
+        for i in 0..1_000 {
+            let message =
+                ServerJsonRpcMessage::response(ServerResult::empty(()), RequestId::Number(i));
+            let sent = Transport::<RoleServer>::send(&mut transport, message).await;
+            let kind = sent.unwrap_err().kind();
+            let expected = if i == 0 {
+                io::ErrorKind::BrokenPipe
+            } else {
+                io::ErrorKind::NotConnected
+            };
+            assert_eq!(kind, expected, "send {i}");
+        }
+        // Only the first message was offered to the pipe; nothing was kept for later.
+        assert_eq!(out.offered.lock().len(), 1);
+        assert!(transport.write.lock().await.out.is_empty());
+        // And the reading side ends the session.
+        assert!(
+            Transport::<RoleServer>::receive(&mut transport)
+                .await
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_stdout_ends_the_session_instead_of_keeping_every_answer() {
+        let out = Breakable::default();
+        let (server_read, mut client_write) = tokio::io::duplex(1 << 16);
+        let transport = JsonLines::new(server_read, out.clone());
+        let task = tokio::spawn(async move {
+            if let Ok(running) = Empty.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        client_write
+            .write_all(format!("{INITIALIZE}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n").as_bytes())
+            .await
+            .unwrap();
+        for _ in 0..100 {
+            if !out.written.lock().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!out.written.lock().is_empty(), "initialize was answered");
+        out.broken.store(true, Ordering::SeqCst);
+        let mut pings = String::new();
+        for id in 2..=1_000 {
+            pings.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"
+            ));
+        }
+        // The server may stop reading before all of them are written.
+        let _ = client_write.write_all(pings.as_bytes()).await;
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the session ends")
+            .unwrap();
+        let largest = out.offered.lock().iter().copied().max().unwrap_or(0);
+        assert!(largest < 100, "a failed write offered {largest} bytes");
     }
 }

@@ -314,7 +314,8 @@ async fn unknown_tools_are_protocol_errors(era: Era) {
 }
 
 /// A raw JSON-RPC client on the legacy handshake, for requests rmcp's typed client cannot send:
-/// each of `requests` (`{"method", "params"}`) gets the next id, and its reply is returned.
+/// each of `requests` (`{"method", "params"}`) gets the next id, and its reply is returned. A
+/// request's `notification` member, if any, is sent as it is just before it.
 async fn raw_exchange<S: ServerHandler>(server: S, requests: &[Value]) -> Vec<Value> {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
@@ -341,6 +342,10 @@ async fn raw_exchange<S: ServerHandler>(server: S, requests: &[Value]) -> Vec<Va
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     let mut replies = Vec::new();
     for (i, request) in requests.iter().enumerate() {
+        let mut request = request.clone();
+        if let Some(notification) = request.as_object_mut().unwrap().remove("notification") {
+            send(notification).await;
+        }
         let mut message = json!({"jsonrpc": "2.0", "id": i + 1});
         message
             .as_object_mut()
@@ -396,12 +401,30 @@ fn tools_call(params: &Value) -> Value {
     json!({"method": "tools/call", "params": params})
 }
 
-/// The fixture behind a dispatcher that runs any custom request named `tools/call` as a tool
-/// call: a server that would be written through if a misfit `tools/call` reached it.
+/// The fixture behind a dispatcher that runs any custom request or notification named
+/// `tools/call` as a tool call: a server that would be written through if a misfit
+/// `tools/call` reached it.
 #[derive(Clone, Default)]
 struct Dispatcher {
     fixture: Fixture,
     custom: Arc<parking_lot::Mutex<Vec<String>>>,
+}
+
+impl Dispatcher {
+    /// Runs `params` as a tool call if they name a tool.
+    async fn dispatch(
+        &self,
+        params: Option<Value>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        let params = params.unwrap_or_default();
+        if let Some(name) = params["name"].as_str() {
+            let mut call = rmcp::model::CallToolRequestParams::new(name.to_owned());
+            call.arguments = params["arguments"].as_object().cloned();
+            self.fixture.call_tool(call, context).await?;
+        }
+        Ok(())
+    }
 }
 
 impl ServerHandler for Dispatcher {
@@ -431,15 +454,27 @@ impl ServerHandler for Dispatcher {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<rmcp::model::CustomResult, rmcp::ErrorData> {
         self.custom.lock().push(request.method.clone());
-        let params = request.params.clone().unwrap_or_default();
-        if let Some(name) = params["name"].as_str() {
-            let mut call = rmcp::model::CallToolRequestParams::new(name.to_owned());
-            call.arguments = params["arguments"].as_object().cloned();
-            self.fixture.call_tool(call, context).await?;
-        }
+        self.dispatch(request.params, context).await?;
         Ok(rmcp::model::CustomResult::new(
             json!({"echo": request.method}),
         ))
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        context: rmcp::service::NotificationContext<rmcp::RoleServer>,
+    ) {
+        self.custom.lock().push(notification.method.clone());
+        // A notification has no request context; the fixture's tools do not read it.
+        let _ = context;
+        if let Some(name) = notification
+            .params
+            .as_ref()
+            .and_then(|p| p["name"].as_str())
+        {
+            self.custom.lock().push(format!("would run {name}"));
+        }
     }
 }
 
@@ -483,6 +518,41 @@ async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
     let state = inner.fixture.snapshot();
     assert_eq!(state.rows.get("add"), Some(&1), "{state:?}");
     assert_eq!((state.applies, state.previews), (1, 0), "{state:?}");
+    assert!(audit.outcomes().is_empty(), "{:?}", audit.outcomes());
+}
+
+/// A `tools/call` sent without an id, which rmcp reads as a custom notification of that name,
+/// and a misfit known notification: dropped by the guard, never passed to the inner server;
+/// a custom notification proper still is.
+#[tokio::test]
+async fn notifications_named_after_rmcp_methods_never_reach_the_inner_server() {
+    let inner = Dispatcher::default();
+    let audit = MemorySink::new();
+    let guard = WriteGuard::builder(inner.clone())
+        .writes_enabled(true)
+        .audit(Arc::new(audit.clone()))
+        .build();
+    let add = json!({"name": "x", "value": 1});
+    let notifications = [
+        json!({"jsonrpc": "2.0", "method": "tools/call",
+               "params": {"name": "add_row", "arguments": add}}),
+        json!({"jsonrpc": "2.0", "method": "initialize", "params": {"name": "add_row"}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"name": "add_row", "requestId": [1]}}),
+        json!({"jsonrpc": "2.0", "method": "acme/ping", "params": {"name": "add_row"}}),
+    ];
+    // Each notification, then a request whose answer shows the notification was handled.
+    let requests: Vec<Value> = notifications
+        .iter()
+        .map(|n| json!({"notification": n, "method": "tools/list"}))
+        .collect();
+    let replies = raw_exchange(guard, &requests).await;
+    assert!(replies.iter().all(|r| r["result"]["tools"].is_array()));
+    assert_eq!(
+        *inner.custom.lock(),
+        vec!["acme/ping".to_owned(), "would run add_row".to_owned()]
+    );
+    assert_eq!(inner.fixture.snapshot(), crate::common::State::default());
     assert!(audit.outcomes().is_empty(), "{:?}", audit.outcomes());
 }
 
