@@ -77,7 +77,13 @@ pub(crate) fn can_ask_url(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
         .and_then(|caps| caps.elicitation)
-        .is_some_and(|e| e.url.is_some())
+        .is_some_and(|e| asks_by_url(&e))
+}
+
+/// URL-mode elicitation, declared as such.
+#[cfg(feature = "approval-page")]
+fn asks_by_url(declared: &ElicitationCapability) -> bool {
+    declared.url.is_some()
 }
 
 /// The question that sends the person to the approval page at `url`.
@@ -210,15 +216,18 @@ mod tests {
 
     #[test]
     fn a_client_is_asked_by_form_unless_it_declared_url_mode_alone() {
-        for (declared, by_form) in [
-            (json!({}), true),
-            (json!({"form": {}}), true),
-            (json!({"form": {}, "url": {}}), true),
-            (json!({"url": {}}), false),
+        for (declared, by_form, by_url) in [
+            (json!({}), true, false),
+            (json!({"form": {}}), true, false),
+            (json!({"form": {}, "url": {}}), true, true),
+            (json!({"url": {}}), false, true),
         ] {
             let capability: ElicitationCapability =
                 serde_json::from_value(declared.clone()).unwrap();
             assert_eq!(asks_by_form(&capability), by_form, "{declared}");
+            #[cfg(feature = "approval-page")]
+            assert_eq!(asks_by_url(&capability), by_url, "{declared}");
+            let _ = by_url;
         }
     }
 

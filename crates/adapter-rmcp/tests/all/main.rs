@@ -26,6 +26,7 @@ mod get_tool;
 #[cfg(feature = "http")]
 mod http;
 mod inner_errors;
+mod listing;
 mod lookup;
 mod page;
 mod prompt_render;

@@ -20,15 +20,22 @@ use super::fixture::{Fixture, fixture_tools};
 pub struct Paged {
     pub fixture: Fixture,
     page_size: usize,
+    tools: Arc<Vec<Tool>>,
     list_calls: Arc<AtomicUsize>,
 }
 
 impl Paged {
     pub fn new(fixture: Fixture, page_size: usize) -> Self {
+        Self::with_tools(fixture, page_size, fixture_tools())
+    }
+
+    /// Pages of `tools` (some or all of the fixture's, in any order) instead.
+    pub fn with_tools(fixture: Fixture, page_size: usize, tools: Vec<Tool>) -> Self {
         assert!(page_size > 0);
         Self {
             fixture,
             page_size,
+            tools: Arc::new(tools),
             list_calls: Arc::default(),
         }
     }
@@ -40,7 +47,7 @@ impl Paged {
 
     /// How many pages the tool list has.
     pub fn pages(&self) -> usize {
-        fixture_tools().len().div_ceil(self.page_size)
+        self.tools.len().div_ceil(self.page_size)
     }
 }
 
@@ -61,7 +68,7 @@ impl ServerHandler for Paged {
                 .parse::<usize>()
                 .map_err(|_| ErrorData::invalid_params("bad cursor", None))?,
         };
-        let tools = fixture_tools();
+        let tools = &self.tools;
         let start = page.saturating_mul(self.page_size);
         if start >= tools.len() {
             return Err(ErrorData::invalid_params("bad cursor", None));
