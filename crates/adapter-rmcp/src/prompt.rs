@@ -207,6 +207,52 @@ mod tests {
     }
 
     #[test]
+    fn a_preview_with_before_or_after_alone_shows_that_one_else_the_whole_preview() {
+        let args = serde_json::Map::new();
+        for (preview, lines) in [
+            (
+                json!({"after": 25}),
+                &[
+                    "Approve this change? Tool: t",
+                    "Arguments: none",
+                    "After: 25",
+                ][..],
+            ),
+            (
+                json!({"before": 5, "note": "x"}),
+                &[
+                    "Approve this change? Tool: t",
+                    "Arguments: none",
+                    "Before: 5",
+                ],
+            ),
+            (
+                json!({"stock": 25}),
+                &[
+                    "Approve this change? Tool: t",
+                    "Arguments: none",
+                    "Preview: {\"stock\":25}",
+                ],
+            ),
+        ] {
+            let text = default_prompt(&PromptInput::new("t", &args, Some(&preview)));
+            let mut expected = lines.to_vec();
+            expected.push("Nothing is saved unless you approve.");
+            assert_eq!(text.lines().collect::<Vec<_>>(), expected, "{preview}");
+        }
+    }
+
+    #[test]
+    fn debug_shows_the_tool_and_rendered_arguments() {
+        let args = json!({"note": "a\u{202e}b"}).as_object().cloned().unwrap();
+        let input = PromptInput::new("adjust_stock", &args, None);
+        assert_eq!(
+            format!("{input:?}"),
+            r#"PromptInput { tool: "adjust_stock", arguments: ["note: \"a\\u{202E}b\""], has_preview: false }"#
+        );
+    }
+
+    #[test]
     fn an_argument_name_cannot_fake_a_line_of_the_prompt() {
         let args = json!({
             "delta\nBefore: {\"stock\":999}\nAfter: {\"stock\":999}": 1,
