@@ -57,13 +57,16 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: CapturedArgs,
         retry: Retry,
     ) -> Result<Retried, Refusal> {
+        // One instant for the whole retry: the state is taken while the clock runs, and the
+        // page is read at that same instant.
+        let now = self.shared.clock.now();
         let pending = take_round_trip(
             &*self.shared.store,
             &retry.state,
             principal,
             &call.tool,
             &args,
-            self.shared.clock.now(),
+            now,
         )
         .await
         .map_err(Refusal::rejection)?;
@@ -71,7 +74,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let answer = elicit::answer_from_responses(retry.responses)
             .map_err(|error| Refusal::ask_failed(&error));
         if let Some(page) = pending.page().copied() {
-            return self.retry_on_page(call, pending, page, answer).await;
+            return self.retry_on_page(call, pending, page, answer, now).await;
         }
         self.decide(call, pending, &answer?).map(Retried::Decided)
     }
@@ -85,6 +88,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         _pending: PendingApproval,
         _page: mcp_write_guard_core::PageId,
         _answer: Result<elicit::Answer, Refusal>,
+        _now: time::OffsetDateTime,
     ) -> Result<Retried, Refusal> {
         call.channel = Some(crate::audit::Channel::Page);
         Err(Refusal::ask_failed(&crate::error::Error::Ask(

@@ -168,19 +168,20 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
     }
 
-    /// From 2026-07-28: a retry of a call asked on `page`. The client's `accept` sends the guard
-    /// to the page: answered, it is decided; still open, the person is asked again with the
-    /// same page on the same clock; anything else is a refusal.
+    /// From 2026-07-28: a retry of a call asked on `page`, whose round trip was taken at `now`
+    /// (so the approval clock still ran then). The client's `accept` sends the guard to the
+    /// page: answered, it is decided; still open, the person is asked again with the same page
+    /// on the same clock; anything else is a refusal.
     pub(super) async fn retry_on_page(
         &self,
         call: &mut Call,
         pending: PendingApproval,
         page: PageId,
         client: Result<Answer, Refusal>,
+        now: time::OffsetDateTime,
     ) -> Result<Retried, Refusal> {
         call.channel = Some(Channel::Page);
         let store = &*self.shared.store;
-        let now = self.shared.clock.now();
         let client = match client {
             Ok(client) => client,
             Err(refusal) => {
@@ -195,7 +196,8 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
         let answer = match page_outcome(store, &page, now).await {
             PageOutcome::Answered { action, content } => Answer { action, content },
-            PageOutcome::Open if pending.is_live(now) => {
+            // Still open, and the clock ran at `now`, when the round trip was taken.
+            PageOutcome::Open => {
                 let Some(pages) = &self.shared.pages else {
                     withdraw_page(store, &page, now).await;
                     return Err(Refusal::ask_failed(&Error::Ask(
@@ -216,7 +218,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                     elicit::input_required(question, state.to_string()).into(),
                 ));
             }
-            PageOutcome::Open | PageOutcome::Closed | _ => {
+            PageOutcome::Closed | _ => {
                 withdraw_page(store, &page, now).await;
                 return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
             }
