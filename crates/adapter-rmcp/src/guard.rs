@@ -483,13 +483,13 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CustomResult, ErrorData>> + MaybeSendFuture + '_ {
         // rmcp reads a request whose params do not fit its method's type (`tools/call` with
-        // `arguments: [1]` or `requestState: 123`) as a custom request of that name. It is
-        // answered here and never reaches the inner server: a `tools/call` there would be a
-        // call the gates never saw.
-        let misfit = json_lines::misfit(&request.method, request.params.as_ref());
+        // `arguments: [1]` or `requestState: 123`), or a notification's method sent with an
+        // id, as a custom request of that name. It is answered here and never reaches the
+        // inner server: a `tools/call` there would be a call the gates never saw.
+        let refused = json_lines::refuse_custom_request(&request.method, request.params.as_ref());
         async move {
-            match misfit {
-                Some(message) => Err(ErrorData::invalid_params(message, None)),
+            match refused {
+                Some(error) => Err(error),
                 None => self.shared.inner.on_custom_request(request, context).await,
             }
         }

@@ -608,6 +608,22 @@ pub(crate) fn misfit(method: &str, params: Option<&Value>) -> Option<String> {
     Some(invalid_params_message(method, detail.as_ref()))
 }
 
+/// The error for a request rmcp read as a [`CustomRequest`](rmcp::model::CustomRequest)
+/// although its method is one of rmcp's own: `-32602` for a request method whose params do not
+/// fit ([`misfit`]), `-32600` for a notification's method sent with an id. `None` for a custom
+/// request proper.
+pub(crate) fn refuse_custom_request(method: &str, params: Option<&Value>) -> Option<ErrorData> {
+    if let Some(message) = misfit(method, params) {
+        return Some(ErrorData::invalid_params(message, None));
+    }
+    is_known_notification(method).then(|| {
+        ErrorData::invalid_request(
+            format!("Invalid Request: {method} is a notification; it takes no id"),
+            None,
+        )
+    })
+}
+
 fn invalid_params_message(method: &str, detail: Option<&serde_json::Error>) -> String {
     match detail {
         Some(detail) => format!("Invalid params for {method}: {}", shorten(detail)),

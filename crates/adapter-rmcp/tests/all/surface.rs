@@ -493,23 +493,26 @@ async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
         tools_call(&json!({"name": "add_row", "arguments": add, "inputResponses": [true]})),
         json!({"method": "resources/read", "params": {"uri": ["fixture://readme"]}}),
         json!({"method": "prompts/get", "params": {"name": 1}}),
+        // A notification's method with an id: not a request at all.
+        json!({"method": "notifications/cancelled", "params": {"name": "add_row", "requestId": 1}}),
         // A custom request proper passes through, as before.
         json!({"method": "acme/echo", "params": {"name": "add_row", "arguments": add}}),
     ];
     let replies = raw_exchange(guard, &requests).await;
     let misfits = requests.len() - 1;
     for (request, reply) in requests.iter().zip(&replies).take(misfits) {
-        assert_eq!(
-            reply["error"]["code"],
-            json!(-32602),
-            "{request} -> {reply}"
-        );
         let message = reply["error"]["message"].as_str().unwrap();
         let method = request["method"].as_str().unwrap();
-        assert!(
-            message.starts_with(&format!("Invalid params for {method}")),
-            "{message}"
-        );
+        let (code, start) = if method.starts_with("notifications/") {
+            (
+                -32600,
+                format!("Invalid Request: {method} is a notification"),
+            )
+        } else {
+            (-32602, format!("Invalid params for {method}"))
+        };
+        assert_eq!(reply["error"]["code"], json!(code), "{request} -> {reply}");
+        assert!(message.starts_with(&start), "{message}");
     }
     assert_eq!(replies[misfits]["result"], json!({"echo": "acme/echo"}));
     // Only the custom request proper reached the inner server (which ran it as a call: the
