@@ -224,6 +224,11 @@ async fn over_http_params_that_do_not_fit_are_invalid_params_and_save_nothing()
             "{text}"
         );
     }
+    // The same call without an id is a notification nobody answers: dropped, not run.
+    let notification = json!({"jsonrpc": "2.0", "method": "tools/call",
+                              "params": {"name": "adjust_stock", "arguments": arguments}});
+    let reply = raw.post(&in_session, &notification).await?;
+    assert_eq!(reply.status, 202, "{reply:?}");
     // The session serves on: a read in it is answered.
     let read = json!({"jsonrpc": "2.0", "id": 200, "method": "tools/call",
                       "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
