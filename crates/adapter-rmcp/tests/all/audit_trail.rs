@@ -2,13 +2,11 @@
 //! (the question, its digest, the arguments, the expiry, era and channel), and every record of
 //! the call carries the same approval id, so asked → decided → applied can be joined.
 
-use std::sync::{Arc, Mutex as StdMutex};
-
 use mcp_write_guard_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outcome, TracingSink};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::common::{Era, Harness, Options, Reply, start_time, text_of};
+use crate::common::{Era, Harness, Options, Reply, logs::Captured, start_time, text_of};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -152,20 +150,6 @@ async fn a_confirmation_token_never_reaches_the_records(era: Era) {
     assert_eq!(act.prompt, None);
 }
 
-/// A writer that `tracing_subscriber` formats into, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<StdMutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn a_record() -> AuditRecord {
     let time = time::OffsetDateTime::from_unix_timestamp(1_764_504_476).unwrap()
         + time::Duration::milliseconds(740);
@@ -182,13 +166,10 @@ fn a_record() -> AuditRecord {
 #[test]
 fn both_sinks_print_time_in_rfc_3339() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || TracingSink.record(&a_record()));
-    let line = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    tracing::subscriber::with_default(captured.subscriber(), || {
+        TracingSink.record(&a_record());
+    });
+    let line = captured.text();
     assert!(line.contains("time=2025-11-30T12:07:56.74Z"), "{line}");
 
     let dir = tempfile::tempdir().unwrap();

@@ -371,20 +371,6 @@ fn a_plain_http_jwks_on_loopback_never_goes_through_a_proxy() {
     );
 }
 
-/// A writer that `tracing_subscriber` formats into, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A guard over the fixture behind rmcp's streamable HTTP service (the default principal:
 /// per connection, so a stateless request names nobody); its URL.
 async fn serve_guard(writes: bool) -> String {
@@ -422,17 +408,9 @@ const STATELESS_WARNING: &str = "a write over streamable HTTP was refused";
 /// once; a write in a session, whose principal is known, is not warned about.
 #[tokio::test]
 async fn refused_stateless_writes_are_explained_to_the_operator_once() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-    let logged = || {
-        let text = String::from_utf8(captured.0.lock().clone()).unwrap();
-        text.matches(STATELESS_WARNING).count()
-    };
+    let captured = crate::common::logs::Captured::default();
+    let _default = tracing::subscriber::set_default(captured.subscriber());
+    let logged = || captured.text().matches(STATELESS_WARNING).count();
 
     // In a session, with writes off: refused for that, and the principal is known.
     let url = serve_guard(false).await;

@@ -6,6 +6,7 @@ pub mod counter;
 pub mod custom;
 pub mod fixture;
 pub mod gated;
+pub mod logs;
 pub mod notes;
 pub mod paged;
 
