@@ -839,6 +839,8 @@ mod tests {
                 (held.is_some(), Some((Held::Json(json!("used")), until)))
             });
             assert!(had);
+            // Gone at once, not left for the next purge to find.
+            assert_eq!(store.len(), usize::from(until > now), "expiring at {until}");
         }
         let inner = store.inner.lock();
         let kept: Vec<_> = inner.entries.keys().cloned().collect();
@@ -922,6 +924,33 @@ mod tests {
             assert!(items <= bound, "{items} items for {LASTING} entries");
         }
         assert_eq!(store.len(), LASTING);
+        // The compactions kept the items of the entries still held: they expire as before.
+        ready(store.insert(key(0), &p, json!(0), t(2000), t(1000))).unwrap();
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn principals_whose_entries_expired_are_forgotten_and_their_room_given_back() {
+        let store = MemoryStore::with_caps(1, DEFAULT_MAX_ENTRIES);
+        let many = 5 * COMPACT_FLOOR;
+        for i in 0..many {
+            let p = Principal::new(format!("p{i}"));
+            ready(store.insert(key(i), &p, json!(i), t(10), t(0))).unwrap();
+        }
+        assert_eq!(store.inner.lock().per_principal.len(), many);
+        // Past their expiry, ordinary inserts (one compacts) forget the idle principals.
+        let q = Principal::new("q");
+        for i in 0..COMPACT_EVERY as usize {
+            let key = key(many + i);
+            ready(store.insert(key.clone(), &q, json!(i), t(30), t(20))).unwrap();
+            assert!(ready(store.take(&key, t(20))).unwrap().is_some());
+        }
+        let principals = store.inner.lock().per_principal.len();
+        assert!(principals <= 1, "{principals} principals remembered");
+        // And an explicit purge gives back the room they took.
+        ready(store.purge_expired(t(20))).unwrap();
+        let room = store.inner.lock().per_principal.capacity();
+        assert!(room <= 2 * COMPACT_FLOOR, "room for {room} principals");
     }
 
     #[test]
