@@ -533,17 +533,47 @@ mod tests {
             .unwrap()
     }
 
-    /// 10^7 paths, read without following each (this took seconds before, and grows as
-    /// fan-out to the 7th: a hostile server could stall mcp-audit with 2 KB).
+    /// 10^14 paths (7 levels, the most within the limit, of 100 `$ref`s), read without
+    /// following each (7 levels of 10 took seconds before, and the time grows as fan-out to the
+    /// 7th: a hostile server could stall mcp-audit with 2 KB). Read path by path these would
+    /// never finish: a watchdog fails the test after 20 s instead of letting it hang.
     #[test]
     fn shared_definitions_are_read_once_per_depth_not_once_per_path() {
-        let started = std::time::Instant::now();
-        assert!(!declares_confirmation_token(&fanned_out(7, 10, false)));
-        assert!(declares_confirmation_token(&fanned_out(7, 10, true)));
-        // Deeper than the limit through shared definitions: the cautious reading still holds.
-        assert!(declares_confirmation_token(&fanned_out(20, 10, false)));
-        // Not a timed test of speed: a bound a regression to path-by-path reading cannot meet.
-        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send([
+                declares_confirmation_token(&fanned_out(7, 100, false)),
+                declares_confirmation_token(&fanned_out(7, 100, true)),
+                // Deeper than the limit through shared definitions: the cautious reading.
+                declares_confirmation_token(&fanned_out(20, 10, false)),
+            ]);
+        });
+        let answers = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("7 levels of 100 shared $refs were not read within 20 s");
+        assert_eq!(answers, [false, true, true]);
+    }
+
+    /// A definition read first on a short path, then again on a long one: the second reading
+    /// has less room before the limit, reaches it, and so declares the token (the cautious
+    /// reading), as reading each path afresh does.
+    #[test]
+    fn a_definition_read_again_deeper_can_still_reach_the_limit() {
+        let leaf = json!({"properties": {"a": {}}});
+        let definition = Value::Object(nested_all_of(5, leaf));
+        let long_way = Value::Object(nested_all_of(12, json!({"$ref": "#/$defs/d"})));
+        let schema = json!({
+            "allOf": [{"$ref": "#/$defs/d"}, long_way],
+            "$defs": {"d": definition},
+        });
+        let schema = schema.as_object().unwrap();
+        assert!(declares_token_naively(schema, schema, 0));
+        assert!(declares_confirmation_token(schema));
+        // Either path alone stays within the limit, or goes past it.
+        let short_only = json!({"allOf": [{"$ref": "#/$defs/d"}], "$defs": schema["$defs"]});
+        assert!(!declares_confirmation_token(
+            short_only.as_object().unwrap()
+        ));
     }
 
     /// Random graphs of definitions referring to each other (cycles included), some declaring
