@@ -177,11 +177,14 @@ fn the_handshake_is_the_inner_servers() {
         guard.supported_protocol_versions(),
         inner.supported_protocol_versions()
     );
-    let requested: SubscriptionFilter =
-        serde_json::from_value(serde_json::json!({"toolsListChanged": true})).unwrap();
+    let requested: SubscriptionFilter = serde_json::from_value(
+        serde_json::json!({"toolsListChanged": true, "promptsListChanged": true}),
+    )
+    .unwrap();
     let accepted = guard.accepted_subscription_filter(&requested);
     assert_eq!(accepted, inner.accepted_subscription_filter(&requested));
-    assert!(accepted.is_some());
+    // Narrowed by the inner server: prompts only.
+    assert_eq!(accepted.unwrap().prompts_list_changed, Some(true));
     let request = InitializeRequestParams::new(
         ClientCapabilities::default(),
         Implementation::new("client", "1"),
