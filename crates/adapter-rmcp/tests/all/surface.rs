@@ -427,6 +427,19 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// A dispatcher, the audit sink its guard writes to, and the guard (writes on).
+    fn guarded() -> (Self, MemorySink, WriteGuard<Self>) {
+        let inner = Self::default();
+        let audit = MemorySink::new();
+        let guard = WriteGuard::builder(inner.clone())
+            .writes_enabled(true)
+            .audit(Arc::new(audit.clone()))
+            .build();
+        (inner, audit, guard)
+    }
+}
+
 impl ServerHandler for Dispatcher {
     fn get_info(&self) -> rmcp::model::ServerConfig {
         self.fixture.get_info()
@@ -480,12 +493,7 @@ impl ServerHandler for Dispatcher {
 
 #[tokio::test]
 async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
-    let inner = Dispatcher::default();
-    let audit = MemorySink::new();
-    let guard = WriteGuard::builder(inner.clone())
-        .writes_enabled(true)
-        .audit(Arc::new(audit.clone()))
-        .build();
+    let (inner, audit, guard) = Dispatcher::guarded();
     let add = json!({"name": "add", "value": 1});
     let requests = [
         tools_call(&json!({"name": "add_row", "arguments": [1]})),
@@ -529,12 +537,7 @@ async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
 /// a custom notification proper still is.
 #[tokio::test]
 async fn notifications_named_after_rmcp_methods_never_reach_the_inner_server() {
-    let inner = Dispatcher::default();
-    let audit = MemorySink::new();
-    let guard = WriteGuard::builder(inner.clone())
-        .writes_enabled(true)
-        .audit(Arc::new(audit.clone()))
-        .build();
+    let (inner, audit, guard) = Dispatcher::guarded();
     let add = json!({"name": "x", "value": 1});
     let notifications = [
         json!({"jsonrpc": "2.0", "method": "tools/call",
