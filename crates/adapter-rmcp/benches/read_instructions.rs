@@ -4,7 +4,7 @@
 //! ```sh
 //! cargo bench -p mcp-write-guard-rmcp --bench read_instructions --no-run
 //! BIN=$(ls -t target/release/deps/read_instructions-* | grep -v '\.d$' | head -1)
-//! for case in bare guard trusted; do for n in 1000 2000; do
+//! for case in bare guard trusted canned_bare canned_enveloped; do for n in 1000 2000; do
 //!   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.read.$case.$n "$BIN" $case $n
 //! done; done
 //! ```
@@ -13,6 +13,12 @@
 //! connection cancel out. Client and server run in one process on one thread (a current-thread
 //! runtime, so no worker parks or steals), over the same in-memory duplex as `read_overhead`;
 //! the count is the whole round trip, client side included, like criterion's time.
+//!
+//! Two more cases measure what the envelope's bytes alone cost, with no guard at all: a server
+//! that answers every call with a copy of one fixed result, that of the bare read
+//! (`canned_bare`) or that of the guarded read, envelope and text twin included
+//! (`canned_enveloped`). Their ratio is the least a wrapped read can cost, whatever the guard
+//! does, as long as it sends the envelope.
 #![allow(clippy::panic, clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -20,9 +26,13 @@ use std::sync::Arc;
 use mcp_write_guard_rmcp::{Era, MemorySink, WriteGuard, test_util};
 use rmcp::{RoleClient, ServerHandler, model::CallToolRequestParams, service::RunningService};
 
+#[path = "common/canned.rs"]
+mod canned;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/all/common/fixture.rs"]
 mod fixture;
+
+use canned::canned;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -79,7 +89,17 @@ fn main() {
             "bare" => reads(&connect(fixture::Fixture::default()).await, n).await,
             "guard" => reads(&connect(guard(false)).await, n).await,
             "trusted" => reads(&connect(guard(true)).await, n).await,
-            other => panic!("unknown case {other:?} (bare, guard or trusted)"),
+            "canned_bare" => {
+                let server = canned(fixture::Fixture::default()).await;
+                reads(&connect(server).await, n).await;
+            }
+            "canned_enveloped" => {
+                let server = canned(guard(false)).await;
+                reads(&connect(server).await, n).await;
+            }
+            other => panic!(
+                "unknown case {other:?} (bare, guard, trusted, canned_bare or canned_enveloped)"
+            ),
         }
     });
     println!("{case}: {n} reads");

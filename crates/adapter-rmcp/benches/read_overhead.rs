@@ -5,6 +5,11 @@
 //! served by `list_tools` only, in one page): the guard then reads the inner tool list on
 //! every `tools/call`, reads included.
 //!
+//! Two more cases answer with a copy of a fixed result and no guard at all (see
+//! `common/canned.rs`): the bare read's result (`canned_bare`) and the guarded read's, its
+//! envelope and text twin included (`canned_enveloped`). Their ratio is what the envelope's
+//! bytes alone cost; a wrapped read cannot cost less than that.
+//!
 //! Criterion reports every case; at the end the bench also prints the ratio of the means from
 //! a plain timing loop (`guard / bare`).
 // A bench is a harness like a test: a failed setup should stop it loudly.
@@ -20,6 +25,8 @@ use mcp_write_guard_rmcp::{Era, MemorySink, WriteGuard, test_util};
 use rmcp::{RoleClient, ServerHandler, model::CallToolRequestParams, service::RunningService};
 use std::sync::Arc;
 
+#[path = "common/canned.rs"]
+mod canned;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/all/common/fixture.rs"]
 mod fixture;
@@ -91,6 +98,9 @@ fn read_overhead(c: &mut Criterion) {
     let guard = rt.block_on(connect(guarded()));
     let trusted = rt.block_on(connect(guarded_trusted()));
     let listed = rt.block_on(connect(guarded_without_get_tool()));
+    let canned_bare =
+        rt.block_on(async { connect(canned::canned(fixture::Fixture::default()).await).await });
+    let canned_enveloped = rt.block_on(async { connect(canned::canned(guarded()).await).await });
     let mut group = c.benchmark_group("read_overhead");
     group.bench_function("bare", |b| b.to_async(&rt).iter(|| read(&bare)));
     group.bench_function("guard", |b| b.to_async(&rt).iter(|| read(&guard)));
@@ -99,6 +109,12 @@ fn read_overhead(c: &mut Criterion) {
     });
     group.bench_function("guard_without_get_tool", |b| {
         b.to_async(&rt).iter(|| read(&listed))
+    });
+    group.bench_function("canned_bare", |b| {
+        b.to_async(&rt).iter(|| read(&canned_bare))
+    });
+    group.bench_function("canned_enveloped", |b| {
+        b.to_async(&rt).iter(|| read(&canned_enveloped))
     });
     group.finish();
 }
@@ -119,33 +135,39 @@ fn mean(rt: &tokio::runtime::Runtime, client: &Client, n: u32) -> Duration {
 
 fn report_ratio() {
     let rt = runtime();
-    let bare = rt.block_on(connect(fixture::Fixture::default()));
-    let guard = rt.block_on(connect(guarded()));
-    let trusted = rt.block_on(connect(guarded_trusted()));
-    let listed = rt.block_on(connect(guarded_without_get_tool()));
+    let clients = [
+        rt.block_on(connect(fixture::Fixture::default())),
+        rt.block_on(connect(guarded())),
+        rt.block_on(connect(guarded_trusted())),
+        rt.block_on(connect(guarded_without_get_tool())),
+        rt.block_on(async { connect(canned::canned(fixture::Fixture::default()).await).await }),
+        rt.block_on(async { connect(canned::canned(guarded()).await).await }),
+    ];
     let n = 3000;
-    // Interleave to spread any drift over all three.
-    let mut bare_total = Duration::ZERO;
-    let mut guard_total = Duration::ZERO;
-    let mut trusted_total = Duration::ZERO;
-    let mut listed_total = Duration::ZERO;
+    // Interleave to spread any drift over all of them.
+    let mut totals = [Duration::ZERO; 6];
     for _ in 0..3 {
-        bare_total += mean(&rt, &bare, n);
-        guard_total += mean(&rt, &guard, n);
-        trusted_total += mean(&rt, &trusted, n);
-        listed_total += mean(&rt, &listed, n);
+        for (total, client) in totals.iter_mut().zip(&clients) {
+            *total += mean(&rt, client, n);
+        }
     }
-    let ratio = guard_total.as_secs_f64() / bare_total.as_secs_f64();
-    let trusted_ratio = trusted_total.as_secs_f64() / bare_total.as_secs_f64();
-    let listed_ratio = listed_total.as_secs_f64() / bare_total.as_secs_f64();
+    let [bare, guard, trusted, listed, canned_bare, canned_enveloped] = totals;
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     eprintln!(
         "read_overhead: bare {:?}/call, guard {:?}/call, guard (trusted read) {:?}/call, \
-         guard (inner server without get_tool) {:?}/call; ratio guard/bare = {ratio:.3}, \
-         trusted/bare = {trusted_ratio:.3}, without-get_tool/bare = {listed_ratio:.3}",
-        bare_total / 3,
-        guard_total / 3,
-        trusted_total / 3,
-        listed_total / 3
+         guard (inner server without get_tool) {:?}/call, canned bare {:?}/call, \
+         canned enveloped {:?}/call; ratio guard/bare = {:.3}, trusted/bare = {:.3}, \
+         without-get_tool/bare = {:.3}, canned enveloped/canned bare = {:.3}",
+        bare / 3,
+        guard / 3,
+        trusted / 3,
+        listed / 3,
+        canned_bare / 3,
+        canned_enveloped / 3,
+        ratio(guard, bare),
+        ratio(trusted, bare),
+        ratio(listed, bare),
+        ratio(canned_enveloped, canned_bare),
     );
 }
 
