@@ -25,6 +25,8 @@ mod dry_previews;
 mod get_tool;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod identity;
 mod inner_errors;
 mod listing;
 mod lookup;
