@@ -609,6 +609,17 @@ impl Config {
                  --auth-jwks so each caller proves who they are"
             )));
         }
+        if self.auth.is_some() && !addr.ip().is_loopback() && self.public_url.is_none() {
+            // Without it the metadata's `resource` and the 401 challenge name the bind address
+            // (`http://0.0.0.0:PORT`), and rmcp's Host check admits loopback names only, so no
+            // client on the network could use the server.
+            return Err(Error::Config(format!(
+                "serving {addr} with auth needs --public-url, the URL clients use for the \
+                 endpoint (such as http://mcp.example.com:{}/mcp): the protected-resource \
+                 metadata names it and its host is the Host header accepted",
+                addr.port()
+            )));
+        }
         for origin in &self.allow_origins {
             if exact_origin(origin).is_none() {
                 return Err(Error::Config(format!(

@@ -254,9 +254,14 @@ mod tests {
             "jwks.json",
             "--auth-write-scope",
             "store:write",
+            "--public-url",
+            "http://mcp.example:8080/mcp",
         ];
         let config = parse(&auth).unwrap();
         config.check().unwrap();
+        let without_public_url = parse(&auth[..auth.len() - 2]).unwrap();
+        let error = without_public_url.check().unwrap_err().to_string();
+        assert!(error.contains("--public-url"), "{error}");
         let settings = config.auth.unwrap();
         assert_eq!(settings.issuer, "https://issuer.example");
         assert_eq!(settings.jwks_ca, None);
