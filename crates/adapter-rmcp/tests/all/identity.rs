@@ -217,3 +217,80 @@ async fn authorization_header_spellings() {
         }
     }
 }
+
+#[derive(Clone)]
+struct Empty;
+impl rmcp::ServerHandler for Empty {}
+
+/// A session that closed when idle no longer counts against its owner, and its id is 404 for
+/// its own owner afterwards.
+#[tokio::test]
+async fn an_idle_session_leaves_its_owner_and_is_not_honoured_afterwards() {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let (auth, key, _dir) = layer().await;
+    let exp = now() + 300;
+    let token = sign_raw(
+        &key,
+        HEADER,
+        &format!(r#"{{"iss":"{ISSUER}","aud":"{AUDIENCE}","sub":"alice","exp":{exp}}}"#),
+    );
+    let sessions = Arc::new(
+        BoundedSessions::with_idle(8, std::time::Duration::from_millis(300)).with_max_per_owner(1),
+    );
+    let service = StreamableHttpService::new(
+        || Ok(Empty),
+        Arc::clone(&sessions),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = auth.protect(
+        Router::new().nest_service("/mcp", service),
+        Arc::clone(&sessions),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let post = |session: Option<String>| {
+        let url = url.clone();
+        let token = token.clone();
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}});
+            let mut request = reqwest::Client::new()
+                .post(&url)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream");
+            if let Some(session) = session {
+                request = request
+                    .header("mcp-session-id", session)
+                    .header("mcp-protocol-version", "2025-06-18");
+            }
+            request.body(body.to_string()).send().await.unwrap()
+        }
+    };
+    let first = post(None).await;
+    assert_eq!(first.status(), 200);
+    let id = first.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        post(None).await.status(),
+        429,
+        "the owner's one place is taken"
+    );
+    let mut freed = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        if sessions.held_by(r#"oauth:["https://issuer.test","alice"]"#) == 0 {
+            freed = true;
+            break;
+        }
+    }
+    assert!(freed, "the idle session still counts against its owner");
+    assert_eq!(post(Some(id)).await.status(), 404, "an expired session");
+    assert_eq!(post(None).await.status(), 200);
+}
