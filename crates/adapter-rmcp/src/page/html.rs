@@ -551,6 +551,24 @@ mod tests {
         assert!(!html.contains("<script"));
     }
 
+    /// The change table joins nested names with `.`, and a plain name may itself hold a `.`:
+    /// different previews give the same rows, so the person cannot tell which change they
+    /// approve (`{"a.b": 1}` and `{"a": {"b": 1}}`; `{"before": 3, "after": 4}` and
+    /// `{"value": {"before": 3, "after": 4}}`; `5` and `{"preview": 5}`).
+    #[test]
+    fn different_previews_give_different_change_rows() {
+        for (a, b) in [
+            (json!({"a.b": 1}), json!({"a": {"b": 1}})),
+            (
+                json!({"before": 3, "after": 4}),
+                json!({"value": {"before": 3, "after": 4}}),
+            ),
+            (json!(5), json!({"preview": 5})),
+        ] {
+            assert_ne!(change_rows(&a), change_rows(&b), "{a} / {b}");
+        }
+    }
+
     #[test]
     fn the_policy_allows_exactly_the_page_style_and_no_script() {
         let csp = &*CONTENT_SECURITY_POLICY;

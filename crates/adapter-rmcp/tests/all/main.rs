@@ -17,6 +17,7 @@ mod common;
 mod wrapped;
 
 mod admin_prompt;
+mod attack_prompt;
 mod audit_trail;
 mod cancellation;
 mod compare_apply;

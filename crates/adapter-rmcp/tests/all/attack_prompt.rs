@@ -1,0 +1,195 @@
+//! Attacks on the question a person reads: arguments the person is not shown, and whether two
+//! different argument objects can give the same question.
+
+use std::sync::Arc;
+
+use mcp_write_guard_rmcp::{PromptInput, default_prompt};
+use parking_lot::Mutex;
+use proptest::prelude::*;
+use rmcp::{
+    ErrorData, ServerHandler,
+    model::*,
+    service::{RequestContext, RoleServer},
+};
+use serde_json::{Map, Value, json};
+
+use crate::common::{Connected, Era, Fixture, Reply};
+
+/// The fixture, recording the arguments of every call that reaches it.
+#[derive(Clone, Default)]
+struct Recording {
+    fixture: Fixture,
+    calls: Arc<Mutex<Vec<(String, JsonObject)>>>,
+}
+
+impl ServerHandler for Recording {
+    fn get_info(&self) -> ServerConfig {
+        self.fixture.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.fixture.list_tools(request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.fixture.get_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.calls.lock().push((
+            request.name.to_string(),
+            request.arguments.clone().unwrap_or_default(),
+        ));
+        self.fixture.call_tool(request, context).await
+    }
+}
+
+/// `add_row` is an additive write that takes no confirmation token. The model adds a top-level
+/// `confirmationToken` member holding whatever it likes. The question leaves that member out
+/// (`without_token`, meant for the token of a token-gated tool), but the tool is called with
+/// the captured arguments, the member included: the tool receives an argument the person
+/// never saw. (A tool that forwards its arguments, or reads unknown members through a
+/// flattened map, acts on it.)
+async fn an_argument_the_person_was_not_shown_never_reaches_the_tool(era: Era) {
+    let connected = Connected::guarded(era, Recording::default(), |builder| builder).await;
+    connected.scripted.script([Reply::Approve]);
+    let hidden = json!({"overwrite": true, "alsoDelete": ["everything"]});
+    let result = connected
+        .call(
+            "add_row",
+            json!({"name": "a", "value": 1, "confirmationToken": hidden}),
+        )
+        .await;
+    let asked = connected.scripted.asked();
+    let calls = connected.server.calls.lock().clone();
+    let reached: Vec<&JsonObject> = calls
+        .iter()
+        .filter(|(tool, _)| tool == "add_row")
+        .map(|(_, args)| args)
+        .collect();
+    let shown = asked.iter().any(|q| q.contains("confirmationToken"));
+    for args in &reached {
+        assert!(
+            shown || !args.contains_key("confirmationToken"),
+            "the tool received {args:?}, the person was asked only {asked:?} (result {result:?})"
+        );
+    }
+}
+
+both_eras!(an_argument_the_person_was_not_shown_never_reaches_the_tool);
+
+fn risky_char() -> impl Strategy<Value = char> {
+    prop_oneof![
+        4 => proptest::char::range('a', 'e'),
+        2 => prop_oneof![
+            Just('"'), Just('\\'), Just(':'), Just(' '), Just('{'), Just('}'), Just(','),
+            Just('u'), Just('n'), Just('0'), Just('.'), Just('…'), Just('('), Just(')')
+        ],
+        1 => prop_oneof![Just('\n'), Just('\r'), Just('\u{202E}'), Just('\u{200B}'), Just('\u{85}')],
+        1 => any::<char>(),
+    ]
+}
+
+fn risky_string() -> impl Strategy<Value = String> {
+    proptest::collection::vec(risky_char(), 0..8).prop_map(|cs| cs.into_iter().collect())
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-3_i64..3).prop_map(Value::from),
+        prop_oneof![Just(0.0), Just(-0.0), Just(1.0), Just(0.5), Just(1e21)].prop_map(Value::from),
+        risky_string().prop_map(Value::String),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            proptest::collection::vec((risky_string(), inner), 0..3)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
+fn arguments() -> impl Strategy<Value = Map<String, Value>> {
+    proptest::collection::vec((risky_string(), value()), 0..4)
+        .prop_map(|entries| entries.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// Injectivity of the whole default question: two different argument objects (nothing
+    /// cut) never give the same text.
+    #[test]
+    fn two_different_argument_objects_never_give_the_same_question(
+        a in arguments(),
+        b in arguments(),
+    ) {
+        prop_assume!(a != b);
+        let preview = json!({"before": 1, "after": 2});
+        let qa = default_prompt(&PromptInput::new("t", &a, Some(&preview)));
+        let qb = default_prompt(&PromptInput::new("t", &b, Some(&preview)));
+        prop_assume!(!qa.contains(" more character"));
+        prop_assert_ne!(qa, qb);
+    }
+}
+
+/// A near miss that the random search above also finds easily: the same argument written
+/// with different spellings must still differ in the question.
+#[test]
+fn spellings_that_imitate_escapes_give_different_questions() {
+    let preview = json!({"before": 1, "after": 2});
+    let pairs = [
+        (json!({"a": "x\ny"}), json!({"a": "x\\ny"})),
+        (json!({"a": "\u{202E}"}), json!({"a": "\\u{202E}"})),
+        (json!({"a": 1}), json!({"a": 1.0})),
+        (json!({"a": 0.0}), json!({"a": -0.0})),
+        (json!({"a\": \"b": 1}), json!({"a": "b\": 1"})),
+        (json!({"a": {"b": 1}}), json!({"a": "{\"b\":1}"})),
+        (json!({"a.b": 1}), json!({"a": {"b": 1}})),
+    ];
+    for (a, b) in pairs {
+        let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+        let qa = default_prompt(&PromptInput::new("t", a, Some(&preview)));
+        let qb = default_prompt(&PromptInput::new("t", b, Some(&preview)));
+        assert_ne!(qa, qb, "{a:?} / {b:?}");
+    }
+}
+
+/// The default question's own lines are `Before: <value>` and `After: <value>`; an argument line
+/// is `  <name>: <value>`, a plain name shown as it is. So arguments named `Before` and
+/// `After` (the tool ignores members it does not know; the model may send any) put lines into
+/// the question that differ from the guard's own only by two leading spaces, which a client
+/// that renders the message as Markdown or HTML (most chat clients) does not even show. The
+/// person then reads two `Before:` and two `After:` lines, the model's first.
+#[test]
+fn an_argument_name_cannot_pass_for_the_questions_own_before_and_after() {
+    let args = json!({
+        "Before": {"stock": 5},
+        "After": {"stock": 6},
+        "delta": 999,
+    });
+    let preview = json!({"before": {"stock": 5}, "after": {"stock": 1004}});
+    let text = default_prompt(&PromptInput::new(
+        "adjust_stock",
+        args.as_object().unwrap(),
+        Some(&preview),
+    ));
+    // What a Markdown/HTML client shows: leading spaces collapsed.
+    let shown: Vec<&str> = text.lines().map(str::trim_start).collect();
+    let befores = shown.iter().filter(|l| l.starts_with("Before:")).count();
+    let afters = shown.iter().filter(|l| l.starts_with("After:")).count();
+    assert_eq!((befores, afters), (1, 1), "{text}");
+}
