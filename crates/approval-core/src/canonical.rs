@@ -503,7 +503,8 @@ fn exact_number(n: &Number) -> Result<(), ArgsError> {
     } else if let Some(u) = n.as_u64() {
         exact_integer(i128::from(u))
     } else {
-        n.as_f64().is_some_and(f64::is_finite)
+        n.as_f64()
+            .is_some_and(|f| f.is_finite() && (!*ARBITRARY_PRECISION || written_as(n, f)))
     };
     if exact {
         Ok(())
@@ -512,6 +513,23 @@ fn exact_number(n: &Number) -> Result<(), ArgsError> {
             "number {n} has no exact IEEE-754 double; send it as a string"
         )))
     }
+}
+
+/// Whether serde_json keeps numbers as their text (its `arbitrary_precision` feature, which any
+/// crate in the build can turn on). Then a number reaches the tool exactly as it was sent, and
+/// two numbers with the same nearest double (`100000000000000000000` and
+/// `100000000000000000001`, `0.1` and `0.1000000000000000000001`) are different arguments that
+/// the canonical form would give one digest.
+static ARBITRARY_PRECISION: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+    // Without it, `1.00` is read as the double 1, which is written `1.0`.
+    serde_json::from_str::<Number>("1.00").is_ok_and(|n| n.to_string() != "1.0")
+});
+
+/// Whether `n` is written the way serde_json writes the double `f`: with
+/// `arbitrary_precision`, the only spelling accepted for a number that is not a 64-bit integer,
+/// so that no other text with the same double (and another value to the tool) shares its digest.
+fn written_as(n: &Number, f: f64) -> bool {
+    Number::from_f64(f).is_some_and(|m| m.to_string() == n.to_string())
 }
 
 /// Whether some double equals `i`.

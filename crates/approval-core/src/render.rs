@@ -47,6 +47,9 @@ pub const DEFAULT_MAX_RENDERED_CHARS: usize = 240;
 ///   there), and the few other default-ignorable characters that are invisible although they
 ///   are not Cf (U+034F, U+115F, U+1160, U+17B4, U+17B5, U+180B–U+180D, U+180F, U+3164,
 ///   U+FE00–U+FE0F, U+FFA0, U+E0100–U+E01EF).
+/// - Combining marks (categories Mn, Me) are escaped too where they would be drawn on the
+///   renderer's own text (first in a string, right after an escape) and beyond four in a row,
+///   so a stack of marks cannot be drawn over the question's other lines.
 /// - A value longer than its budget is cut with a visible marker (see [`render_value`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Rendered(String);
@@ -241,21 +244,44 @@ fn write_value(value: &Value, out: &mut Writer) {
 
 fn write_string(s: &str, out: &mut Writer) {
     out.ascii("\"");
+    // The combining marks shown as themselves since the last character shown as itself; `None`
+    // right after the opening quote or an escape, where a mark would be drawn on the
+    // renderer's own text.
+    let mut marks: Option<usize> = None;
     for c in s.chars() {
+        let mark = is_mark(c);
         match c {
             '"' => out.ascii("\\\""),
             '\\' => out.ascii("\\\\"),
             '\n' => out.ascii("\\n"),
             '\r' => out.ascii("\\r"),
             '\t' => out.ascii("\\t"),
-            c if must_escape(c) => {
+            c if must_escape(c) || (mark && marks.is_none_or(|n| n >= MAX_RAW_MARKS)) => {
                 let escaped = format!("\\u{{{:04X}}}", u32::from(c));
                 out.ascii(&escaped);
             }
-            c => out.char(c),
+            c => {
+                out.char(c);
+                marks = Some(if mark { marks.unwrap_or(0) + 1 } else { 0 });
+                continue;
+            }
         }
+        marks = None;
     }
     out.ascii("\"");
+}
+
+/// The most combining marks in a row shown as themselves: enough for real text (Vietnamese,
+/// Hebrew points, Indic scripts stack a few), far below the towers of "Zalgo" text that are
+/// drawn over the lines above and below.
+const MAX_RAW_MARKS: usize = 4;
+
+/// A combining mark drawn on (or around) the character before it: categories Mn and Me.
+fn is_mark(c: char) -> bool {
+    matches!(
+        get_general_category(c),
+        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+    )
 }
 
 /// Whether `c` is shown as a `\u{...}` escape rather than as itself.

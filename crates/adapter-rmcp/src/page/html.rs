@@ -266,7 +266,7 @@ pub(super) fn change_rows(preview: &Value) -> Vec<Row> {
     walk(preview, "", &mut rows);
     if rows.is_empty() {
         rows.push(Row::Value {
-            field: "preview".to_owned(),
+            field: WHOLE_PREVIEW.to_owned(),
             value: render(preview),
         });
     }
@@ -283,7 +283,7 @@ fn walk(value: &Value, path: &str, rows: &mut Vec<Row>) {
         }
         scalar => rows.push(Row::Value {
             field: if path.is_empty() {
-                "preview".to_owned()
+                WHOLE_PREVIEW.to_owned()
             } else {
                 path.to_owned()
             },
@@ -292,9 +292,25 @@ fn walk(value: &Value, path: &str, rows: &mut Vec<Row>) {
     }
 }
 
+/// The field of a row that shows the whole preview, and of a before/after pair that is not
+/// under a name: in parentheses, which no field name shows (a plain name holds none, any
+/// other is quoted), so no preview can name a field like them.
+const WHOLE_PREVIEW: &str = "(preview)";
+const VALUE: &str = "(value)";
+
+/// A field's name in a row's path: as [`render_key`] shows it, quoted when it holds a `.` (the
+/// path's separator), so that `{"a.b": 1}` and `{"a": {"b": 1}}` give different rows.
+fn path_key(key: &str) -> Rendered {
+    if key.contains('.') {
+        render(&Value::String(key.to_owned()))
+    } else {
+        render_key(key)
+    }
+}
+
 fn walk_object(map: &Map<String, Value>, path: &str, rows: &mut Vec<Row>) {
     let join = |key: &str| {
-        let key = render_key(key);
+        let key = path_key(key);
         if path.is_empty() {
             key.as_str().to_owned()
         } else {
@@ -317,7 +333,7 @@ fn walk_object(map: &Map<String, Value>, path: &str, rows: &mut Vec<Row>) {
             }
             _ => rows.push(Row::Change {
                 field: if path.is_empty() {
-                    "value".to_owned()
+                    VALUE.to_owned()
                 } else {
                     path.to_owned()
                 },
@@ -424,7 +440,7 @@ mod tests {
         );
         assert_eq!(
             change_rows(&json!({"before": 3, "after": 4})),
-            vec![change("value", json!(3), json!(4))]
+            vec![change(VALUE, json!(3), json!(4))]
         );
         assert_eq!(
             change_rows(&json!({"lines": [{"sku": "A", "previousStock": 5, "newStock": 4}]})),
@@ -435,9 +451,12 @@ mod tests {
         );
         assert_eq!(
             change_rows(&json!("free text")),
-            vec![plain("preview", json!("free text"))]
+            vec![plain(WHOLE_PREVIEW, json!("free text"))]
         );
-        assert_eq!(change_rows(&json!({})), vec![plain("preview", json!({}))]);
+        assert_eq!(
+            change_rows(&json!({})),
+            vec![plain(WHOLE_PREVIEW, json!({}))]
+        );
     }
 
     fn page(arguments: Value, preview: Value) -> OpenPage {
