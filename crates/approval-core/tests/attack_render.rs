@@ -87,8 +87,9 @@ fn digest_of(text: &str) -> Result<(Value, mcp_write_guard_core::ArgsDigest), St
 /// makes both numbers reach the tool exactly as sent, while `exact_number` accepts any number
 /// whose `as_f64` is finite, and the digest is that of the nearest double.
 ///
-/// Run with `cargo test -p mcp-write-guard-core --test attack_render --features
-/// serde_json/arbitrary_precision` to see it fail.
+/// Without that feature this test has nothing to tell apart; `.ci/run` also runs it with the
+/// feature on: `cargo test -p mcp-write-guard-core --test attack_render --features
+/// serde_json/arbitrary_precision`.
 #[test]
 fn numbers_the_tool_can_tell_apart_never_share_a_digest() {
     for (a, b) in [
