@@ -1,90 +1,49 @@
-//! Attacks on the question a person reads: arguments the person is not shown, and whether two
-//! different argument objects can give the same question.
+//! Attacks on the question a person reads: an argument the person is not shown, argument names
+//! that pass for the question's own lines, and whether two different argument objects can give
+//! the same question.
 
-use std::sync::Arc;
-
-use mcp_write_guard_rmcp::{PromptInput, default_prompt};
-use parking_lot::Mutex;
+use mcp_write_guard_rmcp::{Outcome, PromptInput, default_prompt};
 use proptest::prelude::*;
-use rmcp::{
-    ErrorData, ServerHandler,
-    model::*,
-    service::{RequestContext, RoleServer},
-};
 use serde_json::{Map, Value, json};
 
-use crate::common::{Connected, Era, Fixture, Reply};
+use crate::common::{Era, Harness, Reply, text_of};
 
-/// The fixture, recording the arguments of every call that reaches it.
-#[derive(Clone, Default)]
-struct Recording {
-    fixture: Fixture,
-    calls: Arc<Mutex<Vec<(String, JsonObject)>>>,
-}
-
-impl ServerHandler for Recording {
-    fn get_info(&self) -> ServerConfig {
-        self.fixture.get_info()
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        self.fixture.list_tools(request, context).await
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.fixture.get_tool(name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.calls.lock().push((
-            request.name.to_string(),
-            request.arguments.clone().unwrap_or_default(),
-        ));
-        self.fixture.call_tool(request, context).await
-    }
-}
-
-/// `add_row` is an additive write that takes no confirmation token. The model adds a top-level
-/// `confirmationToken` member holding whatever it likes. The question leaves that member out
-/// (`without_token`, meant for the token of a token-gated tool), but the tool is called with
-/// the captured arguments, the member included: the tool receives an argument the person
-/// never saw. (A tool that forwards its arguments, or reads unknown members through a
-/// flattened map, acts on it.)
-async fn an_argument_the_person_was_not_shown_never_reaches_the_tool(era: Era) {
-    let connected = Connected::guarded(era, Recording::default(), |builder| builder).await;
-    connected.scripted.script([Reply::Approve]);
+/// `add_row` is an additive write that takes no confirmation token. The question leaves a
+/// `confirmationToken` member out (it is the token of a token-gated tool), so on this tool the
+/// model's member, holding whatever it likes, would reach the tool without the person seeing
+/// it. The call is refused before any preview or question: nothing applied, nobody asked, one
+/// `bad_arguments` record. Without the member the same call is asked and applied.
+async fn a_confirmation_token_on_a_tool_that_takes_none_is_refused_unseen(era: Era) {
+    let h = Harness::start(era).await;
+    h.script([Reply::Approve]);
+    let before = h.state();
     let hidden = json!({"overwrite": true, "alsoDelete": ["everything"]});
-    let result = connected
+    let result = h
         .call(
             "add_row",
             json!({"name": "a", "value": 1, "confirmationToken": hidden}),
         )
         .await;
-    let asked = connected.scripted.asked();
-    let calls = connected.server.calls.lock().clone();
-    let reached: Vec<&JsonObject> = calls
-        .iter()
-        .filter(|(tool, _)| tool == "add_row")
-        .map(|(_, args)| args)
-        .collect();
-    let shown = asked.iter().any(|q| q.contains("confirmationToken"));
-    for args in &reached {
-        assert!(
-            shown || !args.contains_key("confirmationToken"),
-            "the tool received {args:?}, the person was asked only {asked:?} (result {result:?})"
-        );
-    }
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::BadArguments,
+        Some("a confirmationToken argument for a tool that takes none"),
+    );
+    assert_eq!(h.state().previews, before.previews, "a preview ran");
+    assert!(h.asked().is_empty(), "asked {:?}", h.asked());
+    assert!(
+        text_of(&result).contains("Call it again without one"),
+        "{result:?}"
+    );
+
+    let result = h.call("add_row", json!({"name": "a", "value": 1})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().rows.get("a"), Some(&1));
+    assert_eq!(h.asked().len(), 1);
 }
 
-both_eras!(an_argument_the_person_was_not_shown_never_reaches_the_tool);
+both_eras!(a_confirmation_token_on_a_tool_that_takes_none_is_refused_unseen);
 
 fn risky_char() -> impl Strategy<Value = char> {
     prop_oneof![

@@ -12,6 +12,9 @@ use mcp_write_guard_rmcp::{
 };
 use serde_json::{Value, json};
 
+/// Request headers, as (name, value).
+type Headers = Vec<(&'static str, String)>;
+
 const ISSUER: &str = "https://issuer.test";
 const AUDIENCE: &str = "api";
 const KID: &str = "k1";
@@ -155,7 +158,7 @@ async fn authorization_header_spellings() {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     let client = reqwest::Client::new();
-    let cases: Vec<(&str, u16, Vec<(&str, String)>)> = vec![
+    let cases: Vec<(&str, u16, Headers)> = vec![
         (
             "plain",
             200,
