@@ -145,11 +145,7 @@ impl AuthServer {
         drop(Db::open(&db)?);
         prepare(&db)?;
         let key = SigningKey::generate(KID);
-        let jwks = dir.path().join("jwks.json");
-        std::fs::write(
-            &jwks,
-            serde_json::to_vec(&json!({"keys": [key.public_jwk()]}))?,
-        )?;
+        let jwks = key.write_jwks(dir.path())?;
         let server = HttpChild::start(
             dir.path(),
             &[
@@ -1210,12 +1206,7 @@ async fn bound_to_every_interface_with_auth_and_no_public_url_the_server_refuses
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("store.db");
     drop(Db::open(&db)?);
-    let key = common::SigningKey::generate(KID);
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(
-        &jwks,
-        serde_json::to_vec(&json!({"keys": [key.public_jwk()]}))?,
-    )?;
+    let jwks = common::SigningKey::generate(KID).write_jwks(dir.path())?;
     let run = common::command(
         dir.path(),
         &[

@@ -760,11 +760,7 @@ async fn with_bearer_auth_a_person_is_the_same_on_every_replica() -> Result<(), 
     // The keys live beside the replicas' folder: both are started with the same file.
     let keys = tempfile::tempdir()?;
     let key = SigningKey::generate("replica-key");
-    let jwks = keys.path().join("jwks.json");
-    std::fs::write(
-        &jwks,
-        serde_json::to_vec(&json!({"keys": [key.public_jwk()]}))?,
-    )?;
+    let jwks = key.write_jwks(keys.path())?;
     let auth = [
         "--auth-issuer",
         ISSUER,

@@ -25,7 +25,7 @@ const ISSUER: &str = "https://issuer.test";
 const AUDIENCE: &str = "api";
 
 /// An Ed25519 key from a random seed, and its public JWK under `kid`.
-fn key(kid: &str) -> (EncodingKey, Value) {
+pub(crate) fn key(kid: &str) -> (EncodingKey, Value) {
     let mut der = vec![
         0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
         0x20,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::{Extension, Router, routing::get};
 use base64::Engine;
-use jsonwebtoken::{Algorithm, EncodingKey, jwk::Jwk};
+use jsonwebtoken::{Algorithm, EncodingKey};
 use mcp_write_guard_rmcp::{
     AuthenticatedSubject,
     http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource},
@@ -23,18 +23,9 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// An Ed25519 key from a random seed, and its public JWK.
+/// An Ed25519 key from a random seed, and its public JWK under [`KID`].
 fn key() -> (EncodingKey, Value) {
-    let mut der = vec![
-        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
-        0x20,
-    ];
-    der.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-    der.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-    let encoding = EncodingKey::from_ed_der(&der);
-    let mut jwk = Jwk::from_encoding_key(&encoding, Algorithm::EdDSA).unwrap();
-    jwk.common.key_id = Some(KID.to_owned());
-    (encoding, serde_json::to_value(jwk).unwrap())
+    crate::http::key(KID)
 }
 
 /// Signs the exact header and payload texts (so that they may hold what serde cannot write,

@@ -11,7 +11,7 @@ use std::{
 
 use parking_lot::Mutex;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, Command},
@@ -363,6 +363,16 @@ impl SigningKey {
                 .unwrap();
         jwk.common.key_id = Some(self.kid.clone());
         jwk
+    }
+
+    /// Writes a JWKS file holding this key's public JWK into `dir` and returns its path.
+    pub fn write_jwks(&self, dir: &Path) -> Result<PathBuf, Failure> {
+        let path = dir.join("jwks.json");
+        std::fs::write(
+            &path,
+            serde_json::to_vec(&json!({"keys": [self.public_jwk()]}))?,
+        )?;
+        Ok(path)
     }
 
     /// `claims` signed with EdDSA, with this key's `kid` in the header.
