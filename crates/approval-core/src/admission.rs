@@ -28,7 +28,9 @@ pub struct AdmissionFacts {
     pub scope_granted: bool,
     /// Writes are enabled for this server.
     pub writes_enabled: bool,
-    /// The arguments passed the argument checks (an object, within the limits, canonical).
+    /// The arguments passed the argument checks (an object, within the limits, canonical), and
+    /// carry nothing the question leaves out (the adapter counts a `confirmationToken` for a
+    /// tool that is not token-gated as invalid).
     pub arguments_valid: bool,
     /// The request lets the server answer with a task.
     pub may_become_task: bool,

@@ -6,8 +6,8 @@
 //! [`admit`], a pure function with a truth table beside it.
 
 use mcp_write_guard_core::{
-    Admission, AdmissionFacts, CapturedArgs, Gate, Principal, TokenGate, TokenRejection, admit,
-    check_token_from_args,
+    Admission, AdmissionFacts, ArgsError, CapturedArgs, Gate, Principal, TokenGate, TokenRejection,
+    admit, check_token_from_args,
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{
@@ -77,11 +77,18 @@ impl<S: ServerHandler> WriteGuard<S> {
         if let Ok(args) = &args {
             call.digest = Some(args.digest());
         }
+        let bad_args = match &args {
+            Err(error) => Some(BadArgs::Invalid(error)),
+            Ok(args) if !class.token_gated && args.has_confirmation_token() => {
+                Some(BadArgs::UnshownToken)
+            }
+            Ok(_) => None,
+        };
         let mut facts = AdmissionFacts {
             principal_known: principal.is_some(),
             scope_granted,
             writes_enabled: self.shared.writes_enabled,
-            arguments_valid: args.is_ok(),
+            arguments_valid: bad_args.is_none(),
             may_become_task: self.may_become_task(context),
             is_retry: state.is_some(),
             can_ask: elicit::can_ask(context) || self.can_ask_on_page(context),
@@ -101,7 +108,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                     ));
                 }
                 Admission::Refuse(gate) => {
-                    return Err(refuse_at(gate, args.as_ref().err(), token_rejection));
+                    return Err(refuse_at(gate, bad_args, token_rejection));
                 }
                 Admission::CheckToken => {
                     // Checking spends nothing: the token is spent, atomically, only after the
@@ -142,8 +149,13 @@ impl<S: ServerHandler> WriteGuard<S> {
         let Some(principal) = principal else {
             return Err(refuse_at(Gate::Principal, None, token_rejection));
         };
-        let args =
-            args.map_err(|error| refuse_at(Gate::Arguments, Some(&error), token_rejection))?;
+        let args = args.map_err(|error| {
+            refuse_at(
+                Gate::Arguments,
+                Some(BadArgs::Invalid(&error)),
+                token_rejection,
+            )
+        })?;
         Ok(Admitted {
             principal,
             args,
@@ -187,12 +199,19 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 }
 
+/// Why the arguments are not valid.
+#[derive(Debug, Clone, Copy)]
+enum BadArgs<'a> {
+    /// They could not be captured.
+    Invalid(&'a ArgsError),
+    /// A top-level `confirmationToken` for a tool that is not token-gated. The question never
+    /// shows that member (it is a token-gated tool's token, checked by the guard), so it would
+    /// reach the tool without the person seeing it.
+    UnshownToken,
+}
+
 /// The refusal for the first gate that said no.
-fn refuse_at(
-    gate: Gate,
-    args_error: Option<&mcp_write_guard_core::ArgsError>,
-    token: TokenRejection,
-) -> Refusal {
+fn refuse_at(gate: Gate, bad_args: Option<BadArgs<'_>>, token: TokenRejection) -> Refusal {
     match gate {
         Gate::Principal => Refusal::new(
             Outcome::RefusedNoPrincipal,
@@ -206,8 +225,17 @@ fn refuse_at(
             "Changes are turned off on this server, so nothing was saved. If this change is \
              needed, ask the server's operator.",
         ),
+        Gate::Arguments if matches!(bad_args, Some(BadArgs::UnshownToken)) => Refusal::new(
+            Outcome::BadArguments,
+            "a confirmationToken argument for a tool that takes none",
+            "This tool takes no confirmationToken argument, so nothing was saved and nobody was \
+             asked. Call it again without one.",
+        ),
         Gate::Arguments => {
-            let error = args_error.map_or_else(|| "not captured".to_owned(), ToString::to_string);
+            let error = match bad_args {
+                Some(BadArgs::Invalid(error)) => error.to_string(),
+                _ => "not captured".to_owned(),
+            };
             Refusal::new(
                 Outcome::BadArguments,
                 error.clone(),

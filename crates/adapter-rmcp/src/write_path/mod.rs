@@ -121,16 +121,6 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
         let admitted = self.admit(call, &mut request, class, &context).await?;
-        // The question leaves a `confirmationToken` member out (it is the token of a
-        // token-gated tool): on any other tool it would reach the tool unseen.
-        if !class.token_gated && admitted.args.has_confirmation_token() {
-            return Err(Refusal::new(
-                Outcome::BadArguments,
-                "a confirmationToken argument for a tool that takes none",
-                "This tool takes no confirmationToken argument, so nothing was saved and \
-                 nobody was asked. Call it again without one.",
-            ));
-        }
         let principal = admitted.principal;
         let approved: Approved = match admitted.next {
             Next::Resume(retry) => {
