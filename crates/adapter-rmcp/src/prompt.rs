@@ -158,13 +158,13 @@ pub(crate) type PromptFn = Arc<dyn Fn(&PromptInput<'_>) -> String + Send + Sync>
 pub fn default_prompt(input: &PromptInput<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Approve this change? Tool: {}", input.tool());
-    if input.arguments.is_empty() {
+    let mut arguments = input.arguments().peekable();
+    if arguments.peek().is_none() {
         out.push_str("Arguments: none\n");
     } else {
         out.push_str("Arguments:\n");
-        for (name, value) in input.arguments.iter() {
-            let name = argument_name(name);
-            let value = render_value(value, DEFAULT_MAX_RENDERED_CHARS);
+        for (name, value) in arguments {
+            let name = unlike_a_label(name);
             let _ = writeln!(out, "  {name}: {value}");
         }
     }
@@ -189,15 +189,19 @@ pub fn default_prompt(input: &PromptInput<'_>) -> String {
 /// The labels of the default prompt's own lines (`Before: …`).
 const LABELS: [&str; 4] = ["Arguments", "Before", "After", "Preview"];
 
-/// An argument's name on its line of the default prompt: as [`render_key`] shows it, except
-/// that a name spelled like one of the prompt's own labels (in any case) is quoted, so that
-/// its line (`  "Before": 5`) cannot pass for the prompt's own `Before: 5`, even where the
-/// message is shown with leading spaces collapsed (Markdown, HTML).
-fn argument_name(name: &str) -> Rendered {
-    if LABELS.iter().any(|label| name.eq_ignore_ascii_case(label)) {
-        render_value(&Value::String(name.to_owned()), DEFAULT_MAX_RENDERED_CHARS)
+/// An argument's rendered name on its line of the default prompt: quoted if it reads like one
+/// of the prompt's own labels (in any case), so that its line (`  "Before": 5`) cannot pass for
+/// the prompt's own `Before: 5`, even where the message is shown with leading spaces collapsed
+/// (Markdown, HTML). Only a plain name can read like a label, and a plain name is rendered as
+/// it is spelled.
+fn unlike_a_label(name: Rendered) -> Rendered {
+    if LABELS
+        .iter()
+        .any(|label| name.as_str().eq_ignore_ascii_case(label))
+    {
+        render_value(&Value::from(name.as_str()), DEFAULT_MAX_RENDERED_CHARS)
     } else {
-        render_key(name)
+        name
     }
 }
 
