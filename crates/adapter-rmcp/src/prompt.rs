@@ -152,7 +152,8 @@ pub(crate) type PromptFn = Arc<dyn Fn(&PromptInput<'_>) -> String + Send + Sync>
 /// The default prompt: tool, every argument, the preview's before/after values.
 ///
 /// One line per item, every value rendered ([`PromptInput`]): the header with the tool, then
-/// `Arguments: none` or `Arguments:` and one indented `name: value` line per argument, then
+/// `Arguments: none` or `Arguments:` and one indented `name: value` line per argument (a name
+/// that reads like one of these labels quoted), then
 /// `Before:` and `After:` when the preview has either, else `Preview:` with the whole preview
 /// (no preview, or a `null` one: neither), then `Nothing is saved unless you approve.`
 pub fn default_prompt(input: &PromptInput<'_>) -> String {
