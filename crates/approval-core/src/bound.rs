@@ -180,6 +180,19 @@ pub(crate) async fn put<S: Store + ?Sized>(
     new: NewRecord,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
+    put_counted(store, key, principal, new, true, now).await
+}
+
+/// [`put`], with the live record held against its principal's cap only when `counted` (a
+/// record whose place another record already holds, such as a question's round trip, is not).
+pub(crate) async fn put_counted<S: Store + ?Sized>(
+    store: &S,
+    key: StoreKey,
+    principal: &Principal,
+    new: NewRecord,
+    counted: bool,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     let NewRecord { record } = new;
     let receipt = Record::Receipt(Receipt {
         owner: principal.clone(),
@@ -195,7 +208,7 @@ pub(crate) async fn put<S: Store + ?Sized>(
         let (expires_ns, keep_ns) = (record.expires_at_ns.into(), record.retain_until_ns.into());
         let live = (
             key,
-            Some(principal),
+            counted.then_some(principal),
             Held::Record(Record::Live(record)),
             expires_ns,
         );
@@ -207,7 +220,13 @@ pub(crate) async fn put<S: Store + ?Sized>(
     let keep_until = from_ns(record.retain_until_ns)?;
     let receipt = receipt.to_json()?;
     let live = Record::Live(record).to_json()?;
-    store.insert(key, principal, live, expires_at, now).await?;
+    if counted {
+        store.insert(key, principal, live, expires_at, now).await?;
+    } else {
+        store
+            .insert_tombstone(key, principal, live, expires_at, now)
+            .await?;
+    }
     let _ignored = store
         .insert_tombstone(receipt_key, principal, receipt, keep_until, now)
         .await;
@@ -274,7 +293,7 @@ fn judge_checked(
     principal: &Principal,
     tool: &ToolName,
     digest: ArgsDigest,
-) -> Option<Result<(), Refusal>> {
+) -> Option<Result<LiveRecord, Refusal>> {
     let live = match found? {
         Record::Used(_) => return Some(Err(Refusal::Used)),
         Record::Receipt(_) => return Some(Err(Refusal::Store)),
@@ -283,7 +302,7 @@ fn judge_checked(
     if now >= i128::from(live.expires_at_ns) {
         return Some(Err(Refusal::Expired));
     }
-    Some(mismatch(&live, principal, tool, digest).map_or(Ok(()), Err))
+    Some(mismatch(&live, principal, tool, digest).map_or(Ok(live), Err))
 }
 
 /// Why a record is not there, from what its receipt key holds: no receipt, never issued (or
@@ -388,6 +407,21 @@ pub(crate) async fn check<S: Store + ?Sized>(
     digest: ArgsDigest,
     now: OffsetDateTime,
 ) -> Result<(), Refusal> {
+    peek(store, key, principal, tool, digest, now)
+        .await
+        .map(drop)
+}
+
+/// [`check`], handing back a copy of the live record it read. Grants nothing: the record stays
+/// in the store, to be taken once.
+pub(crate) async fn peek<S: Store + ?Sized>(
+    store: &S,
+    key: &StoreKey,
+    principal: &Principal,
+    tool: &ToolName,
+    digest: ArgsDigest,
+    now: OffsetDateTime,
+) -> Result<LiveRecord, Refusal> {
     let now_ns = now.unix_timestamp_nanos();
     if let Some(memory) = store.as_memory_store() {
         let found = memory

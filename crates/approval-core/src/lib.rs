@@ -128,6 +128,7 @@ mod expiry_index;
 mod ids;
 mod page;
 mod policy;
+mod question;
 mod render;
 mod round_trip;
 mod store;
@@ -160,10 +161,14 @@ pub use page::{
 pub use policy::{
     ApprovalPolicy, DEFAULT_APPROVAL_TTL, DEFAULT_PER_PRINCIPAL_CAP, DEFAULT_TOKEN_TTL,
 };
+pub use question::{
+    AnswerChannel, GivenAnswer, Opened, Question, QuestionStatus, answer_question, close_question,
+    find_question, open_question, question_status, refresh_question,
+};
 pub use render::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
 pub use round_trip::{
-    ROUND_TRIP_REFUSAL_MESSAGE, RoundTripRejection, open_round_trip, store_approval, take_approval,
-    take_round_trip,
+    ROUND_TRIP_REFUSAL_MESSAGE, RoundTripRejection, open_question_round_trip, open_round_trip,
+    peek_approval, store_approval, take_approval, take_round_trip,
 };
 pub use store::{
     BoxFuture, DEFAULT_MAX_ENTRIES, MemoryStore, RecordKind, Store, StoreError, StoreKey,

@@ -496,6 +496,17 @@ pub async fn answer_page<S: Store + ?Sized>(
         }
         Err(error) => Err(error),
     };
+    if stored.is_ok() {
+        crate::question::keep_page_answer(
+            store,
+            page.approval,
+            &page.principal,
+            choice == PageChoice::Approve,
+            keep_until,
+            now,
+        )
+        .await;
+    }
     close(store, &id, &page, Closed::Answered, now).await;
     // The page is closed either way; an answer that could not be kept reaches the guard as a
     // closed page, which is a refusal.

@@ -95,6 +95,30 @@ pub async fn open_round_trip<S: Store + ?Sized>(
         store,
         id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text)),
         pending,
+        true,
+        now,
+    )
+    .await?;
+    Ok(id)
+}
+
+/// [`open_round_trip`] for a question opened with
+/// [`open_question`](crate::open_question): the question's stored approval already holds the
+/// principal's place in its cap for the clock, so the state does not hold a second one.
+///
+/// # Errors
+/// The store's error.
+pub async fn open_question_round_trip<S: Store + ?Sized>(
+    store: &S,
+    pending: &PendingApproval,
+    now: OffsetDateTime,
+) -> Result<StateId, StoreError> {
+    let id = StateId::random();
+    put_pending(
+        store,
+        id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text)),
+        pending,
+        false,
         now,
     )
     .await?;
@@ -131,7 +155,7 @@ pub async fn store_approval<S: Store + ?Sized>(
     let key = pending
         .id()
         .with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
-    put_pending(store, key, pending, now).await?;
+    put_pending(store, key, pending, true, now).await?;
     Ok(pending.id())
 }
 
@@ -149,10 +173,30 @@ pub async fn take_approval<S: Store + ?Sized>(
     take_pending(store, key, principal, tool, args, now).await
 }
 
+/// A copy of the stored approval `id`, for `principal` calling `tool` with `args` (the same
+/// checks as [`take_approval`]), to put the same question again. Grants nothing: the approval
+/// stays in the store and is still taken once, by the apply.
+///
+/// # Errors
+/// The same refusals as [`take_approval`]; nothing is used up.
+pub async fn peek_approval<S: Store + ?Sized>(
+    store: &S,
+    id: ApprovalId,
+    principal: &Principal,
+    tool: &ToolName,
+    args: &CapturedArgs,
+    now: OffsetDateTime,
+) -> Result<PendingApproval, RoundTripRejection> {
+    let key = id.with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
+    let live = bound::peek(store, &key, principal, tool, args.digest(), now).await?;
+    restore(live).ok_or(RoundTripRejection::Store)
+}
+
 async fn put_pending<S: Store + ?Sized>(
     store: &S,
     key: StoreKey,
     pending: &PendingApproval,
+    counted: bool,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
     let approval = StoredApproval {
@@ -169,7 +213,7 @@ async fn put_pending<S: Store + ?Sized>(
         pending.expires_at(),
         Some(Box::new(approval)),
     )?;
-    bound::put(store, key, pending.principal(), record, now).await
+    bound::put_counted(store, key, pending.principal(), record, counted, now).await
 }
 
 async fn take_pending<S: Store + ?Sized>(

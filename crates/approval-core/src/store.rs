@@ -32,6 +32,9 @@ pub enum RecordKind {
     Token,
     /// An approval page: what it shows, and the person's answer until the guard reads it.
     Page,
+    /// A question's index (under its binding) and its first answer (see
+    /// [`open_question`](crate::open_question)).
+    Question,
 }
 
 impl RecordKind {
@@ -42,6 +45,7 @@ impl RecordKind {
             Self::RoundTrip => "round-trip",
             Self::Token => "token",
             Self::Page => "page",
+            Self::Question => "question",
         }
     }
 }

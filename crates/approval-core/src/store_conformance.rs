@@ -304,6 +304,7 @@ pub async fn keys_of_other_kinds_and_principals_do_not_collide<S: Store>(
         RecordKind::RoundTrip,
         RecordKind::Token,
         RecordKind::Page,
+        RecordKind::Question,
     ];
     let names = ["a", "a:b", "a:", "", "b", "é:{x}", "a*", "a b"];
     for (i, kind) in kinds.iter().enumerate() {
