@@ -106,6 +106,20 @@ pub enum Outcome {
     /// An answer on the approval page was refused (reason: `csrf`, `not-signed-in`,
     /// `other-person`, `answered`, `withdrawn`, `expired`, `store`); the page did not change.
     PageRefused,
+    /// The client's form answered the question (reason: the action, `accept`, `decline`,
+    /// `cancel`); the first answer of a question is the one that counts. Not a decision of the
+    /// call yet.
+    Answered,
+    /// A notifier told a person about the question (reason: `<channel>: delivered`).
+    Notified,
+    /// The notifier failed, so nobody was asked; nothing written (reason: `<channel>: <why>`).
+    NotifyFailed,
+    /// The question is open and this call does not wait for it (the client cannot be asked,
+    /// or stopped waiting); the model is told to call again. Nothing written yet.
+    AwaitingAnswer,
+    /// The question was approved, but another call of the same change took the approval
+    /// first; this call wrote nothing.
+    AlreadyUsed,
 }
 
 impl Outcome {
@@ -137,6 +151,11 @@ impl Outcome {
             Self::TokenIssued => "token-issued",
             Self::PageAnswered => "page-answered",
             Self::PageRefused => "page-refused",
+            Self::Answered => "answered",
+            Self::Notified => "notified",
+            Self::NotifyFailed => "notify-failed",
+            Self::AwaitingAnswer => "awaiting-answer",
+            Self::AlreadyUsed => "already-used",
         }
     }
 
@@ -146,6 +165,8 @@ impl Outcome {
             self,
             Self::Asked
                 | Self::PageAnswered
+                | Self::Answered
+                | Self::Notified
                 | Self::Approved
                 | Self::ApprovedWithoutElicitation
                 | Self::Applied

@@ -50,7 +50,14 @@ pub struct WriteGuardBuilder<S> {
     check_dry_previews: bool,
     #[cfg(feature = "approval-page")]
     approval_page: Option<crate::page::ApprovalPage>,
+    #[cfg(feature = "approval-page")]
+    notifier: Option<Arc<dyn crate::notify::Notifier>>,
+    progress_every: std::time::Duration,
 }
+
+/// How often a call that waits for the person's answer sends `notifications/progress` by
+/// default (when its request carried a `progressToken`).
+pub const DEFAULT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl<S> fmt::Debug for WriteGuardBuilder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -86,6 +93,9 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
             check_dry_previews: false,
             #[cfg(feature = "approval-page")]
             approval_page: None,
+            #[cfg(feature = "approval-page")]
+            notifier: None,
+            progress_every: DEFAULT_PROGRESS_EVERY,
         }
     }
 
@@ -264,6 +274,29 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
+    /// Reaches a person when the client cannot ask (no elicitation): the question is opened on
+    /// the approval page ([`Self::approval_page`], required), `notifier` sends the person its
+    /// link, and the call is answered at once: a person was asked, nothing is saved yet, call
+    /// again with the same arguments after they approve. The next such call within the clock
+    /// applies the approved change once. Without an approval page the notifier is not used
+    /// (and [`Self::build`] logs a warning). See [`crate::notify`].
+    #[cfg(feature = "approval-page")]
+    #[must_use]
+    pub fn notifier(mut self, notifier: impl crate::notify::Notifier) -> Self {
+        self.notifier = Some(Arc::new(notifier));
+        self
+    }
+
+    /// How often a call that waits for the person's answer (below 2026-07-28) sends
+    /// `notifications/progress`, when its request carried a `progressToken`: clients that reset
+    /// their request timeout on progress then wait for the person instead of giving up.
+    /// Default: [`DEFAULT_PROGRESS_EVERY`] (5 s); at least 100 ms.
+    #[must_use]
+    pub fn progress_every(mut self, every: std::time::Duration) -> Self {
+        self.progress_every = every;
+        self
+    }
+
     /// Lets clients that cannot ask their user write without approval. Read the risk on
     /// [`AllowWritesWithoutElicitation`] first; [`Self::build`] logs a warning.
     #[must_use]
@@ -296,6 +329,14 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 "writes are disabled; write tools will be refused"
             );
         }
+        #[cfg(feature = "approval-page")]
+        if self.notifier.is_some() && self.approval_page.is_none() {
+            tracing::warn!(
+                server = %server_name,
+                "a notifier is configured without an approval page; it is not used (the notice \
+                 links to the page)"
+            );
+        }
         let store = self
             .store
             .unwrap_or_else(|| Arc::new(MemoryStore::for_policy(&self.policy)));
@@ -320,9 +361,13 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 config_mistakes: std::sync::OnceLock::new(),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),
                 #[cfg(feature = "approval-page")]
+                notifier: self.notifier.filter(|_| self.approval_page.is_some()),
+                #[cfg(feature = "approval-page")]
                 pages: self
                     .approval_page
                     .map(|page| Arc::new(crate::page::Pages::new(page))),
+                progress_every: self.progress_every,
+                asked_now: Arc::default(),
             }),
             connection: ConnectionId::random(),
             handshake: AtomicBool::new(false),

@@ -103,7 +103,6 @@ pub(crate) fn url_request(
 
 /// Tells the client that the page's question `elicitation_id` was answered
 /// (`notifications/elicitation/complete`), so it can close its prompt. Best effort.
-#[cfg(feature = "approval-page")]
 pub(crate) async fn complete(context: &RequestContext<RoleServer>, elicitation_id: &str) {
     let notification = rmcp::model::CustomNotification::new(
         "notifications/elicitation/complete",
@@ -125,15 +124,6 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    /// An answer that is only an action, without content.
-    #[cfg(feature = "approval-page")]
-    pub(crate) fn action_only(action: AnswerAction) -> Self {
-        Self {
-            action,
-            content: None,
-        }
-    }
-
     /// Reads an elicitation result in its JSON form (`{"action": .., "content": ..}`).
     fn from_json(value: &Value) -> Result<Self, Error> {
         let action = value
@@ -160,28 +150,28 @@ pub(crate) fn approval_form(message: String) -> Result<ElicitRequestParams, Erro
     })
 }
 
-/// Asks with `elicitation/create` (a form, or a URL), giving up after `timeout` or when the
-/// call is cancelled.
-pub(crate) async fn ask_legacy(
+/// Asks with `elicitation/create` (a form, or a URL) and waits for the answer until `timeout`,
+/// whether or not the call is cancelled meanwhile: an answer that comes after the client gave up
+/// on the call still counts for the question (the next call of the same change applies it).
+pub(crate) fn ask_until(
     context: &RequestContext<RoleServer>,
-    form: ElicitRequestParams,
+    question: ElicitRequestParams,
     timeout: Duration,
-) -> Result<Answer, Error> {
-    let ask = context
-        .peer
-        .create_elicitation_with_timeout(form, Some(timeout));
-    let result = tokio::select! {
-        result = ask => result,
-        () = context.ct.cancelled() => return Err(Error::Cancelled),
-    };
-    match result {
-        Ok(result) => {
-            let json =
-                serde_json::to_value(&result).map_err(|e| Error::MalformedAnswer(e.to_string()))?;
-            Answer::from_json(&json)
+) -> impl std::future::Future<Output = Result<Answer, Error>> + Send + 'static {
+    let peer = context.peer.clone();
+    async move {
+        match peer
+            .create_elicitation_with_timeout(question, Some(timeout))
+            .await
+        {
+            Ok(result) => {
+                let json = serde_json::to_value(&result)
+                    .map_err(|e| Error::MalformedAnswer(e.to_string()))?;
+                Answer::from_json(&json)
+            }
+            Err(ServiceError::Timeout { .. }) => Err(Error::TimedOut),
+            Err(other) => Err(Error::Ask(other.to_string())),
         }
-        Err(ServiceError::Timeout { .. }) => Err(Error::TimedOut),
-        Err(other) => Err(Error::Ask(other.to_string())),
     }
 }
 

@@ -83,6 +83,14 @@ pub(crate) struct Shared<S> {
     /// The approval page, when one is configured.
     #[cfg(feature = "approval-page")]
     pub(crate) pages: Option<Arc<crate::page::Pages>>,
+    /// Reaches a person when the client cannot ask (with the approval page).
+    #[cfg(feature = "approval-page")]
+    pub(crate) notifier: Option<Arc<dyn crate::notify::Notifier>>,
+    /// How often a waiting call sends `notifications/progress` (when its request asked for
+    /// progress).
+    pub(crate) progress_every: std::time::Duration,
+    /// The questions a client of this process has in front of it now.
+    pub(crate) asked_now: Arc<crate::write_path::AskedNow>,
 }
 
 /// No complete tool list has been read yet.

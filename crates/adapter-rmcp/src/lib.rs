@@ -139,6 +139,7 @@ mod guard;
 #[cfg(feature = "http")]
 pub mod http;
 mod json_lines;
+pub mod notify;
 #[cfg(feature = "approval-page")]
 pub mod page;
 mod principal;
@@ -152,7 +153,7 @@ mod write_path;
 #[cfg(feature = "audit-jsonl")]
 pub use audit::JsonLinesSink;
 pub use audit::{Asked, AuditRecord, AuditSink, Channel, MemorySink, Outcome, TracingSink};
-pub use builder::WriteGuardBuilder;
+pub use builder::{DEFAULT_PROGRESS_EVERY, WriteGuardBuilder};
 pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
@@ -175,4 +176,4 @@ pub use principal::{
 pub use prompt::{PromptInput, default_prompt};
 pub use step::{ApprovedPreview, Stale, WriteStep, write_step, write_step_in};
 pub use tools::PREPARE_ADMIN_ACTION;
-pub use write_path::{STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
+pub use write_path::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};

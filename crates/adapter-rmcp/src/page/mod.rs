@@ -71,7 +71,7 @@ mod router;
 
 pub(crate) use router::{PageState, router};
 
-use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
+use std::{collections::HashMap, fmt, sync::Arc};
 
 use mcp_write_guard_core::PageId;
 use parking_lot::Mutex;
@@ -81,10 +81,6 @@ use crate::principal::PrincipalResolver;
 
 /// The path the page is served at, under the base URL: `/approvals/{id}`.
 pub const PAGE_PATH: &str = "/approvals/{id}";
-
-/// How often a waiting call looks at the store for an answer given on another replica (an
-/// answer on this process wakes it at once).
-const POLL_EVERY: Duration = Duration::from_secs(1);
 
 /// Where the approval page is reachable, and who may answer on it.
 #[derive(Clone)]
@@ -179,11 +175,6 @@ impl Pages {
         if let Some(waiter) = self.waiting.lock().get(id) {
             waiter.notify_one();
         }
-    }
-
-    /// How long to wait before looking at the store again.
-    pub(crate) fn poll_every() -> Duration {
-        POLL_EVERY
     }
 }
 

@@ -91,7 +91,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             arguments_valid: bad_args.is_none(),
             may_become_task: self.may_become_task(context),
             is_retry: state.is_some(),
-            can_ask: elicit::can_ask(context) || self.can_ask_on_page(context),
+            can_ask: elicit::can_ask(context) || self.can_ask_on_page(context) || self.can_notify(),
             ask_bypass: self.shared.allow_without_elicitation,
             token: if class.token_gated {
                 TokenGate::Unchecked
@@ -173,6 +173,14 @@ impl<S: ServerHandler> WriteGuard<S> {
             let _ = context;
             false
         }
+    }
+
+    /// Whether a person can be reached through a notifier when the client cannot ask.
+    fn can_notify(&self) -> bool {
+        #[cfg(feature = "approval-page")]
+        return self.notice_channel().is_some();
+        #[cfg(not(feature = "approval-page"))]
+        false
     }
 
     /// Logs, once per guard, why writes over stateless HTTP are refused.

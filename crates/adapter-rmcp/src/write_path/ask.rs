@@ -1,16 +1,19 @@
 //! Step 3 of a write: ask the person (DESIGN step 6).
 //!
-//! The question is built from the preview through one renderer ([`PromptInput`]), then put in
-//! the request's protocol era: below 2026-07-28 an `elicitation/create` form, answered within
-//! what is left of the approval clock; from 2026-07-28 an `InputRequiredResult` whose
-//! `requestState` names the stored approval, answered on the retry (see [`super::decide`]).
-//! Either way the open approval lives in the store (a store that is down, or a person with too
-//! many open approvals, is a refusal), and one `asked` record says what was shown.
+//! The question is built from the preview through one renderer ([`PromptInput`]), opened in the
+//! store for its whole clock (mcp-write-guard-core's `open_question`: a second call of the same
+//! change finds it instead of asking again), then put in the request's protocol era: below
+//! 2026-07-28 an `elicitation/create` form, whose answer this call waits for (see
+//! [`super::settle`]); from 2026-07-28 an `InputRequiredResult` whose `requestState` names the
+//! stored approval, answered on the retry (see [`super::decide`]). A store that is down, or a
+//! person with too many open approvals, is a refusal; one `asked` record says what was shown.
 
-use mcp_write_guard_core::{ApprovalId, PendingApproval, ToolName, render_key, take_approval};
+use mcp_write_guard_core::{
+    Opened, PendingApproval, Question, ToolName, close_question, open_question, render_key,
+    take_approval,
+};
 use rmcp::{
     ServerHandler,
-    model::CallToolResponse,
     service::{RequestContext, RoleServer},
 };
 use serde_json::{Map, Value};
@@ -19,26 +22,14 @@ use super::{
     Call,
     capture::{AdminTarget, Captured},
     refusal::Refusal,
+    settle::{Asking, Settled},
 };
 use crate::{
     WriteGuard,
     audit::{Asked as AskedRecord, AuditRecord, Channel, Outcome},
-    elicit::{self, Answer, Era},
-    error::Error,
+    elicit::{self, Era},
     prompt::{PromptInput, default_prompt},
 };
-
-/// How the question was put.
-pub(super) enum Asked {
-    /// Below 2026-07-28: the person answered within this request. `pending` is the approval as
-    /// taken back from the store, once.
-    Answered {
-        pending: PendingApproval,
-        answer: Answer,
-    },
-    /// From 2026-07-28: the client must retry with the answer; this is what it gets now.
-    OnRetry(CallToolResponse),
-}
 
 impl<S: ServerHandler> WriteGuard<S> {
     pub(super) async fn ask(
@@ -46,7 +37,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         call: &mut Call,
         captured: Captured,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Asked, Refusal> {
+    ) -> Result<Settled, Refusal> {
         let Captured {
             pending,
             admin_target,
@@ -59,6 +50,15 @@ impl<S: ServerHandler> WriteGuard<S> {
                 .ask_on_page(call, pending, subject, &prompt, &pages, context)
                 .await;
         }
+        #[cfg(feature = "approval-page")]
+        if !elicit::can_ask(context)
+            && let Some((pages, notifier)) = self.notice_channel()
+        {
+            let subject = self.page_subject(&pending, admin_target.as_ref());
+            return self
+                .ask_by_notice(call, pending, subject, &prompt, &pages, &*notifier, context)
+                .await;
+        }
         call.channel = Some(Channel::Form);
         let form = elicit::approval_form(prompt.clone()).map_err(|error| {
             Refusal::new(
@@ -69,64 +69,73 @@ impl<S: ServerHandler> WriteGuard<S> {
         })?;
         let store = &*self.shared.store;
         let now = self.shared.clock.now();
+        if let Opened::Existing(question) = open_question(store, &pending, now)
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))?
+        {
+            return self
+                .settle(
+                    call,
+                    question,
+                    pending.principal(),
+                    pending.args(),
+                    None,
+                    context,
+                )
+                .await;
+        }
         let era = elicit::era(context);
         match era {
             Era::InputRounds => {
-                let state = mcp_write_guard_core::open_round_trip(store, &pending, now)
+                let state = mcp_write_guard_core::open_question_round_trip(store, &pending, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &prompt, era, Channel::Form);
-                Ok(Asked::OnRetry(
+                Ok(Settled::Respond(
                     elicit::input_required(form, state.to_string()).into(),
                 ))
             }
             Era::Legacy => {
                 let Some(time_left) = pending.time_left(now) else {
+                    self.forget_question(&pending).await;
                     return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
                 };
-                let id = mcp_write_guard_core::store_approval(store, &pending, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &prompt, era, Channel::Form);
-                let answer = elicit::ask_legacy(context, form, time_left).await;
-                self.take_back(id, &pending, answer).await
+                let asking = Asking::new(elicit::ask_until(context, form, time_left), None)
+                    .in_flight(&self.shared.asked_now, pending.id());
+                let question = Question::asked(&pending);
+                self.settle(
+                    call,
+                    question,
+                    pending.principal(),
+                    pending.args(),
+                    Some(asking),
+                    context,
+                )
+                .await
             }
         }
     }
 
-    /// Below 2026-07-28, once the question is over: takes the approval `id` back from the
-    /// store, once, whatever the answer (so the slot is freed); only the approval taken from
-    /// the store may continue, with the answer.
-    pub(super) async fn take_back(
-        &self,
-        id: ApprovalId,
-        pending: &PendingApproval,
-        answer: Result<Answer, Error>,
-    ) -> Result<Asked, Refusal> {
-        let taken = take_approval(
-            &*self.shared.store,
-            &id.to_string(),
-            pending.principal(),
-            pending.tool(),
-            pending.args(),
-            self.shared.clock.now(),
-        )
-        .await;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(Error::TimedOut) => {
-                return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
-            }
-            Err(error) => return Err(Refusal::ask_failed(&error)),
-        };
-        let pending = taken.map_err(Refusal::rejection)?;
-        Ok(Asked::Answered { pending, answer })
+    /// Forgets the question of `pending`, and its stored approval (it will not be asked after
+    /// all), so it holds no place in the principal's cap.
+    pub(super) async fn forget_question(&self, pending: &PendingApproval) {
+        let store = &*self.shared.store;
+        let now = self.shared.clock.now();
+        let (principal, tool, args) = (pending.principal(), pending.tool(), pending.args());
+        close_question(store, principal, tool, &args.digest(), pending.id(), now).await;
+        let _gone =
+            take_approval(store, &pending.id().to_string(), principal, tool, args, now).await;
     }
 
     /// The question: the tool's own wording, or the default. For `prepare_admin_action`: the
     /// target tool's question (its wording, or the default, with the target's preview when it
     /// has one) after a sentence saying what approving it does.
-    fn prompt_for(&self, pending: &PendingApproval, admin_target: Option<&AdminTarget>) -> String {
+    pub(super) fn prompt_for(
+        &self,
+        pending: &PendingApproval,
+        admin_target: Option<&AdminTarget>,
+    ) -> String {
         let (tool, arguments, preview) = self.shown(pending, admin_target);
         let input = PromptInput::new(tool.as_str(), &arguments, preview);
         let question = match self.shared.prompts.get(tool.as_str()) {

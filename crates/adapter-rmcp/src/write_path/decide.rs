@@ -5,28 +5,21 @@
 //! that reach the apply are the ones the person was asked about.
 
 use mcp_write_guard_core::{
-    Approved, CapturedArgs, PendingApproval, Principal, Verdict, take_round_trip,
+    AnswerAction, AnswerChannel, Approved, CapturedArgs, GivenAnswer, PendingApproval, Principal,
+    Question, RoundTripRejection, Verdict, answer_question, close_question, find_question,
+    take_round_trip,
 };
-use rmcp::{ServerHandler, model::CallToolResponse};
+use rmcp::{
+    ServerHandler,
+    service::{RequestContext, RoleServer},
+};
 
-use super::{Call, admit::Retry, refusal::Refusal};
+use super::{Call, admit::Retry, refusal::Refusal, settle::Settled};
 use crate::{
     WriteGuard,
     audit::Outcome,
     elicit::{self, Answer},
 };
-
-/// What a 2026-07-28 retry comes to.
-pub(super) enum Retried {
-    /// The answer was decided: approved (a refusal is the `Err` beside it).
-    Decided(Approved),
-    /// The person has not answered on the approval page yet: ask again with the same page.
-    #[cfg_attr(
-        not(feature = "approval-page"),
-        expect(dead_code, reason = "asked on pages only")
-    )]
-    AskAgain(CallToolResponse),
-}
 
 impl<S: ServerHandler> WriteGuard<S> {
     /// Decides on an answer to `pending`.
@@ -46,53 +39,96 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
     }
 
-    /// A 2026-07-28 retry: the `requestState` names the pending approval (taken once, only by
-    /// the same principal, tool and arguments, only while the clock runs), the input responses
-    /// carry the answer (for a question on the approval page: only whether the person went
-    /// there; the page holds the answer).
+    /// A 2026-07-28 retry: the `requestState` names the question's round trip (taken once, only
+    /// by the same principal, tool and arguments, only while the clock runs); the input
+    /// responses carry the answer (for a question on the approval page: only whether the person
+    /// went there; the page holds the answer). The answer is kept as the question's (the first
+    /// answer counts), then the question is settled like any other: approved, the approval is
+    /// taken once and applied; still open, the same question is put again.
     pub(super) async fn decide_retry(
         &self,
         call: &mut Call,
         principal: &Principal,
         args: CapturedArgs,
         retry: Retry,
-    ) -> Result<Retried, Refusal> {
-        // One instant for the whole retry: the state is taken while the clock runs, and the
-        // page is read at that same instant.
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
+        let store = &*self.shared.store;
         let now = self.shared.clock.now();
-        let pending = take_round_trip(
-            &*self.shared.store,
-            &retry.state,
-            principal,
-            &call.tool,
-            &args,
-            now,
-        )
-        .await
-        .map_err(Refusal::rejection)?;
+        let pending =
+            match take_round_trip(store, &retry.state, principal, &call.tool, &args, now).await {
+                Ok(pending) => pending,
+                Err(rejection) => {
+                    if rejection == RoundTripRejection::Expired {
+                        self.close_expired(call, principal, &args).await;
+                    }
+                    return Err(Refusal::rejection(rejection));
+                }
+            };
         call.approval = Some(pending.id());
-        let answer = elicit::answer_from_responses(retry.responses)
-            .map_err(|error| Refusal::ask_failed(&error));
-        if let Some(page) = pending.page().copied() {
-            return self.retry_on_page(call, pending, page, answer, now).await;
-        }
-        self.decide(call, pending, &answer?).map(Retried::Decided)
+        let found = find_question(store, principal, &call.tool, &args.digest(), now)
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        // The question as the store holds it (another channel may have answered), else as the
+        // round trip remembers it (its index was closed: the clock and the approval decide).
+        let question = match found {
+            Some(found) if found.approval() == pending.id() => found,
+            _ => Question::asked(&pending),
+        };
+        let on_page = question.page().is_some();
+        let answer = elicit::answer_from_responses(retry.responses);
+        let question = match answer {
+            Err(error) => {
+                if on_page {
+                    self.withdraw_question_page(&question).await;
+                }
+                return Err(Refusal::ask_failed(&error));
+            }
+            // On a page, the client's accept only says the person went there.
+            Ok(answer) if on_page && answer.action == AnswerAction::Accept => question,
+            Ok(_) if question.answer().is_some() => question,
+            Ok(answer) => {
+                let given =
+                    GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
+                let counted = answer_question(store, &question, principal, given, now)
+                    .await
+                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+                question.with_answer(counted)
+            }
+        };
+        self.settle(call, question, principal, &args, None, context)
+            .await
     }
 
-    /// A retry of a question on the approval page, without the `approval-page` feature (a
-    /// store shared with a build that has it): nobody here can show the page.
-    #[cfg(not(feature = "approval-page"))]
-    async fn retry_on_page(
-        &self,
-        call: &mut Call,
-        _pending: PendingApproval,
-        _page: mcp_write_guard_core::PageId,
-        _answer: Result<elicit::Answer, Refusal>,
-        _now: time::OffsetDateTime,
-    ) -> Result<Retried, Refusal> {
-        call.channel = Some(crate::audit::Channel::Page);
-        Err(Refusal::ask_failed(&crate::error::Error::Ask(
-            "this server cannot serve the approval page".into(),
-        )))
+    /// After a retry told "expired": the question of this change, if its clock ran out, is over
+    /// (the next call asks anew).
+    async fn close_expired(&self, call: &Call, principal: &Principal, args: &CapturedArgs) {
+        let store = &*self.shared.store;
+        let now = self.shared.clock.now();
+        if let Ok(Some(found)) =
+            find_question(store, principal, &call.tool, &args.digest(), now).await
+            && now >= found.expires_at()
+        {
+            close_question(
+                store,
+                principal,
+                &call.tool,
+                &args.digest(),
+                found.approval(),
+                now,
+            )
+            .await;
+        }
+    }
+
+    /// Closes `question`'s page (the client declined to send the person there).
+    async fn withdraw_question_page(&self, question: &Question) {
+        #[cfg(feature = "approval-page")]
+        if let Some(page) = question.page() {
+            mcp_write_guard_core::withdraw_page(&*self.shared.store, page, self.shared.clock.now())
+                .await;
+        }
+        #[cfg(not(feature = "approval-page"))]
+        let _ = question;
     }
 }

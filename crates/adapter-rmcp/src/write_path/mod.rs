@@ -1,16 +1,23 @@
-//! One `tools/call` through the guard: DESIGN.md "The write path", as a short pipeline.
+//! One `tools/call` through the guard (the write path of `docs/` and the README), as a short
+//! pipeline.
 //!
 //! ```text
-//! admit → capture → ask → decide → apply → wrap
+//! admit → (join the open question | capture → ask) → settle → apply → wrap
 //! ```
 //!
 //! - [`admit`]: who is asking, writes on, the arguments captured once, no task, a retry or
-//!   not, the client can be asked, the token would spend (the order is mcp-write-guard-core's
-//!   `admit`).
+//!   not, the client can be asked (or a notifier can reach a person), the token would spend
+//!   (the order is mcp-write-guard-core's `admit`).
+//! - [`settle`]: a question outlives its call. The same change's question, if one is open or
+//!   answered, is joined instead of asking again; whatever asked it, a question ends here:
+//!   approved (the approval taken once), refused, or still open (wait, put it again, or tell
+//!   the client to call again).
 //! - [`capture`]: what the person will approve: the tool's preview (the target's, for
 //!   `prepare_admin_action`) and the pending approval.
-//! - [`ask`]: the question, in the request's protocol era; the `asked` audit record.
-//! - [`decide`]: the answer turned into an [`Approved`] or a refusal (mcp-write-guard-core decides).
+//! - [`ask`]: the question, in the request's protocol era (a form, the approval page, or a
+//!   notice through a [`Notifier`](crate::notify::Notifier)); the `asked` audit record.
+//! - [`decide`]: the answer turned into an [`Approved`] or a refusal (mcp-write-guard-core decides);
+//!   the 2026-07-28 retry.
 //! - [`apply`]: only an [`Approved`] gets here: spend the token, compare-and-apply (or issue
 //!   the admin token).
 //! - [`wrap`]: the result in the envelope.
@@ -28,6 +35,7 @@ mod decide;
 #[cfg(feature = "approval-page")]
 mod page;
 mod refusal;
+mod settle;
 mod wrap;
 
 use mcp_write_guard_core::{ApprovalId, Approved, ArgsDigest, Principal, ToolName, danger};
@@ -38,9 +46,10 @@ use rmcp::{
     service::{RequestContext, RoleServer},
 };
 
-pub use refusal::{STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
+pub use refusal::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
+pub(crate) use settle::AskedNow;
 
-use self::{admit::Next, ask::Asked, decide::Retried, refusal::Refusal};
+use self::{admit::Next, refusal::Refusal, settle::Settled};
 use crate::{
     WriteGuard,
     audit::{AuditRecord, Channel, Outcome},
@@ -122,23 +131,25 @@ impl<S: ServerHandler> WriteGuard<S> {
     ) -> Result<CallToolResponse, Refusal> {
         let admitted = self.admit(call, &mut request, class, &context).await?;
         let principal = admitted.principal;
-        let approved: Approved = match admitted.next {
+        let settled = match admitted.next {
             Next::Resume(retry) => {
-                match self
-                    .decide_retry(call, &principal, admitted.args, retry)
+                self.decide_retry(call, &principal, admitted.args, retry, &context)
                     .await?
-                {
-                    Retried::Decided(approved) => approved,
-                    Retried::AskAgain(response) => return Ok(response),
-                }
             }
             Next::Ask => {
-                let captured = self
-                    .capture(call, principal, admitted.args, class, &request, &context)
-                    .await?;
-                match self.ask(call, captured, &context).await? {
-                    Asked::Answered { pending, answer } => self.decide(call, pending, &answer)?,
-                    Asked::OnRetry(response) => return Ok(response),
+                // The same change may have been asked already (by a call whose client gave
+                // up, or one that could not ask): that question, not a second one.
+                match self
+                    .join(call, &principal, &admitted.args, &context)
+                    .await?
+                {
+                    Some(settled) => settled,
+                    None => {
+                        let captured = self
+                            .capture(call, principal, admitted.args, class, &request, &context)
+                            .await?;
+                        self.ask(call, captured, &context).await?
+                    }
                 }
             }
             Next::WithoutAsking => {
@@ -150,8 +161,12 @@ impl<S: ServerHandler> WriteGuard<S> {
                     Outcome::ApprovedWithoutElicitation,
                     Some("danger::AllowWritesWithoutElicitation".into()),
                 );
-                danger::approve_without_asking(captured.pending)
+                Settled::Approved(danger::approve_without_asking(captured.pending))
             }
+        };
+        let approved: Approved = match settled {
+            Settled::Approved(approved) => approved,
+            Settled::Respond(response) => return Ok(response),
         };
         self.apply(call, approved, class, request, context).await
     }

@@ -1,32 +1,42 @@
-//! Asking on the approval page (feature `approval-page`): the page variant of [`super::ask`] and
-//! of the 2026-07-28 retry in [`super::decide`].
+//! Asking on the approval page (feature `approval-page`): the page variant of [`super::ask`],
+//! and the notice that reaches a person when the client cannot ask at all.
 //!
-//! The pending approval is opened on a page ([`open_page`]) and the client is asked to send the
-//! person there: below 2026-07-28 with a url-mode `elicitation/create`, then the call waits for
-//! the page's answer up to the end of the clock; from 2026-07-28 with a url-mode input request,
-//! and each retry looks at the page. The client's own answer only says whether the person went
-//! to the page: `decline` or `cancel` is a denial and withdraws the page, `accept` approves
-//! nothing by itself. The page's answer is decided by [`PendingApproval::decide`], as a form
-//! answer is.
+//! The pending approval is opened on a page ([`open_page`]), then as a question
+//! ([`open_question`]), and the client is asked to send the person there: below 2026-07-28 with a
+//! url-mode `elicitation/create`, then the call waits for the page's answer up to the end of the
+//! clock (see [`super::settle`]); from 2026-07-28 with a url-mode input request, and each retry
+//! looks at the question. The client's own answer only says whether the person went to the page:
+//! `decline` or `cancel` is the answer (and withdraws the page), `accept` approves nothing by
+//! itself. The page's answer is decided like a form answer.
+//!
+//! A client that cannot be asked at all (no elicitation) is answered at once when a
+//! [`Notifier`](crate::notify::Notifier) is configured: the question is opened on the page, the
+//! notifier sends the person its link, and the model is told that a person was asked and to call
+//! again with the same arguments. The link never reaches the model.
 
 use std::sync::Arc;
 
 use mcp_write_guard_core::{
-    AnswerAction, PageId, PageOutcome, PageSubject, PendingApproval, open_page, open_round_trip,
-    page_outcome, render_key, store_approval, withdraw_page,
+    Opened, PageSubject, PendingApproval, Question, open_page, open_question, withdraw_page,
 };
 use rmcp::{
     ServerHandler,
     service::{RequestContext, RoleServer},
 };
-use tokio::sync::Notify;
+use time::format_description::well_known::Rfc3339;
 
-use super::{Call, ask::Asked, capture::AdminTarget, decide::Retried, refusal::Refusal};
+use super::{
+    Call,
+    capture::AdminTarget,
+    refusal::Refusal,
+    settle::{Asking, Settled},
+};
 use crate::{
     WriteGuard,
-    audit::Channel,
-    elicit::{self, Answer, Era},
+    audit::{Channel, Outcome},
+    elicit::{self, Era},
     error::Error,
+    notify::{Notice, Notifier},
     page::Pages,
 };
 
@@ -35,6 +45,14 @@ impl<S: ServerHandler> WriteGuard<S> {
     pub(super) fn page_for(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Pages>> {
         let pages = self.shared.pages.as_ref()?;
         elicit::can_ask_url(context).then(|| Arc::clone(pages))
+    }
+
+    /// The page and the notifier that reach a person when the client cannot ask, when both are
+    /// configured.
+    pub(super) fn notice_channel(&self) -> Option<(Arc<Pages>, Arc<dyn Notifier>)> {
+        let pages = self.shared.pages.as_ref()?;
+        let notifier = self.shared.notifier.as_ref()?;
+        Some((Arc::clone(pages), Arc::clone(notifier)))
     }
 
     /// What the page shows about `pending`: the tool and arguments the person approves (for
@@ -63,166 +81,190 @@ impl<S: ServerHandler> WriteGuard<S> {
         prompt: &str,
         pages: &Pages,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Asked, Refusal> {
+    ) -> Result<Settled, Refusal> {
         call.channel = Some(Channel::Page);
+        let pending = match self.open_on_page(pending, subject).await? {
+            Ok(pending) => pending,
+            Err((question, pending)) => {
+                return self
+                    .settle(
+                        call,
+                        question,
+                        pending.principal(),
+                        pending.args(),
+                        None,
+                        context,
+                    )
+                    .await;
+            }
+        };
         let store = &*self.shared.store;
         let now = self.shared.clock.now();
-        let store_refusal = |error| Refusal::store(&error, &self.shared.policy);
-        let pending = open_page(store, pending, subject, now)
-            .await
-            .map_err(store_refusal)?;
         let page = *pending.page().ok_or_else(|| {
             Refusal::ask_failed(&Error::Ask("the approval page was not opened".into()))
         })?;
         let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
+        let elicitation_id = pending.id().to_string();
         let question = elicit::url_request(
             message.clone(),
             pages.config.url(&page),
-            pending.id().to_string(),
+            elicitation_id.clone(),
         );
         let era = elicit::era(context);
         match era {
             Era::InputRounds => {
-                let state = open_round_trip(store, &pending, now)
+                let state = mcp_write_guard_core::open_question_round_trip(store, &pending, now)
                     .await
-                    .map_err(store_refusal)?;
+                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &message, era, Channel::Page);
-                Ok(Asked::OnRetry(
+                Ok(Settled::Respond(
                     elicit::input_required(question, state.to_string()).into(),
                 ))
             }
             Era::Legacy => {
                 let Some(time_left) = pending.time_left(now) else {
                     withdraw_page(store, &page, now).await;
+                    self.forget_question(&pending).await;
                     return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
                 };
-                let id = store_approval(store, &pending, now)
-                    .await
-                    .map_err(store_refusal)?;
                 self.record_asked(call, &pending, &message, era, Channel::Page);
-                let waiter = pages.waiter(&page);
-                let answer = self
-                    .answer_on_page(context, page, question, time_left, &waiter)
-                    .await;
-                pages.forget(&page);
-                self.take_back(id, &pending, answer).await
+                let asking = Asking::new(
+                    elicit::ask_until(context, question, time_left),
+                    Some(elicitation_id),
+                )
+                .in_flight(&self.shared.asked_now, pending.id());
+                self.settle(
+                    call,
+                    Question::asked(&pending),
+                    pending.principal(),
+                    pending.args(),
+                    Some(asking),
+                    context,
+                )
+                .await
             }
         }
     }
 
-    /// Below 2026-07-28: sends the person to the page, then waits for the page's answer until
-    /// `time_left` runs out. The client's `decline` or `cancel` is the answer (and withdraws the
-    /// page); its `accept` only means the page was opened.
-    async fn answer_on_page(
+    /// Opens `pending` on a page, then as a question. `Err` inside: the same change's question
+    /// was open already (this page is withdrawn again), with the approval this call captured.
+    #[allow(clippy::type_complexity)]
+    async fn open_on_page(
         &self,
-        context: &RequestContext<RoleServer>,
-        page: PageId,
-        question: rmcp::model::ElicitRequestParams,
-        time_left: std::time::Duration,
-        waiter: &Notify,
-    ) -> Result<Answer, Error> {
+        pending: PendingApproval,
+        subject: PageSubject,
+    ) -> Result<Result<PendingApproval, (Question, PendingApproval)>, Refusal> {
         let store = &*self.shared.store;
-        let deadline = tokio::time::Instant::now() + time_left;
-        let elicitation_id = match &question {
-            rmcp::model::ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } => {
-                elicitation_id.clone()
-            }
-            _ => String::new(),
-        };
-        let opened = elicit::ask_legacy(context, question, time_left).await;
-        match opened.map(|answer| answer.action) {
-            Ok(AnswerAction::Accept) => {}
-            Ok(action) => {
-                withdraw_page(store, &page, self.shared.clock.now()).await;
-                return Ok(Answer::action_only(action));
-            }
+        let now = self.shared.clock.now();
+        let store_refusal = |error| Refusal::store(&error, &self.shared.policy);
+        let pending = open_page(store, pending, subject, now)
+            .await
+            .map_err(store_refusal)?;
+        let opened = match open_question(store, &pending, now).await {
+            Ok(opened) => opened,
             Err(error) => {
-                withdraw_page(store, &page, self.shared.clock.now()).await;
-                return Err(error);
+                if let Some(page) = pending.page() {
+                    withdraw_page(store, page, now).await;
+                }
+                return Err(store_refusal(error));
             }
-        }
-        loop {
-            // Registered before looking, so an answer in between still wakes this call.
-            let notified = waiter.notified();
-            match page_outcome(store, &page, self.shared.clock.now()).await {
-                PageOutcome::Answered { action, content } => {
-                    elicit::complete(context, &elicitation_id).await;
-                    return Ok(Answer { action, content });
+        };
+        match opened {
+            Opened::New => Ok(Ok(pending)),
+            Opened::Existing(question) => {
+                if let Some(page) = pending.page() {
+                    withdraw_page(store, page, now).await;
                 }
-                PageOutcome::Open => {}
-                // Expired, or the store failed: nothing will be answered.
-                PageOutcome::Closed | _ => return Err(Error::TimedOut),
-            }
-            tokio::select! {
-                () = notified => {}
-                () = tokio::time::sleep(Pages::poll_every()) => {}
-                () = tokio::time::sleep_until(deadline) => {
-                    withdraw_page(store, &page, self.shared.clock.now()).await;
-                    return Err(Error::TimedOut);
-                }
-                () = context.ct.cancelled() => {
-                    withdraw_page(store, &page, self.shared.clock.now()).await;
-                    return Err(Error::Cancelled);
-                }
+                Ok(Err((question, pending)))
             }
         }
     }
 
-    /// From 2026-07-28: a retry of a call asked on `page`, whose round trip was taken at `now`
-    /// (so the approval clock still ran then). The client's `accept` sends the guard to the
-    /// page: answered, it is decided; still open, the person is asked again with the same page
-    /// on the same clock; anything else is a refusal.
-    pub(super) async fn retry_on_page(
+    /// The client cannot ask: the question is opened on a page of `pages`, `notifier` sends the
+    /// person its link, and the call is answered at once (a person was asked; call again).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn ask_by_notice(
         &self,
         call: &mut Call,
         pending: PendingApproval,
-        page: PageId,
-        client: Result<Answer, Refusal>,
-        now: time::OffsetDateTime,
-    ) -> Result<Retried, Refusal> {
+        subject: PageSubject,
+        prompt: &str,
+        pages: &Pages,
+        notifier: &dyn Notifier,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
         call.channel = Some(Channel::Page);
+        let tool_shown = subject.tool.as_str().to_owned();
+        let pending = match self.open_on_page(pending, subject).await? {
+            Ok(pending) => pending,
+            Err((question, pending)) => {
+                return self
+                    .settle(
+                        call,
+                        question,
+                        pending.principal(),
+                        pending.args(),
+                        None,
+                        context,
+                    )
+                    .await;
+            }
+        };
         let store = &*self.shared.store;
-        let client = match client {
-            Ok(client) => client,
-            Err(refusal) => {
-                withdraw_page(store, &page, now).await;
-                return Err(refusal);
-            }
-        };
-        if client.action != AnswerAction::Accept {
-            withdraw_page(store, &page, now).await;
-            let answer = Answer::action_only(client.action);
-            return self.decide(call, pending, &answer).map(Retried::Decided);
-        }
-        let answer = match page_outcome(store, &page, now).await {
-            PageOutcome::Answered { action, content } => Answer { action, content },
-            // Still open, and the clock ran at `now`, when the round trip was taken.
-            PageOutcome::Open => {
-                let Some(pages) = &self.shared.pages else {
-                    withdraw_page(store, &page, now).await;
-                    return Err(Refusal::ask_failed(&Error::Ask(
-                        "no approval page is configured".into(),
-                    )));
-                };
-                let state = open_round_trip(store, &pending, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                let message = format!(
-                    "The approval page for {} is still waiting for your answer: approve or \
-                     decline the change there.",
-                    render_key(pending.tool().as_str())
+        let page = *pending.page().ok_or_else(|| {
+            Refusal::ask_failed(&Error::Ask("the approval page was not opened".into()))
+        })?;
+        let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
+        self.record_asked(
+            call,
+            &pending,
+            &message,
+            elicit::era(context),
+            Channel::Page,
+        );
+        let notice = Notice::new(
+            pending.id(),
+            self.shared.server_name.clone(),
+            tool_shown,
+            message,
+            pages.config.url(&page),
+            pending.expires_at(),
+        );
+        let channel = notifier.channel().to_owned();
+        match notifier.notify(&notice).await {
+            Ok(()) => {
+                self.record(
+                    call,
+                    Outcome::Notified,
+                    Some(format!("{channel}: delivered")),
                 );
-                let question =
-                    elicit::url_request(message, pages.config.url(&page), pending.id().to_string());
-                return Ok(Retried::AskAgain(
-                    elicit::input_required(question, state.to_string()).into(),
-                ));
+                let until = pending
+                    .expires_at()
+                    .format(&Rfc3339)
+                    .unwrap_or_else(|_| pending.expires_at().to_string());
+                Err(Refusal::new(
+                    Outcome::AwaitingAnswer,
+                    format!("asked through {channel}"),
+                    format!(
+                        "This client cannot show approval requests, so a person was asked to \
+                         approve this change through another channel. Nothing was saved yet. \
+                         Call this tool again with exactly the same arguments after they \
+                         approve, before {until}; the change is applied then, once."
+                    ),
+                ))
             }
-            PageOutcome::Closed | _ => {
+            Err(error) => {
+                let now = self.shared.clock.now();
                 withdraw_page(store, &page, now).await;
-                return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
+                self.forget_question(&pending).await;
+                Err(Refusal::new(
+                    Outcome::NotifyFailed,
+                    format!("{channel}: {}", error.reason()),
+                    "This change needs a person's approval, but nobody could be reached (the \
+                     notification failed), so nothing was saved. Try again later; if it keeps \
+                     failing, ask the server's operator.",
+                ))
             }
-        };
-        self.decide(call, pending, &answer).map(Retried::Decided)
+        }
     }
 }

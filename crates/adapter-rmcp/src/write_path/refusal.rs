@@ -15,6 +15,12 @@ use crate::{audit::Outcome, error::Error};
 pub const STALE_MESSAGE: &str = "The data changed since you approved; nothing was saved. \
 Review the current state and ask for the change again if it is still wanted.";
 
+/// What the user reads when another call of the same change already used the approval: this call
+/// saved nothing.
+pub const ALREADY_USED_MESSAGE: &str = "This approval was already used by another call of the \
+same change, so this call saved nothing. Check the current state; call the tool again to ask for \
+the change anew if it is still wanted.";
+
 /// What the user reads when the approval store cannot be used (unreachable, timed out, full):
 /// nothing was written.
 pub const STORE_UNAVAILABLE_MESSAGE: &str = "Approvals are unavailable on this server right now, so \
@@ -162,6 +168,32 @@ impl Refusal {
             error.to_string(),
             "The user could not be asked to approve this change, so nothing was saved. Try \
              again; if it keeps failing, check the client's approval prompts.",
+        )
+    }
+
+    /// The question is open (or approved) and this call will not wait for it: a client that
+    /// cannot be asked, or one that stopped waiting. The question stays for the next call.
+    pub(crate) fn awaiting(expires_at: time::OffsetDateTime) -> Self {
+        let until = expires_at
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_else(|_| expires_at.to_string());
+        Self::new(
+            Outcome::AwaitingAnswer,
+            "the question is still open",
+            format!(
+                "A person has been asked to approve this change and has not answered yet, so \
+                 nothing was saved yet. Call this tool again with exactly the same arguments \
+                 after they answer, before {until}; the change is applied then, once."
+            ),
+        )
+    }
+
+    /// Another call of the same change took this approval first: this call saved nothing.
+    pub(crate) fn already_used() -> Self {
+        Self::new(
+            Outcome::AlreadyUsed,
+            "the approval was taken by another call",
+            ALREADY_USED_MESSAGE,
         )
     }
 

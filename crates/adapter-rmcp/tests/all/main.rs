@@ -29,6 +29,7 @@ mod http;
 #[cfg(feature = "http")]
 mod identity;
 mod inner_errors;
+mod late_answers;
 mod listing;
 mod lookup;
 mod page;

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
 use crate::common::{
-    Era, Reply, call_on,
-    counter::{Asked, Committed, CounterHarness, approve_round, first_round},
+    Era, Reply, call_on, connect,
+    counter::{Asked, Committed, CounterHarness, approve_round, first_round, params},
     gated::shown_change,
     text_of, unwrapped,
 };
@@ -47,16 +47,30 @@ fn count(outcomes: &[Outcome], outcome: Outcome) -> usize {
     outcomes.iter().filter(|o| **o == outcome).count()
 }
 
-/// Ten concurrent approved `+1`, all shown "0 -> 1": below 2026-07-28 every answer is held
-/// until all ten questions were asked, then all are approved at once; at 2026-07-28 the ten
+/// Ten people (ten connections, so ten principals: one person's identical calls share one
+/// question) approve the same `+1` at once, all shown "0 -> 1": below 2026-07-28 every answer is
+/// held until all ten questions were asked, then all are approved at once; at 2026-07-28 the ten
 /// questions are collected, then the ten retries are sent together.
 async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
     let h = CounterHarness::start(era, 0).await;
     let args = json!({"delta": 1});
+    let mut people = Vec::new();
+    for _ in 0..N {
+        people.push(
+            connect(h.guard.clone(), era, h.gated.clone())
+                .await
+                .unwrap(),
+        );
+    }
     let (prompts, results): (Vec<String>, Vec<CallToolResult>) = match era {
         Era::Legacy => {
-            let calls: Vec<_> = (0..N)
-                .map(|_| h.spawn_call("add_to_counter", args.clone()))
+            let calls: Vec<_> = people
+                .iter()
+                .map(|person| {
+                    let peer = person.peer().clone();
+                    let params = params("add_to_counter", &args);
+                    tokio::spawn(async move { peer.call_tool(params).await.unwrap() })
+                })
                 .collect();
             let prompts = h.gated.wait_asked(N).await;
             // Every question is out and held: each preview ran, nothing was applied.
@@ -70,9 +84,10 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
             (prompts, results)
         }
         Era::InputRounds => {
-            let asks: Vec<_> = (0..N)
-                .map(|_| {
-                    let peer = h.client.peer().clone();
+            let asks: Vec<_> = people
+                .iter()
+                .map(|person| {
+                    let peer = person.peer().clone();
                     let args = args.clone();
                     tokio::spawn(async move { first_round(&peer, "add_to_counter", &args).await })
                 })
@@ -87,8 +102,9 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
             let start = Arc::new(Barrier::new(N));
             let retries: Vec<_> = asked
                 .iter()
-                .map(|asked| {
-                    let peer = h.client.peer().clone();
+                .zip(&people)
+                .map(|(asked, person)| {
+                    let peer = person.peer().clone();
                     let args = args.clone();
                     let state = asked.state.clone();
                     let start = Arc::clone(&start);
@@ -263,7 +279,9 @@ fn plan() -> impl Strategy<Value = Plan> {
         (
             any::<bool>(),
             -5i64..=5,
-            vec(-3i64..=3, n),
+            // Distinct deltas: two writes of the same delta at once are one change, and one
+            // question (ten_approvals_of_the_same_increment_apply_once covers that).
+            prop::sample::subsequence((-4i64..=4).collect::<Vec<_>>(), n).prop_shuffle(),
             Just(places).prop_shuffle(),
             vec(0i64..=7, 2 * n),
         )

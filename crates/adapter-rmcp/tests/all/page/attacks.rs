@@ -70,18 +70,6 @@ impl PageHarness {
     fn count(&self, outcome: Outcome) -> usize {
         self.outcomes().iter().filter(|o| **o == outcome).count()
     }
-
-    /// Waits until a GET of `url` is no longer 200 (the guard closed the page on its side).
-    async fn until_closed(&self, url: &str) -> Page {
-        for _ in 0..200 {
-            let page = self.get(url).await;
-            if page.status != 200 {
-                return page;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the page stayed open");
-    }
 }
 
 /// Every response of the page carries the security headers.
@@ -326,8 +314,8 @@ async fn of_two_answers_at_once_exactly_one_counts() {
     }
 }
 
-/// The person approves on the page while the client says decline: the client's decline is a
-/// denial whichever comes first.
+/// The person approves on the page and the client says decline: the question takes its first
+/// answer, whichever channel gives it. Approved first: applied once. Declined first: nothing.
 #[tokio::test]
 async fn an_approval_racing_the_clients_decline_saves_nothing() {
     for era in ERAS {
@@ -346,9 +334,15 @@ async fn an_approval_racing_the_clients_decline_saves_nothing() {
                 assert!(late.status == 200 || late.status == 410, "{}", late.status);
             }
             let result = call.await.unwrap();
-            assert_eq!(result.is_error, Some(true), "{era:?} {approve_first}");
-            assert_eq!(h.counter(), (0, 0), "{era:?} {approve_first}");
-            assert!(!h.outcomes().contains(&Outcome::Approved));
+            if approve_first {
+                assert_ne!(result.is_error, Some(true), "{era:?}: {result:?}");
+                assert_eq!(h.counter(), (7, 1), "{era:?}");
+                assert_eq!(h.count(Outcome::Approved), 1);
+            } else {
+                assert_eq!(result.is_error, Some(true), "{era:?}");
+                assert_eq!(h.counter(), (0, 0), "{era:?}");
+                assert!(!h.outcomes().contains(&Outcome::Approved));
+            }
             assert_ne!(h.get(&url).await.status, 200, "closed");
         }
     }
@@ -462,7 +456,8 @@ async fn hand_made_retries_cannot_approve_without_the_page() {
 }
 
 /// 2026-07-28: a page declined stays declined whatever the retry says; a page approved applies
-/// once, and its state cannot be spent twice.
+/// once (through its state, or a call of the same change without one), and its state cannot be
+/// spent twice.
 #[tokio::test]
 async fn a_retry_applies_the_pages_answer_once() {
     let h = PageHarness::start(Era::InputRounds).await;
@@ -476,42 +471,69 @@ async fn a_retry_applies_the_pages_answer_once() {
     assert_eq!(h.counter(), (0, 0));
     assert_eq!(h.count(Outcome::Declined), 1);
 
+    let args = json!({"value": 8});
     let (url, state) = round(&h, "set_counter", &args, None).await.unwrap();
     assert_eq!(h.answer(&url, "approve").await.status, 200);
-    // A retry with other arguments does not take the approval.
+    // A retry with other arguments does not take the approval (and spends the state).
     let other = round(
         &h,
         "set_counter",
-        &json!({"value": 8}),
+        &json!({"value": 9}),
         Some((&state, accept_approve())),
     )
     .await
     .unwrap_err();
     assert_eq!(other.is_error, Some(true));
     assert_eq!(h.counter(), (0, 0));
-
-    let (url, state) = round(&h, "set_counter", &args, None).await.unwrap();
-    assert_eq!(h.answer(&url, "approve").await.status, 200);
-    let applied = round(&h, "set_counter", &args, Some((&state, accept_approve())))
+    // The spent state applies nothing.
+    let replay = round(&h, "set_counter", &args, Some((&state, accept_approve())))
         .await
         .unwrap_err();
+    assert_eq!(replay.is_error, Some(true));
+    assert_eq!(h.counter(), (0, 0));
+    // The same change without a state finds the approved question and applies it once.
+    let applied = round(&h, "set_counter", &args, None).await.unwrap_err();
     assert_ne!(applied.is_error, Some(true), "{applied:?}");
-    assert_eq!(h.counter(), (7, 1));
+    assert_eq!(h.counter(), (8, 1));
+
+    let args = json!({"value": 7});
     h.fixture.state.lock().counter = 0;
+    let (url, state) = round(&h, "set_counter", &{ json!({"value": 10}) }, None)
+        .await
+        .unwrap();
+    assert_eq!(h.answer(&url, "approve").await.status, 200);
+    let applied = round(
+        &h,
+        "set_counter",
+        &json!({"value": 10}),
+        Some((&state, accept_approve())),
+    )
+    .await
+    .unwrap_err();
+    assert_ne!(applied.is_error, Some(true), "{applied:?}");
+    assert_eq!(h.counter(), (10, 2));
     for _ in 0..2 {
-        let replay = round(&h, "set_counter", &args, Some((&state, accept_approve())))
-            .await
-            .unwrap_err();
+        let replay = round(
+            &h,
+            "set_counter",
+            &json!({"value": 10}),
+            Some((&state, accept_approve())),
+        )
+        .await
+        .unwrap_err();
         assert_eq!(replay.is_error, Some(true));
     }
-    assert_eq!(h.snapshot_applies(), 1, "applied once");
-    assert_eq!(h.count(Outcome::Applied), 1);
+    let _ = args;
+    assert_eq!(h.snapshot_applies(), 2, "each approval applied once");
+    assert_eq!(h.count(Outcome::Applied), 2);
 }
 
-/// Below 2026-07-28: the client cancels the request while the guard waits for the page; the
-/// page is withdrawn and a later approval saves nothing.
+/// Below 2026-07-28: the client cancels the request while the guard waits for the page. The
+/// question outlives the call: the page still takes the person's answer, nothing is applied for
+/// the cancelled call, and the next call of the same change applies the approval once, without
+/// asking again; the one after it asks anew.
 #[tokio::test]
-async fn a_request_cancelled_while_waiting_withdraws_the_page() {
+async fn a_request_cancelled_while_waiting_leaves_the_question_for_the_next_call() {
     let h = PageHarness::start(Era::Legacy).await;
     let client = Arc::clone(&h.client);
     let call = tokio::spawn(async move {
@@ -526,14 +548,52 @@ async fn a_request_cancelled_while_waiting_withdraws_the_page() {
     // Dropping the request sends notifications/cancelled.
     tokio::time::sleep(Duration::from_millis(50)).await;
     call.abort();
-    let closed = h.until_closed(&url).await;
-    assert_eq!(closed.status, 410, "{}", closed.body);
-    assert!(closed.body.contains("No longer open"), "{}", closed.body);
-    assert_eq!(h.post(&url, Some(&csrf), "approve").await.status, 410);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(h.counter(), (0, 0));
-    assert_eq!(h.count(Outcome::Approved), 0);
-    assert_eq!(h.count(Outcome::PageAnswered), 0);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(h.get(&url).await.status, 200, "the page stays open");
+    assert_eq!(h.post(&url, Some(&csrf), "approve").await.status, 200);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        h.counter(),
+        (0, 0),
+        "nothing applied for the cancelled call"
+    );
+    assert_eq!(h.count(Outcome::Applied), 0);
+
+    let CallToolResponse::Complete(applied) = h
+        .client
+        .call_tool_once(params("set_counter", &json!({"value": 7})))
+        .await
+        .unwrap()
+    else {
+        panic!("the approved change is applied without a question");
+    };
+    assert_ne!(applied.is_error, Some(true), "{applied:?}");
+    assert_eq!(h.counter(), (7, 1));
+    let approval_ids: std::collections::HashSet<_> = h
+        .audit
+        .records()
+        .iter()
+        .filter(|r| r.outcome != Outcome::PageAnswered)
+        .filter_map(|r| r.approval_id)
+        .collect();
+    assert_eq!(approval_ids.len(), 1, "one approval id joins the story");
+
+    // Applied once: the same change again is a new question.
+    let client = Arc::clone(&h.client);
+    let again = tokio::spawn(async move {
+        client
+            .call_tool_once(params("set_counter", &json!({"value": 7})))
+            .await
+    });
+    let fresh = h.question().await;
+    assert_ne!(fresh.url, url, "a new page");
+    fresh.reply(ElicitationAction::Decline);
+    let CallToolResponse::Complete(declined) = again.await.unwrap().unwrap() else {
+        panic!("a result");
+    };
+    assert_eq!(declined.is_error, Some(true));
+    assert_eq!(h.counter(), (7, 1));
+    assert_eq!(h.count(Outcome::Applied), 1);
 }
 
 /// Hostile argument text reaches the page as inert, visible text, whatever the era.

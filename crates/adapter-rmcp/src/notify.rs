@@ -1,0 +1,122 @@
+//! Reaching a person when the client cannot ask: a [`Notifier`].
+//!
+//! A client without elicitation (a headless agent, a scheduler, CI) cannot put the question to
+//! anyone. With an approval page and a notifier configured
+//! ([`WriteGuardBuilder::notifier`](crate::WriteGuardBuilder::notifier)), the guard opens the
+//! question on the page anyway, hands the notifier a [`Notice`] (the rendered question and the
+//! page's link), and answers the call at once: a person was asked, nothing is saved yet, call
+//! again with the same arguments once they approved. The next call of the same tool with the
+//! same arguments by the same principal within the clock finds the answer and applies it once.
+//!
+//! The notice goes through a channel the model cannot read: the page's URL is a credential
+//! (whoever holds it can answer, unless the page signs people in), and it never reaches the
+//! model. A notifier that fails means nobody was asked: the call is refused and says so.
+//!
+//! A team plugs in its own channel by implementing the trait:
+//!
+//! ```
+//! use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
+//! use mcp_write_guard_rmcp::approval::BoxFuture;
+//!
+//! /// Writes each notice to a queue another process delivers (a pager, a chat bot, e-mail).
+//! struct Outbox(tokio::sync::mpsc::Sender<String>);
+//!
+//! impl Notifier for Outbox {
+//!     fn channel(&self) -> &str {
+//!         "outbox"
+//!     }
+//!
+//!     fn notify<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NotifyError>> {
+//!         Box::pin(async move {
+//!             let text = format!("{}\nApprove or decline: {}", notice.prompt, notice.url);
+//!             self.0.send(text).await.map_err(|_| NotifyError::new("the outbox is closed"))
+//!         })
+//!     }
+//! }
+//! ```
+
+use std::fmt;
+
+use mcp_write_guard_core::{ApprovalId, BoxFuture};
+use time::OffsetDateTime;
+
+/// What a notifier tells a person about one question.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Notice {
+    /// The question's approval id: every audit record about it carries the same id.
+    pub approval_id: ApprovalId,
+    /// The server's name (as in the audit records).
+    pub server: String,
+    /// The tool the person is asked about (for `prepare_admin_action`, the target tool).
+    pub tool: String,
+    /// The question exactly as the guard words it (every argument through the one renderer).
+    pub prompt: String,
+    /// The approval page's URL: a credential. Send it only where the person reads it.
+    pub url: String,
+    /// When the question expires: an answer at or after it is a denial.
+    pub expires_at: OffsetDateTime,
+}
+
+impl fmt::Debug for Notice {
+    /// Leaves the URL out: it is a credential.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Notice")
+            .field("approval_id", &self.approval_id)
+            .field("server", &self.server)
+            .field("tool", &self.tool)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Notice {
+    /// A notice about `approval_id` (fields as documented on the struct).
+    pub fn new(
+        approval_id: ApprovalId,
+        server: impl Into<String>,
+        tool: impl Into<String>,
+        prompt: impl Into<String>,
+        url: impl Into<String>,
+        expires_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            approval_id,
+            server: server.into(),
+            tool: tool.into(),
+            prompt: prompt.into(),
+            url: url.into(),
+            expires_at,
+        }
+    }
+}
+
+/// Tells a person about a question, through a channel the model cannot read.
+///
+/// [`notify`](Notifier::notify) returns once the notice was delivered (or definitely was not):
+/// an `Err` means nobody was asked, and the call is refused with nothing saved. Bound its time
+/// (the call waits for it) and retry inside it as the channel needs.
+pub trait Notifier: Send + Sync + 'static {
+    /// A short name of the channel for the audit records (`webhook`, `outbox`, ...).
+    fn channel(&self) -> &str;
+
+    /// Delivers `notice`.
+    fn notify<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NotifyError>>;
+}
+
+/// A notice that was not delivered: nobody was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the notice was not delivered: {0}")]
+pub struct NotifyError(String);
+
+impl NotifyError {
+    /// A failure described by `reason` (for the audit record; the model never reads it).
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+
+    /// The reason given.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
+}

@@ -1,0 +1,581 @@
+//! A question outlives the call that asked it: what a question comes to for this call.
+//!
+//! Every question lives in the store for its whole clock (mcp-write-guard-core's
+//! `open_question`), bound to the principal, the tool and the exact arguments. A call that asks,
+//! a call of the same change that finds the question open, and a 2026-07-28 retry all end here:
+//!
+//! - **approved** (by any channel, now or while an earlier call waited): the approval is taken
+//!   from the store, once, and decided; of any number of calls, exactly one gets it;
+//! - **refused** (declined, cancelled, expired): refused, nothing saved;
+//! - **open**: below 2026-07-28 the call waits for the answer (the question's own form, the
+//!   page, or another call's form), sending `notifications/progress` while it waits; from
+//!   2026-07-28 the same question is put again (same approval id, same clock); a client that
+//!   cannot be asked is told to call again once the person answered.
+//!
+//! A call whose client gave up (cancelled, or a dropped request) keeps listening for the form's
+//! answer and records it, but applies nothing: the next call of the same change applies it.
+
+use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc, time::Duration};
+
+use mcp_write_guard_core::{
+    AnswerAction, AnswerChannel, ApprovalId, CapturedArgs, DenyReason, GivenAnswer, Principal,
+    Question, QuestionStatus, RoundTripRejection, answer_question, close_question, find_question,
+    open_round_trip, peek_approval, question_status, refresh_question, take_approval,
+};
+use rmcp::{
+    ServerHandler,
+    model::{CallToolResponse, ProgressNotificationParam, ProgressToken},
+    service::{Peer, RequestContext, RoleServer},
+};
+
+use super::{Call, capture::AdminTarget, refusal::Refusal};
+use crate::{
+    WriteGuard,
+    audit::{Channel, Outcome},
+    elicit::{self, Answer, Era},
+    error::Error,
+    tools::PREPARE_ADMIN_ACTION,
+};
+
+/// How often a waiting call looks at the store again (answers given on another replica).
+const POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// A question this call put to the client (`elicitation/create`), still in flight.
+pub(super) struct Asking<'a> {
+    answer: Pin<Box<dyn Future<Output = Result<Answer, Error>> + Send + 'a>>,
+    /// For a url-mode question: its elicitation id, completed once the page is answered.
+    url_elicitation: Option<String>,
+    /// Says, while this lives, that a client of this process has the question in front of it.
+    _in_flight: Option<InFlight>,
+}
+
+impl<'a> Asking<'a> {
+    pub(super) fn new(
+        answer: impl Future<Output = Result<Answer, Error>> + Send + 'a,
+        url_elicitation: Option<String>,
+    ) -> Self {
+        Self {
+            answer: Box::pin(answer),
+            url_elicitation,
+            _in_flight: None,
+        }
+    }
+
+    /// The same, counted in `asked` under `approval` while it lives.
+    pub(super) fn in_flight(mut self, asked: &Arc<AskedNow>, approval: ApprovalId) -> Self {
+        self._in_flight = Some(InFlight::enter(asked, approval));
+        self
+    }
+}
+
+/// The questions a client of this process has in front of it now (below 2026-07-28), so that a
+/// later call of the same change waits for that answer instead of putting the question again.
+/// A question asked on another replica is not here: there the later call puts the same question
+/// again (same approval id, same clock), and the first answer counts.
+#[derive(Debug, Default)]
+pub(crate) struct AskedNow {
+    asking: parking_lot::Mutex<HashMap<ApprovalId, usize>>,
+}
+
+impl AskedNow {
+    fn is_asked(&self, approval: ApprovalId) -> bool {
+        self.asking.lock().contains_key(&approval)
+    }
+}
+
+/// One question in flight, counted in [`AskedNow`] until dropped.
+struct InFlight {
+    asked: Arc<AskedNow>,
+    approval: ApprovalId,
+}
+
+impl InFlight {
+    fn enter(asked: &Arc<AskedNow>, approval: ApprovalId) -> Self {
+        *asked.asking.lock().entry(approval).or_default() += 1;
+        Self {
+            asked: Arc::clone(asked),
+            approval,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut asking = self.asked.asking.lock();
+        if let Some(count) = asking.get_mut(&self.approval) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                asking.remove(&self.approval);
+            }
+        }
+    }
+}
+
+/// What a question comes to for this call.
+pub(super) enum Settled {
+    /// Approved: the approval was taken from the store (once); apply it.
+    Approved(mcp_write_guard_core::Approved),
+    /// Answer the call with this (the question put again, or the person asked elsewhere).
+    Respond(CallToolResponse),
+}
+
+/// `notifications/progress` while a call waits, when its request carried a `progressToken`.
+struct Progress {
+    token: Option<ProgressToken>,
+    interval: tokio::time::Interval,
+    sent: u32,
+}
+
+impl Progress {
+    fn new(context: &RequestContext<RoleServer>, every: Duration) -> Self {
+        let every = every.max(Duration::from_millis(100));
+        let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            token: context.meta.get_progress_token(),
+            interval,
+            sent: 0,
+        }
+    }
+
+    /// Waits for the next tick; never, without a token.
+    async fn tick(&mut self) {
+        if self.token.is_some() {
+            self.interval.tick().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    async fn send(&mut self, peer: &Peer<RoleServer>) {
+        let Some(token) = self.token.clone() else {
+            return;
+        };
+        self.sent = self.sent.saturating_add(1);
+        let progress = ProgressNotificationParam::new(token, f64::from(self.sent))
+            .with_message("Waiting for the person's answer to the approval question");
+        // Best effort: a client that cannot take it still gets its answer.
+        let _ignored = peer.notify_progress(progress).await;
+    }
+}
+
+impl<S: ServerHandler> WriteGuard<S> {
+    /// Before asking: the question of this very change, if one is open or answered. `None`:
+    /// ask.
+    pub(super) async fn join(
+        &self,
+        call: &mut Call,
+        principal: &Principal,
+        args: &CapturedArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Settled>, Refusal> {
+        let now = self.shared.clock.now();
+        let found = find_question(
+            &*self.shared.store,
+            principal,
+            &call.tool,
+            &args.digest(),
+            now,
+        )
+        .await
+        .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        match found {
+            Some(question) => self
+                .settle(call, question, principal, args, None, context)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes `question` to its end for this call; `asking` is the question this call put to
+    /// the client, if it did.
+    pub(super) async fn settle(
+        &self,
+        call: &mut Call,
+        question: Question,
+        principal: &Principal,
+        args: &CapturedArgs,
+        asking: Option<Asking<'_>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
+        #[cfg(feature = "approval-page")]
+        let page = question.page().copied();
+        let approval = question.approval();
+        let settled = self
+            .settle_steps(call, question, principal, args, asking, context)
+            .await;
+        // A refusal told to this call's client ends the question (the next call of the same
+        // change asks anew); one nobody reads (the client gave up), or "call again", leaves it
+        // for the next call.
+        if let Err(refusal) = &settled
+            && refusal.outcome != Outcome::AwaitingAnswer
+            && !context.ct.is_cancelled()
+        {
+            close_question(
+                &*self.shared.store,
+                principal,
+                &call.tool,
+                &args.digest(),
+                approval,
+                self.shared.clock.now(),
+            )
+            .await;
+        }
+        #[cfg(feature = "approval-page")]
+        if let (Some(page), Some(pages)) = (page, &self.shared.pages) {
+            pages.forget(&page);
+        }
+        settled
+    }
+
+    async fn settle_steps(
+        &self,
+        call: &mut Call,
+        mut question: Question,
+        principal: &Principal,
+        args: &CapturedArgs,
+        mut asking: Option<Asking<'_>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
+        call.approval = Some(question.approval());
+        call.channel = Some(if question.page().is_some() {
+            Channel::Page
+        } else {
+            Channel::Form
+        });
+        let era = elicit::era(context);
+        let headless = !self.can_be_asked(context);
+        let mut progress = Progress::new(context, self.shared.progress_every);
+        let mut poll = tokio::time::interval(POLL_EVERY);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let left = question.expires_at() - self.shared.clock.now();
+        let deadline =
+            tokio::time::Instant::now() + Duration::try_from(left).unwrap_or(Duration::ZERO);
+        let mut url_elicitation = asking.as_ref().and_then(|a| a.url_elicitation.clone());
+        // This call put the question to its client (once is enough).
+        let mut asked_here = asking.is_some();
+        loop {
+            let now = self.shared.clock.now();
+            match question_status(&question, now) {
+                QuestionStatus::Approved => {
+                    if let Some(id) = &url_elicitation {
+                        elicit::complete(context, id).await;
+                    }
+                    return self
+                        .take_approved(call, &question, principal, args, context)
+                        .await;
+                }
+                QuestionStatus::Refused(reason) => {
+                    self.withdraw(&question).await;
+                    if context.ct.is_cancelled() {
+                        // Nobody reads this refusal: the next call of the change is told.
+                        return Err(Refusal::awaiting(question.expires_at()));
+                    }
+                    return Err(Refusal::denied(reason));
+                }
+                QuestionStatus::Open => {}
+            }
+            // A form's answer reaches only this call: it keeps listening for it even when its
+            // client gave up, so the answer counts for the next call. A page keeps its own.
+            let listening = asking.as_ref().is_some_and(|a| a.url_elicitation.is_none());
+            if !listening && context.ct.is_cancelled() {
+                return Err(Refusal::awaiting(question.expires_at()));
+            }
+            if asking.is_none() {
+                // A client that cannot be asked never gets the question (nor the page's link).
+                if headless {
+                    return Err(Refusal::awaiting(question.expires_at()));
+                }
+                if era == Era::InputRounds {
+                    return self
+                        .present_again(call, &question, principal, args, context)
+                        .await
+                        .map(Settled::Respond);
+                }
+                // Below 2026-07-28, nobody here has the question in front of them (it was
+                // asked by a call that is gone, or on another replica): put the same question
+                // again in this call.
+                if !asked_here && !self.shared.asked_now.is_asked(question.approval()) {
+                    // Only a question still open, as the store has it now, is put again.
+                    question = self.reread(question, principal).await?;
+                    if question_status(&question, self.shared.clock.now()) != QuestionStatus::Open {
+                        continue;
+                    }
+                    asked_here = true;
+                    let again = self
+                        .ask_again(call, &question, principal, args, context)
+                        .await?;
+                    url_elicitation.clone_from(&again.url_elicitation);
+                    asking = Some(again);
+                }
+            }
+            let answered = async {
+                match asking.as_mut() {
+                    Some(asking) => asking.answer.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let page_answered = self.page_answered(&question);
+            tokio::select! {
+                answer = answered => {
+                    let gave_up = context.ct.is_cancelled();
+                    // Still in flight until the answer is kept: a call of the same change that
+                    // looks meanwhile waits for it rather than asking again.
+                    question = self.heard(call, question, principal, answer, gave_up).await?;
+                    asking = None;
+                }
+                () = page_answered => question = self.reread(question, principal).await?,
+                _ = poll.tick() => question = self.reread(question, principal).await?,
+                () = progress.tick() => progress.send(&context.peer).await,
+                () = tokio::time::sleep_until(deadline) => {
+                    if !listening {
+                        self.withdraw(&question).await;
+                        return Err(Refusal::denied(DenyReason::Expired));
+                    }
+                }
+                () = context.ct.cancelled(), if !listening => {
+                    return Err(Refusal::awaiting(question.expires_at()));
+                }
+            }
+        }
+    }
+
+    /// The question is approved: take the approval (once) and decide on the answer. A call
+    /// whose client stopped waiting takes nothing: the approval stays for the next call.
+    async fn take_approved(
+        &self,
+        call: &mut Call,
+        question: &Question,
+        principal: &Principal,
+        args: &CapturedArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
+        if context.ct.is_cancelled() {
+            return Err(Refusal::awaiting(question.expires_at()));
+        }
+        let now = self.shared.clock.now();
+        let taken = take_approval(
+            &*self.shared.store,
+            &question.approval().to_string(),
+            principal,
+            &call.tool,
+            args,
+            now,
+        )
+        .await;
+        // Taken or not, this question is over: the next call of the same change asks anew.
+        self.close(call, principal, args, question).await;
+        let pending = taken.map_err(used_or_rejected)?;
+        let answer = match question.answer() {
+            Some(given) => Answer {
+                action: given.action.clone(),
+                content: given.content.clone(),
+            },
+            None => Answer {
+                action: AnswerAction::Other("none".into()),
+                content: None,
+            },
+        };
+        self.decide(call, pending, &answer).map(Settled::Approved)
+    }
+
+    /// The client answered this call's own question: the first answer of the question is
+    /// kept (an answer on another channel may have come first). A url-mode question's `accept`
+    /// only says the page was opened; its `decline` or `cancel` is the answer. When the client
+    /// gave up on the call (`gave_up`), an `answered` record says the answer was kept: the
+    /// decision is the next call's.
+    async fn heard(
+        &self,
+        call: &Call,
+        question: Question,
+        principal: &Principal,
+        answer: Result<Answer, Error>,
+        gave_up: bool,
+    ) -> Result<Question, Refusal> {
+        let on_page = question.page().is_some();
+        let answer = match answer {
+            Ok(answer) if on_page && answer.action == AnswerAction::Accept => return Ok(question),
+            Ok(answer) => answer,
+            // Until the clock's end: the deadline says expired.
+            Err(Error::TimedOut) => return Ok(question),
+            // The page can still be answered.
+            Err(_) if on_page => return Ok(question),
+            Err(error) => return Err(Refusal::ask_failed(&error)),
+        };
+        let now = self.shared.clock.now();
+        let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
+        let counted = answer_question(&*self.shared.store, &question, principal, given, now)
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        if gave_up && counted.channel == AnswerChannel::Form {
+            let action = match &counted.action {
+                AnswerAction::Accept => "accept",
+                AnswerAction::Decline => "decline",
+                AnswerAction::Cancel => "cancel",
+                AnswerAction::Other(other) => other.as_str(),
+            };
+            self.record(call, Outcome::Answered, Some(action.to_owned()));
+        }
+        Ok(question.with_answer(counted))
+    }
+
+    /// The question as the store holds it now (an answer on another channel or replica, read
+    /// by its approval id: an index closed meanwhile does not hide it).
+    async fn reread(&self, question: Question, principal: &Principal) -> Result<Question, Refusal> {
+        refresh_question(
+            &*self.shared.store,
+            question,
+            principal,
+            self.shared.clock.now(),
+        )
+        .await
+        .map_err(|error| Refusal::store(&error, &self.shared.policy))
+    }
+
+    /// From 2026-07-28, for a call that found its question open: the same question again (the
+    /// same approval id and clock), with a fresh `requestState`.
+    async fn present_again(
+        &self,
+        call: &mut Call,
+        question: &Question,
+        principal: &Principal,
+        args: &CapturedArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Refusal> {
+        let store = &*self.shared.store;
+        let now = self.shared.clock.now();
+        let pending = peek_approval(store, question.approval(), principal, &call.tool, args, now)
+            .await
+            .map_err(used_or_rejected)?;
+        // Counted: each time the same question is put again holds a place in the principal's
+        // cap, so calls of one open question cannot fill the store.
+        let state = open_round_trip(store, &pending, now)
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        let (asked, _) = self.same_question(call, &pending, context).await?;
+        Ok(elicit::input_required(asked, state.to_string()).into())
+    }
+
+    /// Below 2026-07-28, for a call that found its question open and nobody here asking it:
+    /// the same question again, in this call, until the clock's end.
+    async fn ask_again<'a>(
+        &self,
+        call: &mut Call,
+        question: &Question,
+        principal: &Principal,
+        args: &CapturedArgs,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Result<Asking<'a>, Refusal> {
+        let now = self.shared.clock.now();
+        let pending = peek_approval(
+            &*self.shared.store,
+            question.approval(),
+            principal,
+            &call.tool,
+            args,
+            now,
+        )
+        .await
+        .map_err(used_or_rejected)?;
+        let Some(time_left) = pending.time_left(now) else {
+            return Err(Refusal::denied(DenyReason::Expired));
+        };
+        let (asked, url_elicitation) = self.same_question(call, &pending, context).await?;
+        Ok(Asking::new(
+            elicit::ask_until(context, asked, time_left),
+            url_elicitation,
+        )
+        .in_flight(&self.shared.asked_now, pending.id()))
+    }
+
+    /// The question about `pending` as it was put: the page's link to a client that opens
+    /// links (URL mode) when it is asked on a page, else the form (whichever channel answers
+    /// first counts). Returns the url-mode elicitation id beside a link.
+    async fn same_question(
+        &self,
+        call: &Call,
+        pending: &mcp_write_guard_core::PendingApproval,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(rmcp::model::ElicitRequestParams, Option<String>), Refusal> {
+        #[cfg(feature = "approval-page")]
+        if let (Some(page), Some(pages)) = (pending.page(), self.page_for(context)) {
+            let message = format!(
+                "The approval page for {} is still waiting for your answer: approve or decline \
+                 the change there.",
+                mcp_write_guard_core::render_key(pending.tool().as_str())
+            );
+            let id = pending.id().to_string();
+            let asked = elicit::url_request(message, pages.config.url(page), id.clone());
+            return Ok((asked, Some(id)));
+        }
+        let admin_target: Option<AdminTarget> = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
+            Some(self.admin_target(pending.args(), context).await?)
+        } else {
+            None
+        };
+        let prompt = self.prompt_for(pending, admin_target.as_ref());
+        let form = elicit::approval_form(prompt).map_err(|error| Refusal::ask_failed(&error))?;
+        Ok((form, None))
+    }
+
+    /// Forgets the question's index, so the next call of the same change asks anew.
+    async fn close(
+        &self,
+        call: &Call,
+        principal: &Principal,
+        args: &CapturedArgs,
+        question: &Question,
+    ) {
+        close_question(
+            &*self.shared.store,
+            principal,
+            &call.tool,
+            &args.digest(),
+            question.approval(),
+            self.shared.clock.now(),
+        )
+        .await;
+    }
+
+    /// Closes the question's page, if it has one, so nobody answers it any more.
+    async fn withdraw(&self, question: &Question) {
+        #[cfg(feature = "approval-page")]
+        if let Some(page) = question.page() {
+            mcp_write_guard_core::withdraw_page(&*self.shared.store, page, self.shared.clock.now())
+                .await;
+        }
+        #[cfg(not(feature = "approval-page"))]
+        let _ = question;
+    }
+
+    /// Wakes when the question's page is answered on this process; never, without a page.
+    async fn page_answered(&self, question: &Question) {
+        #[cfg(feature = "approval-page")]
+        if let (Some(page), Some(pages)) = (question.page(), &self.shared.pages) {
+            let waiter = pages.waiter(page);
+            waiter.notified().await;
+            return;
+        }
+        let _ = question;
+        std::future::pending::<()>().await;
+    }
+
+    /// Whether this client can be asked at all: a form, or the page through URL mode.
+    pub(super) fn can_be_asked(&self, context: &RequestContext<RoleServer>) -> bool {
+        #[cfg(feature = "approval-page")]
+        if self.page_for(context).is_some() {
+            return true;
+        }
+        elicit::can_ask(context)
+    }
+}
+
+/// A question's approval that could not be read or taken: gone because another call of the
+/// same change took it (or it was forgotten), or refused for another reason.
+fn used_or_rejected(rejection: RoundTripRejection) -> Refusal {
+    match rejection {
+        RoundTripRejection::Replayed | RoundTripRejection::Unknown => Refusal::already_used(),
+        other => Refusal::rejection(other),
+    }
+}

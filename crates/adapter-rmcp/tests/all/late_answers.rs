@@ -1,0 +1,772 @@
+//! A question outlives the call that asked it (`write_path/settle.rs`): it lives in the store
+//! for its clock, bound to the principal, the tool and the exact arguments, so a later call of
+//! the same change finds it instead of asking again.
+//!
+//! - below 2026-07-28, an answer given after the client cancelled its call is recorded
+//!   (`answered`) and applied, once, by the next call of the same change, without a question;
+//! - a retry while the first call still waits shares its question: one applies, the other is
+//!   `already-used`;
+//! - from 2026-07-28, a call of the same change without `requestState` gets the same question
+//!   again (same approval id); any of its states applies it once, and ten approving retries at
+//!   once apply it once;
+//! - other arguments, or another principal, are another question;
+//! - a waiting call sends `notifications/progress` when its request carried a `progressToken`.
+//!
+//! Every test reads back the fixture's state and the audit records.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    future::Future,
+    sync::Arc,
+    time::Duration,
+};
+
+use mcp_write_guard_core::{ApprovalId, ManualClock};
+use mcp_write_guard_rmcp::{AuditRecord, INPUT_KEY, MemorySink, Outcome, WriteGuard};
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    model::*,
+    service::{
+        NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RunningService,
+        RxJsonRpcMessage, TxJsonRpcMessage,
+    },
+    transport::{Transport, async_rw::AsyncRwTransport},
+};
+use serde_json::{Value, json};
+use tokio::sync::{Barrier, watch};
+
+use crate::common::{
+    Era, Options, connect,
+    counter::{approve_round, first_round, params},
+    custom::{NotifyingSink, guard_builder},
+    fixture::Fixture,
+    start_time,
+};
+
+/// How long any awaited event may take before the test fails instead of hanging.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// What the person answers in the [`Dialog`].
+#[derive(Debug, Clone, Copy)]
+enum Say {
+    Approve,
+    Decline,
+}
+
+/// A client with form elicitation whose dialog holds every question until the test answers it
+/// (by arrival order), and which records every `notifications/progress` it receives.
+#[derive(Clone)]
+struct Dialog {
+    asked: Arc<watch::Sender<Vec<String>>>,
+    answers: Arc<watch::Sender<BTreeMap<usize, Say>>>,
+    progress: Arc<watch::Sender<Vec<ProgressNotificationParam>>>,
+}
+
+impl Default for Dialog {
+    fn default() -> Self {
+        Self {
+            asked: Arc::new(watch::Sender::new(Vec::new())),
+            answers: Arc::new(watch::Sender::new(BTreeMap::new())),
+            progress: Arc::new(watch::Sender::new(Vec::new())),
+        }
+    }
+}
+
+impl Dialog {
+    /// Every question shown so far, in arrival order.
+    fn asked(&self) -> Vec<String> {
+        self.asked.borrow().clone()
+    }
+
+    /// Waits until at least `n` questions were shown.
+    async fn wait_asked(&self, n: usize) -> Vec<String> {
+        let mut asked = self.asked.subscribe();
+        let seen = within(
+            "the question to reach the client",
+            asked.wait_for(|questions| questions.len() >= n),
+        )
+        .await
+        .unwrap();
+        seen.clone()
+    }
+
+    /// The person answers the `index`-th question (from 0).
+    fn answer(&self, index: usize, say: Say) {
+        self.answers.send_modify(|answers| {
+            answers.insert(index, say);
+        });
+    }
+
+    /// Every progress notification received so far.
+    fn progress(&self) -> Vec<ProgressNotificationParam> {
+        self.progress.borrow().clone()
+    }
+
+    /// Waits until at least `n` progress notifications for `token` arrived.
+    async fn wait_progress(&self, token: &ProgressToken, n: usize) {
+        let mut progress = self.progress.subscribe();
+        within(
+            "progress notifications",
+            progress.wait_for(|all| all.iter().filter(|p| p.progress_token == *token).count() >= n),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+impl ClientHandler for Dialog {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            panic!("the guard asks this client with forms only");
+        };
+        let mut index = 0;
+        self.asked.send_modify(|questions| {
+            index = questions.len();
+            questions.push(message);
+        });
+        let mut answers = self.answers.subscribe();
+        let say = *answers
+            .wait_for(|answers| answers.contains_key(&index))
+            .await
+            .unwrap()
+            .get(&index)
+            .unwrap();
+        Ok(match say {
+            Say::Approve => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
+            }
+            Say::Decline => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.send_modify(|all| all.push(params));
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder()
+                .enable_elicitation_with(
+                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
+                )
+                .build(),
+            Implementation::new("dialog-client", "0.1.0"),
+        )
+    }
+}
+
+type Connection = RunningService<RoleClient, Dialog>;
+
+/// Awaits `future`, failing the test after [`PATIENCE`].
+async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// A guard around the fixture (`set_counter` previewed) whose audit sink says when a record
+/// arrives.
+struct Guarded {
+    fixture: Fixture,
+    audit: MemorySink,
+    sink: NotifyingSink,
+    guard: WriteGuard<Fixture>,
+}
+
+impl Guarded {
+    fn new(progress_every: Option<Duration>) -> Self {
+        let fixture = Fixture::default();
+        let audit = MemorySink::new();
+        let sink = NotifyingSink::new(audit.clone());
+        let clock = ManualClock::new(start_time());
+        let mut builder = guard_builder(fixture.clone(), &audit, &clock, &Options::default())
+            .audit(Arc::new(sink.clone()));
+        if let Some(every) = progress_every {
+            builder = builder.progress_every(every);
+        }
+        Self {
+            fixture,
+            audit,
+            sink,
+            guard: builder.build(),
+        }
+    }
+
+    /// A new connection (a new principal) with its own dialog.
+    async fn connect(&self, era: Era) -> (Connection, Dialog) {
+        let dialog = Dialog::default();
+        let client = connect(self.guard.clone(), era, dialog.clone())
+            .await
+            .unwrap();
+        (client, dialog)
+    }
+
+    fn records(&self) -> Vec<AuditRecord> {
+        self.audit.records()
+    }
+
+    fn outcomes(&self) -> Vec<Outcome> {
+        self.audit.outcomes()
+    }
+
+    fn with(&self, outcome: Outcome) -> Vec<AuditRecord> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.outcome == outcome)
+            .collect()
+    }
+
+    fn count(&self, outcome: Outcome) -> usize {
+        self.with(outcome).len()
+    }
+
+    /// The one record of `outcome` (panics unless there is exactly one).
+    fn one(&self, outcome: Outcome) -> AuditRecord {
+        let found = self.with(outcome);
+        assert_eq!(found.len(), 1, "one {outcome:?} in {:?}", self.outcomes());
+        found.into_iter().next().unwrap()
+    }
+
+    /// The audit in short: outcome, reason and approval id of every record.
+    fn story(&self) -> Vec<(Outcome, Option<String>, Option<ApprovalId>)> {
+        self.records()
+            .into_iter()
+            .map(|r| (r.outcome, r.reason, r.approval_id))
+            .collect()
+    }
+
+    /// Every approval id the audit names.
+    fn approval_ids(&self) -> HashSet<ApprovalId> {
+        self.records()
+            .iter()
+            .filter_map(|r| r.approval_id)
+            .collect()
+    }
+
+    /// Waits until the audit holds at least `n` records of `outcome`.
+    async fn until(&self, outcome: Outcome, n: usize) {
+        within(&format!("{n} {outcome:?} record(s)"), async {
+            loop {
+                let records = self.records();
+                if records.iter().filter(|r| r.outcome == outcome).count() >= n {
+                    return;
+                }
+                self.sink.wait_for(records.len() + 1).await;
+            }
+        })
+        .await;
+    }
+
+    fn counter(&self) -> i64 {
+        self.fixture.snapshot().counter
+    }
+
+    fn applies(&self) -> usize {
+        self.fixture.snapshot().applies
+    }
+}
+
+fn set(value: i64) -> Value {
+    json!({"value": value})
+}
+
+/// Sends `set_counter` as a request the test can cancel or await; its `progress_token` is the
+/// one rmcp put in the request's `_meta`.
+async fn send(client: &Connection, args: &Value) -> RequestHandle<RoleClient> {
+    client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params("set_counter", args))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap()
+}
+
+async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
+    match within("the call's result", handle.await_response())
+        .await
+        .unwrap()
+    {
+        ServerResult::CallToolResult(result) => result,
+        other => panic!("expected a tool result, got {other:?}"),
+    }
+}
+
+/// Below 2026-07-28: a call of `args` whose client cancels it while the question is open; the
+/// person then approves. Returns once the guard recorded the answer and ended the call.
+async fn cancelled_then_approved(g: &Guarded, client: &Connection, dialog: &Dialog, args: &Value) {
+    let index = dialog.asked().len();
+    let answered = g.count(Outcome::Answered);
+    let handle = send(client, args).await;
+    dialog.wait_asked(index + 1).await;
+    handle
+        .cancel(Some("the user closed the chat".into()))
+        .await
+        .unwrap();
+    // Nothing to await on this side: let the cancellation reach the guard before the answer.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    dialog.answer(index, Say::Approve);
+    g.until(Outcome::Answered, answered + 1).await;
+    g.until(Outcome::AwaitingAnswer, answered + 1).await;
+}
+
+/// The retry of a 2026-07-28 write carrying `answer` as the approval's input response.
+async fn retry_round(
+    client: &Connection,
+    args: &Value,
+    state: &str,
+    answer: Value,
+) -> CallToolResult {
+    let mut responses = InputResponses::new();
+    responses.insert(INPUT_KEY.to_owned(), answer);
+    let mut retry = params("set_counter", args);
+    retry.request_state = Some(state.to_owned());
+    retry.input_responses = Some(responses);
+    match client.peer().call_tool_once(retry).await.unwrap() {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("expected a final result, got {other:?}"),
+    }
+}
+
+fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// 1. Below 2026-07-28: the client cancels, then the person approves. The cancelled call
+///    applies nothing but records the answer; the next call of the same change applies it once
+///    without a question; the one after asks anew.
+#[tokio::test]
+async fn an_answer_after_the_call_was_cancelled_is_applied_by_the_next_call() {
+    let g = Guarded::new(None);
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let before = g.fixture.snapshot();
+
+    cancelled_then_approved(&g, &client, &dialog, &set(7)).await;
+    let after_cancel = g.fixture.snapshot();
+    assert_eq!(after_cancel.data(), before.data(), "nothing applied");
+    assert_eq!(after_cancel.applies, 0);
+    assert_eq!(after_cancel.previews, 1, "previewed once, before asking");
+    assert_eq!(
+        g.outcomes(),
+        [Outcome::Asked, Outcome::Answered, Outcome::AwaitingAnswer]
+    );
+    assert_eq!(g.one(Outcome::Answered).reason.as_deref(), Some("accept"));
+    assert_eq!(
+        g.count(Outcome::Approved),
+        0,
+        "no decision for the gone call"
+    );
+
+    // The same change by the same client: applied, once, without a second question.
+    let applied = within(
+        "the second call",
+        client.call_tool(params("set_counter", &set(7))),
+    )
+    .await
+    .unwrap();
+    assert!(!is_error(&applied), "{applied:?}");
+    assert_eq!(dialog.asked().len(), 1, "no second question");
+    let state = g.fixture.snapshot();
+    assert_eq!(state.counter, 7);
+    assert_eq!(state.applies, 1);
+    assert_eq!(state.previews, 1, "the approved preview, not a new one");
+
+    // Every record of the story names the one approval.
+    let asked = g.one(Outcome::Asked);
+    let approval = asked.approval_id.expect("an approval id");
+    for outcome in [Outcome::Answered, Outcome::Approved, Outcome::Applied] {
+        assert_eq!(g.one(outcome).approval_id, Some(approval), "{outcome:?}");
+    }
+    assert_eq!(g.approval_ids(), HashSet::from([approval]));
+    let principals: HashSet<_> = g.records().into_iter().map(|r| r.principal).collect();
+    assert_eq!(principals.len(), 1, "one principal: {principals:?}");
+
+    // Applied once: the same change again is a new question (declined here).
+    let third = {
+        let peer = client.peer().clone();
+        tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
+    };
+    dialog.wait_asked(2).await;
+    dialog.answer(1, Say::Decline);
+    let declined = within("the third call", third).await.unwrap().unwrap();
+    assert!(is_error(&declined), "{declined:?}");
+    assert_eq!(g.count(Outcome::Asked), 2);
+    let second = g
+        .one(Outcome::Declined)
+        .approval_id
+        .expect("an approval id");
+    assert_ne!(second, approval, "a new question");
+    assert_eq!(g.with(Outcome::Asked)[1].approval_id, Some(second));
+    assert_eq!(g.counter(), 7);
+    assert_eq!(g.applies(), 1, "applied once");
+    assert_eq!(g.count(Outcome::Applied), 1);
+}
+
+/// 2. Below 2026-07-28: a second identical call while the first still waits shares its
+///    question: one question, one apply; the other call is told the approval was used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_while_the_first_call_waits_shares_its_question() {
+    let g = Guarded::new(Some(Duration::from_millis(100)));
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let first = send(&client, &set(7)).await;
+    dialog.wait_asked(1).await;
+    let second = send(&client, &set(7)).await;
+    // The second call is waiting for the same question: it reports progress under its token.
+    dialog.wait_progress(&second.progress_token, 1).await;
+    assert_eq!(dialog.asked().len(), 1, "the retry put no second question");
+    assert_eq!(g.applies(), 0);
+
+    dialog.answer(0, Say::Approve);
+    let (first, second) = tokio::join!(finish(first), finish(second));
+    let results = [first, second];
+    let applied: Vec<_> = results.iter().filter(|r| !is_error(r)).collect();
+    assert_eq!(applied.len(), 1, "exactly one applies: {results:?}");
+    assert_eq!(dialog.asked().len(), 1, "one question for both calls");
+    let state = g.fixture.snapshot();
+    assert_eq!(state.counter, 7);
+    assert_eq!(state.applies, 1, "applied once");
+    assert_eq!(state.previews, 1, "previewed once");
+    assert_eq!(g.count(Outcome::Asked), 1);
+    assert_eq!(g.count(Outcome::Approved), 1);
+    assert_eq!(g.count(Outcome::Applied), 1);
+    assert_eq!(g.count(Outcome::AlreadyUsed), 1, "{:?}", g.story());
+    assert_eq!(g.approval_ids().len(), 1, "one approval: {:?}", g.story());
+}
+
+/// 2. The same, declined: both calls are refused, the person saw one question, nothing applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_while_the_first_call_waits_shares_its_refusal() {
+    let g = Guarded::new(Some(Duration::from_millis(100)));
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let before = g.fixture.snapshot();
+    let first = send(&client, &set(7)).await;
+    dialog.wait_asked(1).await;
+    let second = send(&client, &set(7)).await;
+    dialog.wait_progress(&second.progress_token, 1).await;
+
+    dialog.answer(0, Say::Decline);
+    let (first, second) = tokio::join!(finish(first), finish(second));
+    assert!(is_error(&first), "{first:?}");
+    assert!(is_error(&second), "{second:?}");
+    assert_eq!(
+        dialog.asked().len(),
+        1,
+        "one question for both calls: {:?}",
+        g.story()
+    );
+    let state = g.fixture.snapshot();
+    assert_eq!(state.data(), before.data());
+    assert_eq!(state.applies, 0);
+    assert_eq!(g.count(Outcome::Asked), 1);
+    assert_eq!(g.count(Outcome::Declined), 2, "{:?}", g.story());
+}
+
+/// 3. 2026-07-28: a call of the same change without `requestState` gets the same question
+///    again; either state applies it once, and the other then applies nothing.
+#[tokio::test]
+async fn the_same_change_again_gets_the_same_question_and_applies_once() {
+    for first in [0, 1] {
+        let g = Guarded::new(None);
+        let (client, _dialog) = g.connect(Era::InputRounds).await;
+        let peer = client.peer().clone();
+        let args = set(7);
+        let asked = first_round(&peer, "set_counter", &args).await;
+        let again = first_round(&peer, "set_counter", &args).await;
+        assert_eq!(again.prompt, asked.prompt, "the same question");
+        assert_ne!(again.state, asked.state, "a fresh requestState");
+        assert_eq!(g.count(Outcome::Asked), 1, "asked once: {:?}", g.outcomes());
+        let approval = g.one(Outcome::Asked).approval_id.expect("an approval id");
+        assert_eq!(g.approval_ids(), HashSet::from([approval]));
+        let state = g.fixture.snapshot();
+        assert_eq!((state.counter, state.applies, state.previews), (0, 0, 1));
+
+        let states = [asked.state, again.state];
+        let applied = approve_round(&peer, "set_counter", &args, &states[first]).await;
+        assert!(!is_error(&applied), "state {first}: {applied:?}");
+        assert_eq!((g.counter(), g.applies()), (7, 1));
+
+        let other = approve_round(&peer, "set_counter", &args, &states[1 - first]).await;
+        assert!(is_error(&other), "state {}: {other:?}", 1 - first);
+        assert_eq!((g.counter(), g.applies()), (7, 1), "applied once");
+        assert_eq!(g.count(Outcome::Applied), 1);
+        assert_eq!(g.count(Outcome::Approved), 1);
+        assert_eq!(g.count(Outcome::Asked), 1);
+        assert_eq!(g.approval_ids(), HashSet::from([approval]));
+        assert_eq!(g.one(Outcome::Applied).approval_id, Some(approval));
+        let last = g.audit.last().unwrap();
+        assert_eq!(last.outcome, Outcome::AlreadyUsed, "{:?}", g.story());
+    }
+}
+
+/// 4. 2026-07-28: ten requests of the same change by one client are one question; ten
+///    approving retries at once apply it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_approving_retries_of_one_question_apply_once() {
+    const N: usize = 10;
+    let g = Guarded::new(None);
+    let (client, _dialog) = g.connect(Era::InputRounds).await;
+    let peer = client.peer().clone();
+    let args = set(7);
+    let mut asked = Vec::new();
+    for _ in 0..N {
+        asked.push(first_round(&peer, "set_counter", &args).await);
+    }
+    assert!(
+        asked.iter().all(|a| a.prompt == asked[0].prompt),
+        "one question"
+    );
+    let states: HashSet<_> = asked.iter().map(|a| a.state.clone()).collect();
+    assert_eq!(states.len(), N, "each round its own requestState");
+    assert_eq!(g.count(Outcome::Asked), 1);
+    let approval = g.one(Outcome::Asked).approval_id.expect("an approval id");
+    assert_eq!((g.counter(), g.applies()), (0, 0));
+
+    let start = Arc::new(Barrier::new(N));
+    let retries: Vec<_> = asked
+        .into_iter()
+        .map(|asked| {
+            let peer = peer.clone();
+            let args = args.clone();
+            let start = Arc::clone(&start);
+            tokio::spawn(async move {
+                start.wait().await;
+                approve_round(&peer, "set_counter", &args, &asked.state).await
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for retry in retries {
+        results.push(within("a retry", retry).await.unwrap());
+    }
+    let applied = results.iter().filter(|r| !is_error(r)).count();
+    assert_eq!(applied, 1, "exactly one applies: {results:?}");
+    assert_eq!(results.iter().filter(|r| is_error(r)).count(), N - 1);
+    let state = g.fixture.snapshot();
+    assert_eq!((state.counter, state.applies, state.previews), (7, 1, 1));
+    assert_eq!(g.count(Outcome::Applied), 1);
+    assert_eq!(g.count(Outcome::Approved), 1);
+    assert_eq!(
+        g.count(Outcome::AlreadyUsed),
+        N - 1,
+        "the others find the approval used: {:?}",
+        g.outcomes()
+    );
+    assert_eq!(g.approval_ids(), HashSet::from([approval]));
+}
+
+/// 5. Other arguments, or another principal, are another question: neither takes the first
+///    question's approval; the change is applied only by its own principal's call.
+async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
+    let g = Guarded::new(None);
+    let (alice, alice_dialog) = g.connect(era).await;
+    let (bob, bob_dialog) = g.connect(era).await;
+    let before = g.fixture.snapshot();
+    let decline = json!({"action": "decline"});
+    let approve = json!({"action": "accept", "content": {"approve": true}});
+
+    // Alice's question about 7 is approved (below 2026-07-28: after her call was cancelled;
+    // from 2026-07-28: her retry is still to come).
+    let alice_state = match era {
+        Era::Legacy => {
+            cancelled_then_approved(&g, &alice, &alice_dialog, &set(7)).await;
+            None
+        }
+        _ => Some(
+            first_round(alice.peer(), "set_counter", &set(7))
+                .await
+                .state,
+        ),
+    };
+    let first = g.one(Outcome::Asked);
+    let approval = first.approval_id.expect("an approval id");
+
+    // Alice, one argument changed: a new question (declined), nothing applied.
+    match era {
+        Era::Legacy => {
+            let call = {
+                let peer = alice.peer().clone();
+                tokio::spawn(async move { peer.call_tool(params("set_counter", &set(8))).await })
+            };
+            alice_dialog.wait_asked(2).await;
+            alice_dialog.answer(1, Say::Decline);
+            let declined = within("the changed call", call).await.unwrap().unwrap();
+            assert!(is_error(&declined), "{declined:?}");
+        }
+        _ => {
+            let other = first_round(alice.peer(), "set_counter", &set(8)).await;
+            // Her approving retry of 8 with the state of 7 is refused.
+            let alice_state = alice_state.as_deref().unwrap();
+            let crossed = retry_round(&alice, &set(8), alice_state, approve.clone()).await;
+            assert!(is_error(&crossed), "{crossed:?}");
+            assert_eq!(g.audit.last().unwrap().outcome, Outcome::StateRejected);
+            let declined = retry_round(&alice, &set(8), &other.state, decline.clone()).await;
+            assert!(is_error(&declined), "{declined:?}");
+        }
+    }
+    assert_eq!(g.count(Outcome::Asked), 2);
+    let changed = g.with(Outcome::Asked)[1].approval_id.unwrap();
+    assert_ne!(changed, approval, "other arguments, another question");
+    assert_eq!(g.one(Outcome::Declined).approval_id, Some(changed));
+    assert_eq!(g.fixture.snapshot().data(), before.data());
+    assert_eq!(g.applies(), 0);
+
+    // Bob, the same arguments as Alice: his own question (declined), not her approval.
+    match era {
+        Era::Legacy => {
+            let call = {
+                let peer = bob.peer().clone();
+                tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
+            };
+            bob_dialog.wait_asked(1).await;
+            bob_dialog.answer(0, Say::Decline);
+            let declined = within("bob's call", call).await.unwrap().unwrap();
+            assert!(is_error(&declined), "{declined:?}");
+        }
+        _ => {
+            let his = first_round(bob.peer(), "set_counter", &set(7)).await;
+            let declined = retry_round(&bob, &set(7), &his.state, decline.clone()).await;
+            assert!(is_error(&declined), "{declined:?}");
+        }
+    }
+    assert_eq!(g.count(Outcome::Asked), 3);
+    let bobs = g.with(Outcome::Asked)[2].clone();
+    assert_ne!(bobs.principal, first.principal, "another principal");
+    let bobs_approval = bobs.approval_id.unwrap();
+    assert!(
+        ![approval, changed].contains(&bobs_approval),
+        "his own question"
+    );
+    assert_eq!(g.count(Outcome::Declined), 2);
+    assert_eq!(g.count(Outcome::Approved), 0);
+    assert_eq!(g.fixture.snapshot().data(), before.data());
+    assert_eq!(g.applies(), 0);
+
+    // Alice's own call of 7 applies her approval, once.
+    let applied = match era {
+        Era::Legacy => within(
+            "alice's call",
+            alice.call_tool(params("set_counter", &set(7))),
+        )
+        .await
+        .unwrap(),
+        _ => {
+            // Her state of 7 was spent by the crossed retry: the same question again.
+            let again = first_round(alice.peer(), "set_counter", &set(7)).await;
+            assert_eq!(g.count(Outcome::Asked), 3, "no new question");
+            approve_round(alice.peer(), "set_counter", &set(7), &again.state).await
+        }
+    };
+    assert!(!is_error(&applied), "{applied:?}");
+    let state = g.fixture.snapshot();
+    assert_eq!((state.counter, state.applies), (7, 1));
+    assert_eq!(g.one(Outcome::Applied).approval_id, Some(approval));
+    assert_eq!(g.one(Outcome::Applied).principal, first.principal);
+    assert_eq!(
+        alice_dialog.asked().len(),
+        if era == Era::Legacy { 2 } else { 0 }
+    );
+    assert_eq!(bob_dialog.asked().len(), usize::from(era == Era::Legacy));
+}
+
+both_eras!(another_change_or_principal_does_not_take_the_approval);
+
+/// 6. Below 2026-07-28: while a call waits for the person it sends `notifications/progress`
+///    under its request's `progressToken`.
+#[tokio::test]
+async fn a_waiting_call_reports_progress_under_its_token() {
+    let g = Guarded::new(Some(Duration::from_millis(100)));
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let handle = send(&client, &set(7)).await;
+    let token = handle.progress_token.clone();
+    dialog.wait_asked(1).await;
+    dialog.wait_progress(&token, 3).await;
+    assert_eq!(g.applies(), 0, "nothing applied while waiting");
+
+    dialog.answer(0, Say::Approve);
+    let result = finish(handle).await;
+    assert!(!is_error(&result), "{result:?}");
+    let state = g.fixture.snapshot();
+    assert_eq!((state.counter, state.applies), (7, 1));
+    assert_eq!(g.count(Outcome::Applied), 1);
+    let progress = dialog.progress();
+    assert!(progress.len() >= 3, "{progress:?}");
+    assert!(
+        progress.iter().all(|p| p.progress_token == token),
+        "{progress:?}"
+    );
+    assert!(
+        progress.windows(2).all(|w| w[0].progress < w[1].progress),
+        "progress grows: {progress:?}"
+    );
+}
+
+/// 6. The same without a `progressToken` (rmcp's client puts one in every request; this
+///    connection strips it): no progress at all.
+#[tokio::test]
+async fn a_waiting_call_without_a_token_reports_no_progress() {
+    let g = Guarded::new(Some(Duration::from_millis(100)));
+    let dialog = Dialog::default();
+    let client = connect_without_progress_tokens(g.guard.clone(), dialog.clone()).await;
+    let call = {
+        let peer = client.peer().clone();
+        tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
+    };
+    dialog.wait_asked(1).await;
+    // The absence of progress cannot be awaited: hold the answer for six intervals.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(dialog.progress().is_empty(), "{:?}", dialog.progress());
+
+    dialog.answer(0, Say::Approve);
+    let result = within("the call", call).await.unwrap().unwrap();
+    assert!(!is_error(&result), "{result:?}");
+    let state = g.fixture.snapshot();
+    assert_eq!((state.counter, state.applies), (7, 1));
+    assert_eq!(g.count(Outcome::Applied), 1);
+    assert!(dialog.progress().is_empty(), "{:?}", dialog.progress());
+}
+
+/// A client transport that removes `progressToken` from the `_meta` of every request it sends.
+struct WithoutProgressTokens<T>(T);
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for WithoutProgressTokens<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        mut item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &mut item {
+            request.request.get_meta_mut().0.0.remove("progressToken");
+        }
+        self.0.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.0.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.0.close()
+    }
+}
+
+/// [`connect`] below 2026-07-28, through [`WithoutProgressTokens`].
+async fn connect_without_progress_tokens(guard: WriteGuard<Fixture>, dialog: Dialog) -> Connection {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = guard.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (read, write) = tokio::io::split(client_io);
+    let transport = WithoutProgressTokens(AsyncRwTransport::new_client(read, write));
+    dialog.serve(transport).await.unwrap()
+}
