@@ -17,7 +17,7 @@ use crate::{
     Failure,
     fixture::{Client, Era},
     results::{enveloped_data, is_error, text},
-    sqlite::{FileView, Movement},
+    sqlite::FileView,
     user::{Answer, Gate, ScriptedUser},
 };
 
@@ -117,24 +117,24 @@ pub async fn hold_approvals(
     user: &ScriptedUser,
     era: Era,
     tool: &str,
-    arguments: &Value,
-    n: usize,
+    calls: &[Value],
 ) -> Result<HeldApprovals, Failure> {
     let peer = client.peer().clone();
+    let n = calls.len();
     match era {
         Era::Legacy => {
             let gate = Gate::new();
             let asked_before = user.asked().len();
             user.script((0..n).map(|_| Answer::held(&gate, Answer::Approve)));
-            let arguments = object(arguments)?;
-            let calls = (0..n)
-                .map(|_| {
+            let calls = calls
+                .iter()
+                .map(|arguments| {
                     let peer = peer.clone();
                     let params = CallToolRequestParams::new(tool.to_owned())
-                        .with_arguments(arguments.clone());
-                    tokio::spawn(async move { peer.call_tool(params).await })
+                        .with_arguments(object(arguments)?);
+                    Ok(tokio::spawn(async move { peer.call_tool(params).await }))
                 })
-                .collect();
+                .collect::<Result<_, Failure>>()?;
             gate.wait_for_questions(n, ASKED_WITHIN).await?;
             let prompts = user.messages().split_off(asked_before);
             Ok(HeldApprovals {
@@ -144,7 +144,7 @@ pub async fn hold_approvals(
         }
         Era::Rounds => {
             let mut rounds = Vec::with_capacity(n);
-            for _ in 0..n {
+            for arguments in calls {
                 rounds.push(ask_once(&peer, tool, arguments).await?);
             }
             Ok(HeldApprovals {
@@ -222,7 +222,18 @@ fn object(arguments: &Value) -> Result<JsonObject, Failure> {
 
 /// The arguments of the race: `+1` on TLS-002 (seeded at stock 3).
 pub fn race_plus_one() -> Value {
-    json!({"sku": "TLS-002", "delta": 1, "reason": "race"})
+    race_plus_one_as(0)
+}
+
+/// [`race_plus_one`] with the reason `race` (`i` = 0) or `race i`: the same stock change, asked
+/// as a change of its own (one person's identical calls would share one question).
+fn race_plus_one_as(i: usize) -> Value {
+    let reason = if i == 0 {
+        "race".to_owned()
+    } else {
+        format!("race {i}")
+    };
+    json!({"sku": "TLS-002", "delta": 1, "reason": reason})
 }
 
 /// The race every transport must win: `n` approvals of [`race_plus_one`], each question shown
@@ -236,13 +247,22 @@ pub async fn race_one_stock(
     file: &FileView,
     n: usize,
 ) -> Result<(), Failure> {
-    let held = hold_approvals(client, user, era, "adjust_stock", &race_plus_one(), n).await?;
+    let calls: Vec<Value> = (0..n).map(race_plus_one_as).collect();
+    let held = hold_approvals(client, user, era, "adjust_stock", &calls).await?;
     // Every question was asked on the same state, before any apply.
-    assert_eq!(
-        held.prompts(),
-        vec![r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#; n],
-        "{era:?}"
-    );
+    let mut prompts = held.prompts().to_vec();
+    prompts.sort();
+    let mut expected: Vec<String> = calls
+        .iter()
+        .map(|call| {
+            format!(
+                r#"Adjust "TLS-002" by +1 ("{}"): stock 3 -> 4"#,
+                call["reason"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(prompts, expected, "{era:?}");
     assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
     assert!(file.movements()?.is_empty(), "{era:?}");
 
@@ -257,14 +277,14 @@ pub async fn race_one_stock(
     assert_eq!(applied["previousStock"], 3, "{era:?}");
     assert_eq!(applied["newStock"], 4, "{era:?}");
     assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
-    assert_eq!(
-        file.movements()?,
-        [Movement {
-            sku: "TLS-002".into(),
-            delta: 1,
-            reason: "race".into()
-        }],
-        "{era:?}"
+    let movements = file.movements()?;
+    assert_eq!(movements.len(), 1, "{era:?}: {movements:?}");
+    let reasons: Vec<&str> = calls.iter().filter_map(|c| c["reason"].as_str()).collect();
+    assert!(
+        movements
+            .iter()
+            .all(|m| m.sku == "TLS-002" && m.delta == 1 && reasons.contains(&m.reason.as_str())),
+        "{era:?}: {movements:?}"
     );
     Ok(())
 }

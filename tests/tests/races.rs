@@ -58,7 +58,7 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
         let other_user = ScriptedUser::answering([Answer::Approve]);
         let other = connect(store.guard(true), &other_user, era).await?;
 
-        let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), 1).await?;
+        let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         assert_eq!(
             held.prompts(),
             [r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#],
@@ -117,7 +117,14 @@ async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), F
         let other = connect(store.guard(true), &other_user, era).await?;
         let order = json!({"customerId": 1, "lines": [{"sku": "TLS-002", "quantity": 2}]});
 
-        let held = hold_approvals(&client, &user, era, "create_order", &order, 1).await?;
+        let held = hold_approvals(
+            &client,
+            &user,
+            era,
+            "create_order",
+            std::slice::from_ref(&order),
+        )
+        .await?;
         assert_eq!(
             held.prompts(),
             [r#"Create a pending order for customer 1: 2 x "TLS-002", total $219.98"#],
@@ -156,7 +163,7 @@ async fn a_write_to_another_product_in_between_does_not_make_it_stale() -> Resul
         let other_user = ScriptedUser::answering([Answer::Approve]);
         let other = connect(store.guard(true), &other_user, era).await?;
 
-        let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), 1).await?;
+        let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         let elsewhere = call(
             &other,
             "adjust_stock",

@@ -108,6 +108,7 @@ use mcp_write_guard_rmcp::{
     },
     page::{ApprovalPage, PAGE_PATH},
 };
+use mcp_write_guard_webhook::WebhookNotifier;
 use rmcp::{
     ServerHandler, ServiceExt,
     transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService},
@@ -439,8 +440,65 @@ pub struct Config {
     pub approval_page_addr: Option<SocketAddr>,
     /// A shorter approval clock than the default two minutes (tests).
     pub approval_ttl: Option<std::time::Duration>,
+    /// How often a call waiting for the person sends `notifications/progress` (older protocol
+    /// era); default [`mcp_write_guard_rmcp::DEFAULT_PROGRESS_EVERY`].
+    pub progress_every: Option<std::time::Duration>,
+    /// Where a question goes when the client cannot ask its user: a signed webhook
+    /// (`--notify-webhook`, `--notify-secret-file`). Needs the approval page.
+    pub notify: Option<NotifySettings>,
     /// Where approvals, round trips, pages and tokens live.
     pub store: StoreBackend,
+}
+
+/// The webhook that tells a person about a question when the client cannot ask its user
+/// (`--notify-webhook URL --notify-secret-file FILE`): the guard opens the question on the
+/// approval page and POSTs its link, signed with the secret, to the URL
+/// ([`mcp_write_guard_webhook::WebhookNotifier`]).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NotifySettings {
+    /// The URL each notice is POSTed to, written as it is sent. May carry a token in its path
+    /// (Slack's incoming webhooks do): never logged.
+    pub webhook: String,
+    /// The file holding the signing secret (one trailing line break dropped).
+    pub secret_file: PathBuf,
+}
+
+impl std::fmt::Debug for NotifySettings {
+    /// Shows the webhook's host and port only: its path or query may carry a token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifySettings")
+            .field(
+                "webhook_host",
+                &authority(&self.webhook).unwrap_or("(not a URL)"),
+            )
+            .field("secret_file", &self.secret_file)
+            .finish()
+    }
+}
+
+impl NotifySettings {
+    /// Notices POSTed to `webhook`, signed with the secret in `secret_file`.
+    pub fn new(webhook: impl Into<String>, secret_file: impl Into<PathBuf>) -> Self {
+        Self {
+            webhook: webhook.into(),
+            secret_file: secret_file.into(),
+        }
+    }
+
+    /// The notifier: the secret read from its file, the URL checked.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] naming the flag: a secret file that cannot be read or is empty, a URL
+    /// that is not `http`/`https` or not written as it is sent. The message never quotes the
+    /// URL or the secret.
+    pub fn notifier(&self) -> Result<WebhookNotifier, Error> {
+        let secret = WebhookNotifier::secret_from_file(&self.secret_file)
+            .map_err(|e| Error::Config(format!("--notify-secret-file: {e}")))?;
+        WebhookNotifier::new(&self.webhook, secret)
+            .map_err(|e| Error::Config(format!("--notify-webhook: {e}")))
+    }
 }
 
 /// Where the guard keeps approvals, round-trip state, approval pages and confirmation tokens
@@ -518,6 +576,8 @@ impl Config {
             approval_page: false,
             approval_page_addr: None,
             approval_ttl: None,
+            progress_every: None,
+            notify: None,
             store: StoreBackend::Memory,
         }
     }
@@ -539,6 +599,20 @@ impl Config {
     /// An approval clock of `ttl` instead of two minutes (at most two minutes).
     pub fn with_approval_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.approval_ttl = Some(ttl);
+        self
+    }
+
+    /// Progress notifications every `every` while a call waits for the person (older protocol
+    /// era), instead of every five seconds.
+    pub fn with_progress_every(mut self, every: std::time::Duration) -> Self {
+        self.progress_every = Some(every);
+        self
+    }
+
+    /// Tells a person through `notify` when the client cannot ask its user (needs
+    /// [`Config::with_approval_page`]).
+    pub fn with_notify(mut self, notify: NotifySettings) -> Self {
+        self.notify = Some(notify);
         self
     }
 
@@ -573,7 +647,7 @@ impl Config {
     }
 
     /// Refuses what must not start: auth without HTTP, HTTP to other machines without auth,
-    /// unusable origins or public URL.
+    /// unusable origins or public URL, a webhook without the approval page it links to.
     ///
     /// # Errors
     ///
@@ -586,6 +660,23 @@ impl Config {
                 "--approval-ttl must be between 1 and 120 seconds".to_owned(),
             ));
         }
+        if let Some(every) = self.progress_every
+            && (every < std::time::Duration::from_secs(1)
+                || every > std::time::Duration::from_secs(120))
+        {
+            return Err(Error::Config(
+                "--progress-every must be between 1 and 120 seconds (a call waits for the person \
+                 at most the approval clock, 120 seconds)"
+                    .to_owned(),
+            ));
+        }
+        if self.notify.is_some() && !self.approval_page {
+            return Err(Error::Config(
+                "--notify-webhook needs --approval-page: the notice sends the person the approval \
+                 page's link"
+                    .to_owned(),
+            ));
+        }
         if self.approval_page_addr.is_some() && (!self.approval_page || self.http.is_some()) {
             return Err(Error::Config(
                 "--approval-page-addr applies to --approval-page over stdio only (over --http \
@@ -594,9 +685,16 @@ impl Config {
             ));
         }
         let Some(addr) = self.http else {
-            if self.auth.is_some() || self.public_url.is_some() || !self.allow_origins.is_empty() {
+            if self.auth.is_some() || !self.allow_origins.is_empty() {
                 return Err(Error::Config(
-                    "--auth-*, --public-url and --allow-origin apply to --http only".to_owned(),
+                    "--auth-* and --allow-origin apply to --http only".to_owned(),
+                ));
+            }
+            if self.public_url.is_some() && !self.approval_page {
+                return Err(Error::Config(
+                    "--public-url over stdio names the approval page's host: it needs \
+                     --approval-page"
+                        .to_owned(),
                 ));
             }
             return Ok(());
@@ -662,8 +760,26 @@ fn authority(url: &str) -> Option<&str> {
 /// subject), and writes need the write scope when one is set.
 pub async fn run(config: Config) -> Result<(), Error> {
     config.check()?;
+    // Before anything listens: a secret that cannot be read stops the start.
+    let notifier = config
+        .notify
+        .as_ref()
+        .map(NotifySettings::notifier)
+        .transpose()?;
     let db = Arc::new(Db::open(&config.db)?);
     let mut builder = guard_builder(StoreServer::new(db));
+    if let Some(every) = config.progress_every {
+        builder = builder.progress_every(every);
+    }
+    if let Some(notifier) = notifier {
+        // Debug shows the scheme, host and port only: never the secret, nor the URL's path.
+        tracing::info!(
+            ?notifier,
+            "clients that cannot ask their user: questions go to the approval page, its link \
+             to the webhook"
+        );
+        builder = builder.notifier(notifier);
+    }
     if let Some(ttl) = config.approval_ttl {
         builder = builder.approval_ttl(
             time::Duration::try_from(ttl)
@@ -696,7 +812,11 @@ pub async fn run(config: Config) -> Result<(), Error> {
                 tracing::warn!(%addr, "the approval page listens beyond this machine");
             }
             let listener = TcpListener::bind(addr).await?;
-            let base = format!("http://{}", listener.local_addr()?);
+            // The URL the person opens: the listener's own, or the public one a proxy serves.
+            let base = match &config.public_url {
+                Some(url) => url.trim_end_matches('/').to_owned(),
+                None => format!("http://{}", listener.local_addr()?),
+            };
             builder = builder.approval_page(approval_page(&base)?);
             tracing::info!("approval page listening at {base}{PAGE_PATH}");
             page_listener = Some(listener);

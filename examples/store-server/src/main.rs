@@ -1,7 +1,8 @@
 //! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
 //! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
-//! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]]
-//! [--approval-ttl SECS] [--store memory|redis://HOST[:PORT][/DB] [--store-prefix NAME]]`: the
+//! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]
+//! [--notify-webhook URL --notify-secret-file FILE]] [--approval-ttl SECS] [--progress-every SECS]
+//! [--store memory|redis://HOST[:PORT][/DB] [--store-prefix NAME]]`: the
 //! reference store over stdio (default) or streamable HTTP. Logs go to stderr; in stdio mode
 //! stdout carries protocol messages only. Writes are refused unless `MCP_WRITES_ENABLED=true`.
 
@@ -73,9 +74,28 @@ struct Cli {
     /// the address is logged to stderr).
     #[arg(long, value_name = "ADDR", requires = "approval_page")]
     approval_page_addr: Option<SocketAddr>,
+    /// When a client cannot ask its user (no elicitation), open the question on the approval
+    /// page and POST its link, signed, to URL (a receiver of yours, a Slack incoming webhook):
+    /// the call is answered at once, nothing saved, and the same call made again after the
+    /// person approved applies the change once. Needs --approval-page and --notify-secret-file.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["notify_secret_file", "approval_page"]
+    )]
+    notify_webhook: Option<String>,
+    /// The file holding the webhook's shared secret (one trailing line break dropped): each
+    /// body is signed with HMAC-SHA256 in the X-Signature-256 header.
+    #[arg(long, value_name = "FILE", requires = "notify_webhook")]
+    notify_secret_file: Option<PathBuf>,
     /// How long a person has to answer, in seconds (default and most: 120).
     #[arg(long, value_name = "SECS")]
     approval_ttl: Option<u64>,
+    /// While a call waits for the person (older protocol era), send progress notifications this
+    /// often, in seconds, so clients that reset their timeout on progress keep waiting
+    /// (default 5, at most 120).
+    #[arg(long, value_name = "SECS")]
+    progress_every: Option<u64>,
     /// Where approvals, round trips and tokens live: `memory` (this process) or
     /// redis://HOST[:PORT][/DB], shared by every replica (see "Running replicas" in the README).
     #[arg(long, value_name = "URL", default_value = "memory")]
@@ -114,8 +134,14 @@ impl Cli {
         if self.approval_page {
             config = config.with_approval_page(self.approval_page_addr);
         }
+        if let (Some(url), Some(secret_file)) = (self.notify_webhook, self.notify_secret_file) {
+            config = config.with_notify(store_server::NotifySettings::new(url, secret_file));
+        }
         if let Some(secs) = self.approval_ttl {
             config = config.with_approval_ttl(std::time::Duration::from_secs(secs));
+        }
+        if let Some(secs) = self.progress_every {
+            config = config.with_progress_every(std::time::Duration::from_secs(secs));
         }
         Ok(config.with_store(store))
     }
@@ -178,6 +204,13 @@ mod tests {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("MCP_WRITES_ENABLED=true"), "{help}");
         assert!(help.contains("--auth-issuer"), "{help}");
+        for flag in [
+            "--notify-webhook",
+            "--notify-secret-file",
+            "--progress-every",
+        ] {
+            assert!(help.contains(flag), "{flag}: {help}");
+        }
     }
 
     #[test]
@@ -223,6 +256,114 @@ mod tests {
             );
         }
         assert!(parse(&["--approval-ttl", "-1"]).is_err());
+    }
+
+    #[test]
+    fn progress_every_takes_seconds_within_the_clock() {
+        assert_eq!(parse(&[]).unwrap().progress_every, None);
+        for secs in ["1", "5", "120"] {
+            let config = parse(&["--progress-every", secs]).unwrap();
+            assert_eq!(
+                config.progress_every,
+                Some(std::time::Duration::from_secs(secs.parse().unwrap()))
+            );
+            config.check().unwrap();
+        }
+        for secs in ["0", "121"] {
+            let error = parse(&["--progress-every", secs])
+                .unwrap()
+                .check()
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("--progress-every"), "{secs}: {error}");
+        }
+        assert!(parse(&["--progress-every", "-1"]).is_err());
+        assert!(parse(&["--progress-every", "1.5"]).is_err());
+    }
+
+    #[test]
+    fn the_webhook_needs_its_secret_and_the_approval_page() {
+        let both = [
+            "--notify-webhook",
+            "http://127.0.0.1:9/hook",
+            "--notify-secret-file",
+            "secret",
+        ];
+        let config = parse(&[&["--approval-page"][..], &both].concat()).unwrap();
+        let shown = format!(
+            "{:?}",
+            store_server::NotifySettings::new("https://h.example/t0ken", "s")
+        );
+        assert!(
+            shown.contains("h.example") && !shown.contains("t0ken"),
+            "{shown}"
+        );
+        assert_eq!(
+            config.notify,
+            Some(store_server::NotifySettings::new(
+                "http://127.0.0.1:9/hook",
+                "secret"
+            ))
+        );
+        config.check().unwrap();
+        let over_http = parse(&[&["--http", "127.0.0.1:1", "--approval-page"][..], &both].concat());
+        over_http.unwrap().check().unwrap();
+
+        let without_page = parse(&both).unwrap_err();
+        assert!(without_page.contains("--approval-page"), "{without_page}");
+        let without_secret = parse(&[
+            "--approval-page",
+            "--notify-webhook",
+            "http://127.0.0.1:9/hook",
+        ])
+        .unwrap_err();
+        assert!(
+            without_secret.contains("--notify-secret-file"),
+            "{without_secret}"
+        );
+        let without_url =
+            parse(&["--approval-page", "--notify-secret-file", "secret"]).unwrap_err();
+        assert!(without_url.contains("--notify-webhook"), "{without_url}");
+
+        // Built without the command line, the check says the same.
+        let unchecked = store_server::Config::new("store.db").with_notify(
+            store_server::NotifySettings::new("http://127.0.0.1:9/hook", "secret"),
+        );
+        let error = unchecked.check().unwrap_err().to_string();
+        assert!(error.contains("--approval-page"), "{error}");
+    }
+
+    #[test]
+    fn the_webhook_refuses_a_bad_secret_file_or_url_without_quoting_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "0123456789abcdef0123456789abcdef\n").unwrap();
+        let notify = |url: &str, file: &std::path::Path| {
+            store_server::NotifySettings::new(url, file)
+                .notifier()
+                .map_err(|e| e.to_string())
+        };
+        notify("http://127.0.0.1:9/hook", &secret).unwrap();
+
+        let missing = notify("http://127.0.0.1:9/hook", &dir.path().join("nope")).unwrap_err();
+        assert!(missing.starts_with("--notify-secret-file: "), "{missing}");
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let empty = notify("http://127.0.0.1:9/hook", &empty).unwrap_err();
+        assert!(empty.starts_with("--notify-secret-file: "), "{empty}");
+
+        for url in [
+            "ftp://127.0.0.1/hook",
+            "HTTP://Hooks.Example/t0ken",
+            "not a url",
+        ] {
+            let refused = notify(url, &secret).unwrap_err();
+            assert!(
+                refused.starts_with("--notify-webhook: "),
+                "{url}: {refused}"
+            );
+            assert!(!refused.contains("t0ken"), "{refused}");
+        }
     }
 
     #[test]

@@ -120,7 +120,7 @@ async fn over_stdio_a_second_writer_between_ask_and_apply_makes_it_stale() -> Re
         let (other, _other_log) =
             launch_stdio(dir.path(), &args, Some("true"), &other_user, era).await?;
 
-        let held = hold_approvals(&client, &user, era, "adjust_stock", &plus_one(), 1).await?;
+        let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         assert_eq!(
             held.prompts(),
             [r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#],

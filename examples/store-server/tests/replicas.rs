@@ -39,7 +39,8 @@ use common::{HttpChild, Log, SigningKey};
 use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
 use mcp_write_guard_rmcp::{
-    INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION, STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
+    ALREADY_USED_MESSAGE, INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION,
+    STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
 };
 use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
@@ -370,31 +371,34 @@ async fn a_confirmation_token_issued_on_one_replica_is_spent_on_the_other_once()
     // Spent: a new call on A is refused before anyone is asked ...
     let again = call(a, "cancel_order", &cancel, None).await?;
     assert_eq!(refusal(&again)?, TOKEN_REFUSAL_MESSAGE);
-    // ... and the round A asked before the spend is refused when approved.
+    // ... and the round A asked before the spend (B's call was the same change by the same
+    // person, so B was shown that same question) finds the approval already used.
     let late = answer(a, "cancel_order", &cancel, &late).await?;
-    assert_eq!(refusal(&late)?, TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(refusal(&late)?, ALREADY_USED_MESSAGE);
     assert_eq!(file.snapshot()?, after, "nothing more saved");
     assert_eq!(file.stock("TLS-001")?, 12);
     assert_eq!(file.movements()?, movements);
 
     let spent = rec(Outcome::TokenRejected, Some("already-spent"));
     assert_eq!(
-        records_when(a.log(), 7).await,
+        records_when(a.log(), 6).await,
         [
             rec(Outcome::Asked, None),
             rec(Outcome::Approved, None),
             rec(Outcome::TokenIssued, Some("for cancel_order")),
             rec(Outcome::Asked, None),
-            spent.clone(),
-            // The late round is approved, then refused at the spend.
-            rec(Outcome::Approved, None),
             spent,
+            // The late round: its approval was taken by B's apply.
+            rec(
+                Outcome::AlreadyUsed,
+                Some("the approval was taken by another call")
+            ),
         ]
     );
     assert_eq!(
-        records_when(b.log(), 3).await,
+        records_when(b.log(), 2).await,
         [
-            rec(Outcome::Asked, None),
+            // B put A's open question again (no second `asked`), then applied it.
             rec(Outcome::Approved, None),
             rec(Outcome::Applied, None),
         ]
@@ -468,10 +472,12 @@ async fn of_sixteen_concurrent_spends_of_one_token_across_replicas_exactly_one_a
     let (applied, refused): (Vec<_>, Vec<_>) = results.iter().partition(|(is_error, _)| !is_error);
     assert_eq!(applied.len(), 1, "{results:#?}");
     assert_eq!(refused.len(), SPENDS - 1, "{results:#?}");
+    // One person asking the same change sixteen times is one question, put sixteen times: the
+    // others find its approval used, or (if their token check came after the spend) the token.
     assert!(
         refused
             .iter()
-            .all(|(_, text)| text == TOKEN_REFUSAL_MESSAGE),
+            .all(|(_, text)| text == TOKEN_REFUSAL_MESSAGE || text == ALREADY_USED_MESSAGE),
         "{refused:#?}"
     );
     assert_ne!(file.snapshot()?, before);
@@ -486,32 +492,37 @@ async fn of_sixteen_concurrent_spends_of_one_token_across_replicas_exactly_one_a
     for _ in 0..100 {
         let (a, b) = (records(replicas.a.log()), records(replicas.b.log()));
         logged = [&a[issued_a..], &b[issued_b..]].concat();
-        if count(&logged, Outcome::Applied) + count(&logged, Outcome::TokenRejected) >= SPENDS {
+        let ended = count(&logged, Outcome::Applied)
+            + count(&logged, Outcome::TokenRejected)
+            + count(&logged, Outcome::AlreadyUsed);
+        if ended >= SPENDS {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(count(&logged, Outcome::Asked), SPENDS, "{logged:#?}");
+    assert_eq!(
+        count(&logged, Outcome::Asked),
+        1,
+        "one question: {logged:#?}"
+    );
+    assert_eq!(count(&logged, Outcome::Approved), 1, "{logged:#?}");
     assert_eq!(count(&logged, Outcome::Applied), 1, "{logged:#?}");
     let rejected: Vec<_> = logged
         .iter()
         .filter(|(outcome, _)| outcome == Outcome::TokenRejected.as_str())
         .collect();
-    assert_eq!(rejected.len(), SPENDS - 1, "{logged:#?}");
     assert!(
         rejected
             .iter()
             .all(|(_, reason)| reason.as_deref() == Some("already-spent")),
         "{rejected:#?}"
     );
-    // Whoever got past the token check before the spend was approved first; nothing else.
-    let approved = count(&logged, Outcome::Approved);
-    assert!((1..=SPENDS).contains(&approved), "{logged:#?}");
     assert_eq!(
-        logged.len(),
-        SPENDS + approved + 1 + (SPENDS - 1),
-        "nothing else: {logged:#?}"
+        rejected.len() + count(&logged, Outcome::AlreadyUsed),
+        SPENDS - 1,
+        "{logged:#?}"
     );
+    assert_eq!(logged.len(), 3 + (SPENDS - 1), "nothing else: {logged:#?}");
     Ok(())
 }
 

@@ -1,0 +1,563 @@
+//! A client that cannot ask its user (no elicitation capability: a headless agent, a scheduler)
+//! against the built `store-server` over stdio with `--approval-page --notify-webhook URL
+//! --notify-secret-file FILE`, writes on. A webhook receiver on loopback plays the person's
+//! channel: it checks each delivery's signature and takes the approval page's link from the
+//! body; the test answers the page with plain form posts, as the page's own form does. Both
+//! protocol eras. What matters is read from the database file: the stock and the
+//! `stock_movements` rows.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
+
+mod common;
+
+use std::{path::Path, sync::Arc};
+
+use axum::{Router, body::Bytes, http::HeaderMap, http::StatusCode, routing::post};
+use common::{Log, launch_stdio};
+use mcp_write_guard_rmcp::Outcome;
+use mcp_write_guard_webhook::{SIGNATURE_HEADER, verify_signature};
+use parking_lot::Mutex;
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::net::TcpListener;
+use workspace_tests::{Client, Era, Failure, FileView, Movement, ScriptedUser, call, message};
+
+const SKU: &str = "TLS-002";
+
+/// The shared secret, as the operator writes it to the file (with a line break).
+const SECRET: &[u8] = b"headless-test-secret-0f3c9a7e51d2b8460f3c9a7e51d2b846";
+
+/// The change the tests ask for: stock 3 -> 2.
+fn minus_one() -> Value {
+    json!({"sku": SKU, "delta": -1, "reason": "damaged in transit"})
+}
+
+/// The same call with one argument changed: stock 3 -> 1.
+fn minus_two() -> Value {
+    json!({"sku": SKU, "delta": -2, "reason": "damaged in transit"})
+}
+
+fn movement(delta: i64) -> Movement {
+    Movement {
+        sku: SKU.to_owned(),
+        delta,
+        reason: "damaged in transit".to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The webhook receiver
+// ---------------------------------------------------------------------------------------------
+
+/// One POST the receiver got: the signature header (if any) and the exact body bytes.
+#[derive(Debug, Clone)]
+struct Delivery {
+    signature: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Delivery {
+    /// The body, after its signature was checked with the shared secret.
+    fn verified(&self) -> Value {
+        let signature = self.signature.as_deref().expect("a signature header");
+        assert!(
+            verify_signature(SECRET, &self.body, signature),
+            "the delivery is signed with the shared secret: {signature}"
+        );
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+
+    /// The approval page's link, from a delivery whose signature checks.
+    fn link(&self) -> String {
+        let body = self.verified();
+        assert_eq!(body["tool"], "adjust_stock", "{body}");
+        let link = body["url"].as_str().expect("a url field").to_owned();
+        assert!(
+            link.starts_with("http://127.0.0.1:") && link.contains("/approvals/"),
+            "{link}"
+        );
+        link
+    }
+}
+
+/// A webhook receiver on a free loopback port; answers every POST to `/hook` with 204.
+struct Receiver {
+    /// `http://127.0.0.1:PORT/hook`.
+    url: String,
+    deliveries: Arc<Mutex<Vec<Delivery>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    async fn start() -> Result<Self, Failure> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/hook", listener.local_addr()?);
+        let deliveries = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&deliveries);
+        let router = Router::new().route(
+            "/hook",
+            post(move |headers: HeaderMap, body: Bytes| {
+                let kept = Arc::clone(&kept);
+                async move {
+                    let signature = headers
+                        .get(SIGNATURE_HEADER)
+                        .and_then(|value| value.to_str().ok())
+                        .map(str::to_owned);
+                    kept.lock().push(Delivery {
+                        signature,
+                        body: body.to_vec(),
+                    });
+                    StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Self {
+            url,
+            deliveries,
+            task,
+        })
+    }
+
+    fn deliveries(&self) -> Vec<Delivery> {
+        self.deliveries.lock().clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server and the person
+// ---------------------------------------------------------------------------------------------
+
+/// `store-server --approval-page --notify-webhook WEBHOOK --notify-secret-file F` over stdio,
+/// writes on, with a client without elicitation connected in `era`.
+struct Headless {
+    client: Client,
+    log: Log,
+    db: FileView,
+    http: reqwest::Client,
+    _dir: TempDir,
+}
+
+impl Headless {
+    async fn start(era: Era, webhook: &str) -> Result<Self, Failure> {
+        let dir = tempfile::tempdir()?;
+        let secret_file = dir.path().join("webhook-secret");
+        std::fs::write(&secret_file, [SECRET, b"\n"].concat())?;
+        let args = [
+            "--approval-page",
+            "--notify-webhook",
+            webhook,
+            "--notify-secret-file",
+            path_str(&secret_file),
+        ];
+        let user = ScriptedUser::without_elicitation();
+        let (client, log) = launch_stdio(dir.path(), &args, Some("true"), &user, era).await?;
+        Ok(Self {
+            client,
+            log,
+            db: FileView::new(dir.path().join("store.db")),
+            http: reqwest::Client::new(),
+            _dir: dir,
+        })
+    }
+
+    async fn adjust(&self, arguments: Value) -> Result<CallToolResult, Failure> {
+        call(&self.client, "adjust_stock", arguments).await
+    }
+
+    /// The stock of [`SKU`] and every stock movement, from the file.
+    fn saved(&self) -> (i64, Vec<Movement>) {
+        (self.db.stock(SKU).unwrap(), self.db.movements().unwrap())
+    }
+
+    /// Opens `link` and presses `decision` in its form, as the person's browser would: the
+    /// form's CSRF token read from the page, then a form post. Returns the answer page.
+    async fn answer(&self, link: &str, decision: &str) -> Result<String, Failure> {
+        let page = self.http.get(link).send().await?;
+        assert_eq!(page.status(), 200, "{link}");
+        let page = page.text().await?;
+        assert!(page.contains("Approve this change?"), "{page}");
+        let marker = r#"name="csrf" value=""#;
+        let start = page.find(marker).expect("a csrf field") + marker.len();
+        let csrf = &page[start..start + 64];
+        let answered = self
+            .http
+            .post(link)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("decision={decision}&csrf={csrf}"))
+            .send()
+            .await?;
+        assert_eq!(answered.status(), 200, "{link}");
+        Ok(answered.text().await?)
+    }
+
+    /// The audit outcomes logged so far (`asked` left out), for failure messages.
+    fn outcomes(&self) -> Vec<String> {
+        self.log.outcomes()
+    }
+}
+
+/// How many logged outcomes are `outcome`, once there are at least `n` (the log is read in the
+/// background), or after a few seconds.
+async fn count_when(log: &Log, outcome: Outcome, n: usize) -> usize {
+    for _ in 0..100 {
+        if log.count(outcome) >= n {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    log.count(outcome)
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temporary path")
+}
+
+/// The page's id: the last segment of its link (64 hex digits).
+fn page_id(link: &str) -> &str {
+    let id = link.rsplit('/').next().unwrap();
+    assert!(
+        id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{link}"
+    );
+    id
+}
+
+/// Asserts `result` is the "a person was asked, call again" answer and leaks no link.
+fn assert_asked(result: &CallToolResult, link: &str, era: Era) {
+    let text = message(result);
+    assert_eq!(result.is_error, Some(true), "{era:?}: {text}");
+    assert!(
+        text.contains("a person was asked") && text.contains("Call this tool again"),
+        "{era:?}: {text}"
+    );
+    assert!(text.contains("Nothing was saved"), "{era:?}: {text}");
+    assert!(
+        !text.contains(link),
+        "{era:?}: the link reaches the model: {text}"
+    );
+    assert!(
+        !text.contains(page_id(link)),
+        "{era:?}: the page id reaches the model: {text}"
+    );
+    assert!(!text.contains("/approvals/"), "{era:?}: {text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases
+// ---------------------------------------------------------------------------------------------
+
+/// (a) The call is answered at once: a person was asked, nothing saved, call again; one signed
+/// delivery carries the link, the model never sees it. Then (b) approve on the page: the retry
+/// applies once; a further retry is a new question.
+#[tokio::test]
+async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let hooks = Receiver::start().await?;
+        let h = Headless::start(era, &hooks.url).await?;
+
+        // (a)
+        let first = h.adjust(minus_one()).await?;
+        let deliveries = hooks.deliveries();
+        assert_eq!(deliveries.len(), 1, "{era:?}: exactly one delivery");
+        let link = deliveries[0].link();
+        assert_asked(&first, &link, era);
+        assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
+        let body = deliveries[0].verified();
+        let prompt = body["prompt"].as_str().unwrap();
+        assert!(prompt.contains("stock 3 -> 2"), "{era:?}: {prompt}");
+
+        // A forged delivery does not check: another secret, or a body changed by one byte.
+        let signature = deliveries[0].signature.as_deref().unwrap();
+        assert!(!verify_signature(
+            b"another secret",
+            &deliveries[0].body,
+            signature
+        ));
+        let mut altered = deliveries[0].body.clone();
+        let last = altered.len() - 2;
+        altered[last] ^= 1;
+        assert!(!verify_signature(SECRET, &altered, signature));
+        let logged = h.log.lines().join("\n");
+        assert!(
+            !logged.contains(std::str::from_utf8(SECRET).unwrap()),
+            "{era:?}: the secret is logged"
+        );
+
+        // Still open: the retry saves nothing and asks nobody again.
+        let early = h.adjust(minus_one()).await?;
+        let early_text = message(&early);
+        assert_eq!(early.is_error, Some(true), "{era:?}: {early_text}");
+        assert!(
+            early_text.contains("has not answered yet"),
+            "{era:?}: {early_text} / outcomes {:?}",
+            h.outcomes()
+        );
+        assert!(
+            !early_text.contains(page_id(&link)),
+            "{era:?}: {early_text}"
+        );
+        assert_eq!(hooks.deliveries().len(), 1, "{era:?}: no second notice");
+        assert_eq!(h.saved(), (3, vec![]), "{era:?}");
+
+        // (b)
+        let answered = h.answer(&link, "approve").await?;
+        assert!(
+            answered.contains("You approved this change"),
+            "{era:?}: {answered}"
+        );
+        assert_eq!(h.saved(), (3, vec![]), "{era:?}: the page applies nothing");
+
+        let applied = h.adjust(minus_one()).await?;
+        assert_ne!(
+            applied.is_error,
+            Some(true),
+            "{era:?}: {} / outcomes {:?}",
+            message(&applied),
+            h.outcomes()
+        );
+        assert_eq!(
+            h.saved(),
+            (2, vec![movement(-1)]),
+            "{era:?}: the approved change, once"
+        );
+        assert_eq!(
+            count_when(&h.log, Outcome::Applied, 1).await,
+            1,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+
+        // The approval is spent: the same call again is a new question (2 -> 1).
+        let again = h.adjust(minus_one()).await?;
+        let deliveries = hooks.deliveries();
+        assert_eq!(deliveries.len(), 2, "{era:?}: asked anew");
+        let second_link = deliveries[1].link();
+        assert_ne!(second_link, link, "{era:?}: a page of its own");
+        assert_asked(&again, &second_link, era);
+        let prompt = deliveries[1].verified()["prompt"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(prompt.contains("stock 2 -> 1"), "{era:?}: {prompt}");
+        assert_eq!(
+            h.saved(),
+            (2, vec![movement(-1)]),
+            "{era:?}: nothing more saved"
+        );
+        assert_eq!(
+            count_when(&h.log, Outcome::Notified, 2).await,
+            2,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+        assert_eq!(h.log.count(Outcome::Applied), 1, "{era:?}");
+        h.client.cancel().await?;
+    }
+    Ok(())
+}
+
+/// (c) Declined on the page: the retry is refused and nothing is written.
+#[tokio::test]
+async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let hooks = Receiver::start().await?;
+        let h = Headless::start(era, &hooks.url).await?;
+        let first = h.adjust(minus_one()).await?;
+        let link = hooks.deliveries()[0].link();
+        assert_asked(&first, &link, era);
+
+        let answered = h.answer(&link, "decline").await?;
+        assert!(
+            answered.contains("You declined this change"),
+            "{era:?}: {answered}"
+        );
+        let retry = h.adjust(minus_one()).await?;
+        let text = message(&retry);
+        assert_eq!(retry.is_error, Some(true), "{era:?}: {text}");
+        assert!(
+            text.to_lowercase().contains("nothing was saved"),
+            "{era:?}: {text}"
+        );
+        assert!(
+            !text.contains("has not answered yet"),
+            "{era:?}: the answer counts: {text}"
+        );
+        assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
+        assert_eq!(
+            count_when(&h.log, Outcome::Declined, 1).await,
+            1,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+        assert_eq!(
+            h.log.count(Outcome::Applied),
+            0,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+        assert_eq!(hooks.deliveries().len(), 1, "{era:?}");
+        h.client.cancel().await?;
+    }
+    Ok(())
+}
+
+/// (d) A retry with one argument changed is another question: it does not take the approval,
+/// and the original retry still applies, once.
+#[tokio::test]
+async fn a_changed_argument_is_a_new_question() -> Result<(), Failure> {
+    for era in Era::ALL {
+        let hooks = Receiver::start().await?;
+        let h = Headless::start(era, &hooks.url).await?;
+        let first = h.adjust(minus_one()).await?;
+        let link = hooks.deliveries()[0].link();
+        assert_asked(&first, &link, era);
+        h.answer(&link, "approve").await?;
+
+        let changed = h.adjust(minus_two()).await?;
+        let deliveries = hooks.deliveries();
+        assert_eq!(deliveries.len(), 2, "{era:?}: a new question, a new notice");
+        let changed_link = deliveries[1].link();
+        assert_ne!(changed_link, link, "{era:?}");
+        assert_asked(&changed, &changed_link, era);
+        let prompt = deliveries[1].verified()["prompt"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(prompt.contains("stock 3 -> 1"), "{era:?}: {prompt}");
+        assert_eq!(
+            h.saved(),
+            (3, vec![]),
+            "{era:?}: the approval of -1 does not apply -2"
+        );
+
+        let original = h.adjust(minus_one()).await?;
+        assert_ne!(
+            original.is_error,
+            Some(true),
+            "{era:?}: {} / outcomes {:?}",
+            message(&original),
+            h.outcomes()
+        );
+        assert_eq!(h.saved(), (2, vec![movement(-1)]), "{era:?}: once");
+        assert_eq!(hooks.deliveries().len(), 2, "{era:?}");
+        h.client.cancel().await?;
+    }
+    Ok(())
+}
+
+/// (e) The webhook cannot be reached: nobody was asked, the call says so, nothing is saved.
+#[tokio::test]
+async fn a_notifier_that_is_down_refuses_the_call() -> Result<(), Failure> {
+    for era in Era::ALL {
+        // A loopback port nobody listens on any more.
+        let closed = TcpListener::bind("127.0.0.1:0").await?;
+        let webhook = format!("http://{}/hook", closed.local_addr()?);
+        drop(closed);
+        let h = Headless::start(era, &webhook).await?;
+
+        let result = h.adjust(minus_one()).await?;
+        let text = message(&result);
+        assert_eq!(result.is_error, Some(true), "{era:?}: {text}");
+        assert!(text.contains("nobody could be reached"), "{era:?}: {text}");
+        assert!(!text.contains("/approvals/"), "{era:?}: {text}");
+        assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
+        assert_eq!(
+            count_when(&h.log, Outcome::NotifyFailed, 1).await,
+            1,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+        assert_eq!(
+            h.log.count(Outcome::Notified),
+            0,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+        h.client.cancel().await?;
+    }
+    Ok(())
+}
+
+/// A still-open question, asked again by a 2026-07-28 client without elicitation, spoken to by
+/// hand over streamable HTTP: what reaches the client is the "has not answered yet" result, not
+/// an input request carrying the page's link; the page stays open for the person, and the
+/// call made again after they approve applies once.
+#[tokio::test]
+async fn a_still_open_question_never_sends_the_link_to_the_client() -> Result<(), Failure> {
+    let hooks = Receiver::start().await?;
+    let dir = tempfile::tempdir()?;
+    let secret_file = dir.path().join("webhook-secret");
+    std::fs::write(&secret_file, SECRET)?;
+    let args = [
+        "--approval-page",
+        "--notify-webhook",
+        hooks.url.as_str(),
+        "--notify-secret-file",
+        path_str(&secret_file),
+    ];
+    let server = common::HttpChild::start(dir.path(), &args, Some("true")).await?;
+    let db = FileView::new(dir.path().join("store.db"));
+    let raw = workspace_tests::RawHttp::new(server.url.clone());
+    // No elicitation capability at all.
+    let headless = Value::Null;
+
+    let first = raw
+        .call_2026_asking(&[], &headless, "adjust_stock", &minus_one(), None)
+        .await?;
+    let link = hooks.deliveries()[0].link();
+    assert!(!first.body.contains(page_id(&link)), "{}", first.body);
+    let (is_error, text) = first.tool_result().expect("a complete result");
+    assert!(is_error && text.contains("a person was asked"), "{text}");
+
+    let early = raw
+        .call_2026_asking(&[], &headless, "adjust_stock", &minus_one(), None)
+        .await?;
+    assert!(
+        !early.body.contains(page_id(&link)),
+        "the page's link reaches the client: {}",
+        early.body
+    );
+    let (is_error, text) = early.tool_result().expect("a complete result");
+    assert!(is_error && text.contains("has not answered yet"), "{text}");
+    assert_eq!(hooks.deliveries().len(), 1, "no second notice");
+    assert_eq!((db.stock(SKU)?, db.movements()?), (3, vec![]));
+
+    let page = reqwest::get(&link).await?;
+    assert_eq!(page.status(), 200, "the page is still open");
+    let csrf = {
+        let page = page.text().await?;
+        let marker = r#"name="csrf" value=""#;
+        let start = page.find(marker).expect("a csrf field") + marker.len();
+        page[start..start + 64].to_owned()
+    };
+    let approved = reqwest::Client::new()
+        .post(&link)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("decision=approve&csrf={csrf}"))
+        .send()
+        .await?;
+    assert_eq!(approved.status(), 200);
+    let applied = raw
+        .call_2026_asking(&[], &headless, "adjust_stock", &minus_one(), None)
+        .await?;
+    let (is_error, text) = applied.tool_result().expect("a complete result");
+    assert!(!is_error, "{text}");
+    assert_eq!((db.stock(SKU)?, db.movements()?), (2, vec![movement(-1)]));
+    Ok(())
+}
