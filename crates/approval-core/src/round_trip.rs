@@ -90,16 +90,7 @@ pub async fn open_round_trip<S: Store + ?Sized>(
     pending: &PendingApproval,
     now: OffsetDateTime,
 ) -> Result<StateId, StoreError> {
-    let id = StateId::random();
-    put_pending(
-        store,
-        id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text)),
-        pending,
-        true,
-        now,
-    )
-    .await?;
-    Ok(id)
+    open_state(store, pending, true, now).await
 }
 
 /// [`open_round_trip`] for a question opened with
@@ -113,15 +104,20 @@ pub async fn open_question_round_trip<S: Store + ?Sized>(
     pending: &PendingApproval,
     now: OffsetDateTime,
 ) -> Result<StateId, StoreError> {
+    open_state(store, pending, false, now).await
+}
+
+/// Stores `pending` under a fresh round-trip state, held against its principal's cap when
+/// `counted`.
+async fn open_state<S: Store + ?Sized>(
+    store: &S,
+    pending: &PendingApproval,
+    counted: bool,
+    now: OffsetDateTime,
+) -> Result<StateId, StoreError> {
     let id = StateId::random();
-    put_pending(
-        store,
-        id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text)),
-        pending,
-        false,
-        now,
-    )
-    .await?;
+    let key = id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text));
+    put_pending(store, key, pending, counted, now).await?;
     Ok(id)
 }
 

@@ -80,7 +80,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let question = match answer {
             Err(error) => {
                 if on_page {
-                    self.withdraw_question_page(&question).await;
+                    self.withdraw(&question).await;
                 }
                 return Err(Refusal::ask_failed(&error));
             }
@@ -119,16 +119,5 @@ impl<S: ServerHandler> WriteGuard<S> {
             )
             .await;
         }
-    }
-
-    /// Closes `question`'s page (the client declined to send the person there).
-    async fn withdraw_question_page(&self, question: &Question) {
-        #[cfg(feature = "approval-page")]
-        if let Some(page) = question.page() {
-            mcp_write_guard_core::withdraw_page(&*self.shared.store, page, self.shared.clock.now())
-                .await;
-        }
-        #[cfg(not(feature = "approval-page"))]
-        let _ = question;
     }
 }

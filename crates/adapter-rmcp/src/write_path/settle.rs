@@ -539,7 +539,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 
     /// Closes the question's page, if it has one, so nobody answers it any more.
-    async fn withdraw(&self, question: &Question) {
+    pub(super) async fn withdraw(&self, question: &Question) {
         #[cfg(feature = "approval-page")]
         if let Some(page) = question.page() {
             mcp_write_guard_core::withdraw_page(&*self.shared.store, page, self.shared.clock.now())
