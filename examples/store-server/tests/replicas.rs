@@ -12,7 +12,10 @@
 //!   person is the same on every replica: Alice's round trip asked on one applies on the other,
 //!   Bob cannot use it on either, and a request without a token is 401;
 //! - an approval page opened by one replica is shown and answered on the other (where a load
-//!   balancer would send the browser), and the call then applies once.
+//!   balancer would send the browser), and the call then applies once;
+//! - a client that cannot ask its user (no elicitation, either era) calls on one replica, a
+//!   person is notified through a signed webhook, answers the page on the other replica, and
+//!   the same call made again on the first applies once; once more, it is a new question.
 //!
 //! What is checked is state: the SQLite file (stock, stock movements, orders) through a
 //! connection of its own, and the audit records each replica's default sink writes to its log
@@ -42,10 +45,11 @@ use mcp_write_guard_rmcp::{
     ALREADY_USED_MESSAGE, INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION,
     STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
 };
+use mcp_write_guard_webhook::{SIGNATURE_HEADER, verify_signature};
 use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
-use workspace_tests::{Failure, FileView, Movement, RawHttp, Reply, approve};
+use workspace_tests::{Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, approve};
 
 /// What the guard answers to an approval given after its clock ran out.
 const EXPIRED: &str = "The approval was not given in time, so nothing was saved. Call the tool \
@@ -1015,5 +1019,364 @@ async fn an_approval_page_opened_by_one_replica_is_answered_on_the_other() -> Re
         records_when(b.log(), 1).await,
         [rec(Outcome::PageAnswered, Some("approve"))]
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. A question a headless client could not ask is answered on the other replica
+// ---------------------------------------------------------------------------------------------
+
+/// The webhook's shared secret, as the operator writes it to the file (with a line break).
+const HOOK_SECRET: &[u8] = b"replicas-hook-secret-5b1e07c2d94a3f685b1e07c2d94a3f68";
+
+/// One POST the receiver got: the signature header (if any) and the exact body bytes.
+#[derive(Debug, Clone)]
+struct Delivery {
+    signature: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Delivery {
+    /// The body, after its signature was checked with the shared secret.
+    fn verified(&self) -> Result<Value, Failure> {
+        let signature = self.signature.as_deref().ok_or("no signature header")?;
+        assert!(
+            verify_signature(HOOK_SECRET, &self.body, signature),
+            "the delivery is signed with the shared secret: {signature}"
+        );
+        Ok(serde_json::from_slice(&self.body)?)
+    }
+}
+
+/// A webhook receiver on a free loopback port; answers every POST to `/hook` with 204.
+struct Receiver {
+    /// `http://127.0.0.1:PORT/hook`.
+    url: String,
+    deliveries: Arc<parking_lot::Mutex<Vec<Delivery>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    async fn start() -> Result<Self, Failure> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/hook", listener.local_addr()?);
+        let deliveries = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let kept = Arc::clone(&deliveries);
+        let router = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let kept = Arc::clone(&kept);
+                    async move {
+                        let signature = headers
+                            .get(SIGNATURE_HEADER)
+                            .and_then(|value| value.to_str().ok())
+                            .map(str::to_owned);
+                        kept.lock().push(Delivery {
+                            signature,
+                            body: body.to_vec(),
+                        });
+                        axum::http::StatusCode::NO_CONTENT
+                    }
+                },
+            ),
+        );
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Self {
+            url,
+            deliveries,
+            task,
+        })
+    }
+
+    fn deliveries(&self) -> Vec<Delivery> {
+        self.deliveries.lock().clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A client that cannot ask its user, speaking to one replica.
+enum Headless<'a> {
+    /// Stateless 2026-07-28 calls declaring no elicitation capability at all.
+    Raw(&'a Replica),
+    /// A legacy session whose `initialize` declares no elicitation.
+    Session(workspace_tests::Client),
+}
+
+/// What a headless call got back: whether it is an error, its text, and everything the client
+/// received (to check that no link leaks anywhere in it).
+#[derive(Debug)]
+struct Got {
+    is_error: bool,
+    text: String,
+    wire: String,
+}
+
+impl<'a> Headless<'a> {
+    /// A headless client of `era` on `replica`.
+    async fn open(era: Era, replica: &'a Replica) -> Result<Self, Failure> {
+        Ok(match era {
+            Era::Rounds => Self::Raw(replica),
+            Era::Legacy => Self::Session(
+                replica
+                    .server
+                    .connect(&ScriptedUser::without_elicitation(), Era::Legacy)
+                    .await?,
+            ),
+        })
+    }
+
+    async fn adjust(&self, arguments: &Value) -> Result<Got, Failure> {
+        match self {
+            Self::Raw(replica) => {
+                let call = replica.raw.call_2026_asking(
+                    &[],
+                    &Value::Null,
+                    "adjust_stock",
+                    arguments,
+                    None,
+                );
+                let reply = tokio::time::timeout(Duration::from_secs(10), call).await??;
+                assert_eq!(reply.status, 200, "{reply:?}");
+                assert_eq!(reply.request_state(), None, "no input round: {reply:?}");
+                let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
+                Ok(Got {
+                    is_error,
+                    text,
+                    wire: reply.body,
+                })
+            }
+            Self::Session(client) => {
+                let call = workspace_tests::call(client, "adjust_stock", arguments.clone());
+                let result = tokio::time::timeout(Duration::from_secs(10), call).await??;
+                Ok(Got {
+                    is_error: result.is_error == Some(true),
+                    text: workspace_tests::message(&result),
+                    wire: serde_json::to_string(&result)?,
+                })
+            }
+        }
+    }
+
+    async fn close(self) -> Result<(), Failure> {
+        if let Self::Session(client) = self {
+            client.cancel().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The page's id in `link`, which must be a page of `replica`: 64 hex digits.
+fn page_id_on<'l>(link: &'l str, replica: &Replica) -> &'l str {
+    let id = link
+        .strip_prefix(&format!("{}/approvals/", origin(replica)))
+        .unwrap_or_else(|| panic!("not a page of the replica that asked: {link}"));
+    assert!(
+        id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{link}"
+    );
+    id
+}
+
+/// Asserts `got` is the "a person was asked, call again" answer and carries neither `link`
+/// nor its page id anywhere.
+fn assert_asked(got: &Got, link: &str, id: &str, era: Era) {
+    let text = &got.text;
+    assert!(got.is_error, "{era:?}: {text}");
+    assert!(
+        text.contains("a person was asked") && text.contains("Call this tool again"),
+        "{era:?}: {text}"
+    );
+    assert!(text.contains("Nothing was saved"), "{era:?}: {text}");
+    for leak in [link, id, "/approvals/"] {
+        assert!(
+            !got.wire.contains(leak),
+            "{era:?}: {leak} reaches the client: {}",
+            got.wire
+        );
+    }
+}
+
+/// One audit record with its approval id: outcome, reason, approval id.
+type Joined = (String, Option<String>, Option<String>);
+
+/// The audit records of `log` with their approval ids, once there are at least `n`; every one
+/// for `local`.
+async fn joined_records_when(log: &Log, n: usize) -> Vec<Joined> {
+    common::records_when(log, n).await;
+    log.lines()
+        .iter()
+        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
+        .map(|line| {
+            let fields = common::fields(line);
+            let get = |key: &str| {
+                fields
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, value)| value.clone())
+            };
+            assert_eq!(get("principal").as_deref(), Some("local"), "{line}");
+            (
+                get("outcome").unwrap_or_default(),
+                get("reason"),
+                get("approval_id"),
+            )
+        })
+        .collect()
+}
+
+/// The question the notice carries for the change `stock` (`stock 3 -> 2`).
+fn page_question(stock: &str) -> String {
+    format!(
+        "Adjust \"TLS-002\" by -1 (\"damaged on replica a\"): {stock}\n\
+         Approve or decline it on the server's approval page."
+    )
+}
+
+fn joined(outcome: Outcome, reason: Option<&str>, approval: &str) -> Joined {
+    (
+        outcome.as_str().to_owned(),
+        reason.map(str::to_owned),
+        Some(approval.to_owned()),
+    )
+}
+
+#[tokio::test]
+async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_applied_once()
+-> Result<(), Failure> {
+    let redis = redis_url();
+    for era in Era::ALL {
+        let hooks = Receiver::start().await?;
+        let secrets = tempfile::tempdir()?;
+        let secret_file = secrets.path().join("webhook-secret");
+        std::fs::write(&secret_file, [HOOK_SECRET, b"\n"].concat())?;
+        let args = [
+            "--approval-page",
+            "--notify-webhook",
+            hooks.url.as_str(),
+            "--notify-secret-file",
+            secret_file.to_str().unwrap(),
+        ];
+        let replicas = Replicas::start(redis.url(), &args).await?;
+        let (a, b) = (&replicas.a, &replicas.b);
+        let file = replicas.file();
+        let before = file.snapshot()?;
+        let arguments = json!({"sku": "TLS-002", "delta": -1, "reason": "damaged on replica a"});
+        let client = Headless::open(era, a).await?;
+        let http = reqwest::Client::new();
+
+        // 1. Asked on A: answered at once, one signed delivery carries the link, nothing saved.
+        let first = client.adjust(&arguments).await?;
+        let deliveries = hooks.deliveries();
+        assert_eq!(deliveries.len(), 1, "{era:?}: exactly one delivery");
+        let notice = deliveries[0].verified()?;
+        assert_eq!(notice["tool"], "adjust_stock", "{era:?}: {notice}");
+        let prompt = notice["prompt"].as_str().ok_or("no prompt")?;
+        assert_eq!(prompt, page_question("stock 3 -> 2"), "{era:?}");
+        let asked_id = notice["approvalId"]
+            .as_str()
+            .ok_or("no approvalId")?
+            .to_owned();
+        let link = notice["url"].as_str().ok_or("no url")?.to_owned();
+        let page = page_id_on(&link, a).to_owned();
+        assert_asked(&first, &link, &page, era);
+        assert_eq!(file.snapshot()?, before, "{era:?}: asking saves nothing");
+
+        // 2. The person's browser is routed to B, where the page answers from Redis.
+        let on_b = format!("{}/approvals/{page}", origin(b));
+        let (status, shown) = get_page(&http, &on_b).await?;
+        assert_eq!(status, 200, "{era:?}: {shown}");
+        assert!(shown.contains("Approve this change?"), "{era:?}: {shown}");
+        assert!(shown.contains("damaged on replica a"), "{era:?}: {shown}");
+        let csrf = csrf_of(&shown)?;
+        let (status, answered) = post_page(&http, &on_b, &csrf, "approve").await?;
+        assert_eq!(status, 200, "{era:?}: {answered}");
+        assert!(
+            answered.contains("You approved this change"),
+            "{era:?}: {answered}"
+        );
+        assert_eq!(
+            file.snapshot()?,
+            before,
+            "{era:?}: the page's answer alone saves nothing"
+        );
+
+        // 3. The same call again on A: the answer given on B decides, applied once.
+        let applied = client.adjust(&arguments).await?;
+        assert!(
+            !applied.is_error,
+            "{era:?}: {} / A {:?} / B {:?}",
+            applied.text,
+            records(a.log()),
+            records(b.log())
+        );
+        assert_eq!(file.stock("TLS-002")?, 2, "{era:?}: exactly as shown");
+        let movement = Movement {
+            sku: "TLS-002".into(),
+            delta: -1,
+            reason: "damaged on replica a".into(),
+        };
+        assert_eq!(
+            file.movements()?,
+            std::slice::from_ref(&movement),
+            "{era:?}"
+        );
+        let after = file.snapshot()?;
+        assert_eq!(hooks.deliveries().len(), 1, "{era:?}: nobody asked again");
+
+        // 4. The approval is spent: the same call again is a new question (2 -> 1).
+        let again = client.adjust(&arguments).await?;
+        let deliveries = hooks.deliveries();
+        assert_eq!(deliveries.len(), 2, "{era:?}: asked anew");
+        let renotice = deliveries[1].verified()?;
+        let second_id = renotice["approvalId"]
+            .as_str()
+            .ok_or("no approvalId")?
+            .to_owned();
+        assert_ne!(second_id, asked_id, "{era:?}: a question of its own");
+        let second_link = renotice["url"].as_str().ok_or("no url")?.to_owned();
+        let second_page = page_id_on(&second_link, a).to_owned();
+        assert_ne!(second_page, page, "{era:?}: a page of its own");
+        assert_asked(&again, &second_link, &second_page, era);
+        assert_eq!(
+            renotice["prompt"].as_str(),
+            Some(page_question("stock 2 -> 1").as_str()),
+            "{era:?}"
+        );
+        assert_eq!(file.snapshot()?, after, "{era:?}: nothing more saved");
+        assert_eq!(file.stock("TLS-002")?, 2, "{era:?}");
+        assert_eq!(file.movements()?, [movement], "{era:?}");
+
+        // 5. A asked, notified, waited, then took B's answer and applied, all under one
+        // approval id (the one the delivery named); the second question under another.
+        let (delivered, waiting) = (Some("webhook: delivered"), Some("asked through webhook"));
+        assert_eq!(
+            joined_records_when(a.log(), 8).await,
+            [
+                joined(Outcome::Asked, None, &asked_id),
+                joined(Outcome::Notified, delivered, &asked_id),
+                joined(Outcome::AwaitingAnswer, waiting, &asked_id),
+                joined(Outcome::Approved, None, &asked_id),
+                joined(Outcome::Applied, None, &asked_id),
+                joined(Outcome::Asked, None, &second_id),
+                joined(Outcome::Notified, delivered, &second_id),
+                joined(Outcome::AwaitingAnswer, waiting, &second_id),
+            ],
+            "{era:?}"
+        );
+        assert_eq!(
+            joined_records_when(b.log(), 1).await,
+            [joined(Outcome::PageAnswered, Some("approve"), &asked_id)],
+            "{era:?}"
+        );
+        client.close().await?;
+    }
     Ok(())
 }
