@@ -16,13 +16,11 @@
 
 mod common;
 
-use std::{path::Path, sync::Arc};
+use std::path::Path;
 
-use axum::{Router, body::Bytes, http::HeaderMap, http::StatusCode, routing::post};
 use common::{Log, launch_stdio};
 use mcp_write_guard_rmcp::Outcome;
-use mcp_write_guard_webhook::{SIGNATURE_HEADER, verify_signature};
-use parking_lot::Mutex;
+use mcp_write_guard_webhook::verify_signature;
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -56,22 +54,17 @@ fn movement(delta: i64) -> Movement {
 // The webhook receiver
 // ---------------------------------------------------------------------------------------------
 
-/// One POST the receiver got: the signature header (if any) and the exact body bytes.
-#[derive(Debug, Clone)]
-struct Delivery {
-    signature: Option<String>,
-    body: Vec<u8>,
+use common::{Delivery, Receiver};
+
+/// The body of `delivery`, after its signature was checked with [`SECRET`].
+trait Verified {
+    fn verified(&self) -> Value;
+    fn link(&self) -> String;
 }
 
-impl Delivery {
-    /// The body, after its signature was checked with the shared secret.
+impl Verified for Delivery {
     fn verified(&self) -> Value {
-        let signature = self.signature.as_deref().expect("a signature header");
-        assert!(
-            verify_signature(SECRET, &self.body, signature),
-            "the delivery is signed with the shared secret: {signature}"
-        );
-        serde_json::from_slice(&self.body).expect("a JSON body")
+        self.verified_with(SECRET)
     }
 
     /// The approval page's link, from a delivery whose signature checks.
@@ -84,58 +77,6 @@ impl Delivery {
             "{link}"
         );
         link
-    }
-}
-
-/// A webhook receiver on a free loopback port; answers every POST to `/hook` with 204.
-struct Receiver {
-    /// `http://127.0.0.1:PORT/hook`.
-    url: String,
-    deliveries: Arc<Mutex<Vec<Delivery>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Receiver {
-    async fn start() -> Result<Self, Failure> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}/hook", listener.local_addr()?);
-        let deliveries = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&deliveries);
-        let router = Router::new().route(
-            "/hook",
-            post(move |headers: HeaderMap, body: Bytes| {
-                let kept = Arc::clone(&kept);
-                async move {
-                    let signature = headers
-                        .get(SIGNATURE_HEADER)
-                        .and_then(|value| value.to_str().ok())
-                        .map(str::to_owned);
-                    kept.lock().push(Delivery {
-                        signature,
-                        body: body.to_vec(),
-                    });
-                    StatusCode::NO_CONTENT
-                }
-            }),
-        );
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        Ok(Self {
-            url,
-            deliveries,
-            task,
-        })
-    }
-
-    fn deliveries(&self) -> Vec<Delivery> {
-        self.deliveries.lock().clone()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 

@@ -45,7 +45,6 @@ use mcp_write_guard_rmcp::{
     ALREADY_USED_MESSAGE, INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION,
     STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
 };
-use mcp_write_guard_webhook::{SIGNATURE_HEADER, verify_signature};
 use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
@@ -1029,77 +1028,11 @@ async fn an_approval_page_opened_by_one_replica_is_answered_on_the_other() -> Re
 /// The webhook's shared secret, as the operator writes it to the file (with a line break).
 const HOOK_SECRET: &[u8] = b"replicas-hook-secret-5b1e07c2d94a3f685b1e07c2d94a3f68";
 
-/// One POST the receiver got: the signature header (if any) and the exact body bytes.
-#[derive(Debug, Clone)]
-struct Delivery {
-    signature: Option<String>,
-    body: Vec<u8>,
-}
+use common::{Delivery, Receiver};
 
-impl Delivery {
-    /// The body, after its signature was checked with the shared secret.
-    fn verified(&self) -> Result<Value, Failure> {
-        let signature = self.signature.as_deref().ok_or("no signature header")?;
-        assert!(
-            verify_signature(HOOK_SECRET, &self.body, signature),
-            "the delivery is signed with the shared secret: {signature}"
-        );
-        Ok(serde_json::from_slice(&self.body)?)
-    }
-}
-
-/// A webhook receiver on a free loopback port; answers every POST to `/hook` with 204.
-struct Receiver {
-    /// `http://127.0.0.1:PORT/hook`.
-    url: String,
-    deliveries: Arc<parking_lot::Mutex<Vec<Delivery>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Receiver {
-    async fn start() -> Result<Self, Failure> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}/hook", listener.local_addr()?);
-        let deliveries = Arc::new(parking_lot::Mutex::new(Vec::new()));
-        let kept = Arc::clone(&deliveries);
-        let router = axum::Router::new().route(
-            "/hook",
-            axum::routing::post(
-                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                    let kept = Arc::clone(&kept);
-                    async move {
-                        let signature = headers
-                            .get(SIGNATURE_HEADER)
-                            .and_then(|value| value.to_str().ok())
-                            .map(str::to_owned);
-                        kept.lock().push(Delivery {
-                            signature,
-                            body: body.to_vec(),
-                        });
-                        axum::http::StatusCode::NO_CONTENT
-                    }
-                },
-            ),
-        );
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        Ok(Self {
-            url,
-            deliveries,
-            task,
-        })
-    }
-
-    fn deliveries(&self) -> Vec<Delivery> {
-        self.deliveries.lock().clone()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+/// The body of `delivery`, after its signature was checked with [`HOOK_SECRET`].
+fn verified(delivery: &Delivery) -> Result<Value, Failure> {
+    Ok(delivery.verified_with(HOOK_SECRET))
 }
 
 /// A client that cannot ask its user, speaking to one replica.
@@ -1276,7 +1209,7 @@ async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_a
         let first = client.adjust(&arguments).await?;
         let deliveries = hooks.deliveries();
         assert_eq!(deliveries.len(), 1, "{era:?}: exactly one delivery");
-        let notice = deliveries[0].verified()?;
+        let notice = verified(&deliveries[0])?;
         assert_eq!(notice["tool"], "adjust_stock", "{era:?}: {notice}");
         let prompt = notice["prompt"].as_str().ok_or("no prompt")?;
         assert_eq!(prompt, page_question("stock 3 -> 2"), "{era:?}");
@@ -1335,7 +1268,7 @@ async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_a
         let again = client.adjust(&arguments).await?;
         let deliveries = hooks.deliveries();
         assert_eq!(deliveries.len(), 2, "{era:?}: asked anew");
-        let renotice = deliveries[1].verified()?;
+        let renotice = verified(&deliveries[1])?;
         let second_id = renotice["approvalId"]
             .as_str()
             .ok_or("no approvalId")?

@@ -382,3 +382,78 @@ impl SigningKey {
         jsonwebtoken::encode(&header, claims, &self.key).unwrap()
     }
 }
+
+// A webhook receiver for the notifier tests (headless.rs, replicas.rs).
+
+/// One POST the receiver got: the signature header (if any) and the exact body bytes.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub signature: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl Delivery {
+    /// The body, after its signature was checked with `secret` (panics otherwise).
+    pub fn verified_with(&self, secret: &[u8]) -> Value {
+        let signature = self.signature.as_deref().expect("a signature header");
+        assert!(
+            mcp_write_guard_webhook::verify_signature(secret, &self.body, signature),
+            "the delivery is signed with the shared secret: {signature}"
+        );
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+}
+
+/// A webhook receiver on a free loopback port; answers every POST to `/hook` with 204.
+pub struct Receiver {
+    /// `http://127.0.0.1:PORT/hook`.
+    pub url: String,
+    deliveries: Arc<Mutex<Vec<Delivery>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    pub async fn start() -> Result<Self, Failure> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/hook", listener.local_addr()?);
+        let deliveries = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&deliveries);
+        let router = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let kept = Arc::clone(&kept);
+                    async move {
+                        let signature = headers
+                            .get(mcp_write_guard_webhook::SIGNATURE_HEADER)
+                            .and_then(|value| value.to_str().ok())
+                            .map(str::to_owned);
+                        kept.lock().push(Delivery {
+                            signature,
+                            body: body.to_vec(),
+                        });
+                        axum::http::StatusCode::NO_CONTENT
+                    }
+                },
+            ),
+        );
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Self {
+            url,
+            deliveries,
+            task,
+        })
+    }
+
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.deliveries.lock().clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
