@@ -351,14 +351,23 @@ pub struct PageQuestion {
     pub message: String,
     /// The question's `elicitationId`.
     pub elicitation_id: String,
-    reply: tokio::sync::oneshot::Sender<ElicitResult>,
+    reply: tokio::sync::oneshot::Sender<Result<ElicitResult, ErrorData>>,
 }
 
 #[cfg(feature = "approval-page")]
 impl PageQuestion {
     /// The client answers the question with `action` (`Accept`: the person went to the page).
     pub fn reply(self, action: ElicitationAction) {
-        let _ignored = self.reply.send(ElicitResult::new(action));
+        let _ignored = self.reply.send(Ok(ElicitResult::new(action)));
+    }
+
+    /// The client will not show the link (a host that opens no links, by policy or by fault):
+    /// it answers the question with a JSON-RPC error instead of an answer.
+    pub fn refuse(self) {
+        let _ignored = self.reply.send(Err(ErrorData::invalid_request(
+            "this client does not open links",
+            None,
+        )));
     }
 
     /// The client answers with `action` and `content` (which a question on the page must
@@ -366,7 +375,7 @@ impl PageQuestion {
     pub fn reply_with(self, action: ElicitationAction, content: Value) {
         let _ignored = self
             .reply
-            .send(ElicitResult::new(action).with_content(content));
+            .send(Ok(ElicitResult::new(action).with_content(content)));
     }
 }
 
@@ -455,7 +464,7 @@ impl ClientHandler for PageClient {
             ));
         }
         match answer.await {
-            Ok(result) => Ok(result),
+            Ok(result) => result,
             Err(_) => Err(ErrorData::internal_error("the question was dropped", None)),
         }
     }

@@ -2,8 +2,8 @@
 //! against the built `store-server` over stdio with `--approval-page --notify-webhook URL
 //! --notify-secret-file FILE`, writes on. A webhook receiver on loopback plays the person's
 //! channel: it checks each delivery's signature and takes the approval page's link from the
-//! body; the test answers the page with plain form posts, as the page's own form does. Both
-//! protocol eras. What matters is read from the database file: the stock and the
+//! body; the person opens the link in headless Chromium (workspace-tests' `Browser`) and presses
+//! approve or decline (a few cases post the page's form over HTTP instead). Both protocol eras. What matters is read from the database file: the stock and the
 //! `stock_movements` rows.
 
 #![allow(
@@ -25,7 +25,9 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::net::TcpListener;
-use workspace_tests::{Client, Era, Failure, FileView, Movement, ScriptedUser, call, message};
+use workspace_tests::{
+    Browser, Client, Era, Failure, FileView, Movement, ScriptedUser, call, message,
+};
 
 const SKU: &str = "TLS-002";
 
@@ -96,16 +98,22 @@ struct Headless {
 
 impl Headless {
     async fn start(era: Era, webhook: &str) -> Result<Self, Failure> {
+        Self::start_with(era, webhook, &[]).await
+    }
+
+    /// The same, with `more` arguments for store-server.
+    async fn start_with(era: Era, webhook: &str, more: &[&str]) -> Result<Self, Failure> {
         let dir = tempfile::tempdir()?;
         let secret_file = dir.path().join("webhook-secret");
         std::fs::write(&secret_file, [SECRET, b"\n"].concat())?;
-        let args = [
+        let mut args = vec![
             "--approval-page",
             "--notify-webhook",
             webhook,
             "--notify-secret-file",
             path_str(&secret_file),
         ];
+        args.extend_from_slice(more);
         let user = ScriptedUser::without_elicitation();
         let (client, log) = launch_stdio(dir.path(), &args, Some("true"), &user, era).await?;
         Ok(Self {
@@ -145,6 +153,29 @@ impl Headless {
             .await?;
         assert_eq!(answered.status(), 200, "{link}");
         Ok(answered.text().await?)
+    }
+
+    /// The person opens `link` in `browser`, reads the change (stock `before` -> `after`) and
+    /// presses `decision`; returns the heading of the page that answers.
+    async fn answer_in(
+        &self,
+        browser: &Browser,
+        link: &str,
+        decision: &str,
+        (before, after): (i64, i64),
+    ) -> Result<String, Failure> {
+        browser.open(link).await?;
+        assert_eq!(browser.text("h1").await?, "Approve this change?", "{link}");
+        let fields = browser.texts("table.change tbody th").await?;
+        let cells = browser.texts("table.change tbody td").await?;
+        assert!(fields.iter().any(|f| f == "stock"), "{fields:?}");
+        let pair = [before.to_string(), after.to_string()];
+        assert!(
+            cells.windows(2).any(|w| w == pair),
+            "the page shows stock {before} -> {after}: {fields:?} {cells:?}"
+        );
+        browser.click(&format!("button[value={decision}]")).await?;
+        browser.text("h1").await
     }
 
     /// The audit outcomes logged so far (`asked` left out), for failure messages.
@@ -208,6 +239,7 @@ fn assert_asked(result: &CallToolResult, link: &str, era: Era) {
 /// applies once; a further retry is a new question.
 #[tokio::test]
 async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<(), Failure> {
+    let browser = Browser::start().await?;
     for era in Era::ALL {
         let hooks = Receiver::start().await?;
         let h = Headless::start(era, &hooks.url).await?;
@@ -256,12 +288,9 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
         assert_eq!(hooks.deliveries().len(), 1, "{era:?}: no second notice");
         assert_eq!(h.saved(), (3, vec![]), "{era:?}");
 
-        // (b)
-        let answered = h.answer(&link, "approve").await?;
-        assert!(
-            answered.contains("You approved this change"),
-            "{era:?}: {answered}"
-        );
+        // (b) The person opens the link in a browser, reads the change and approves.
+        let answered = h.answer_in(&browser, &link, "approve", (3, 2)).await?;
+        assert_eq!(answered, "You approved this change", "{era:?}");
         assert_eq!(h.saved(), (3, vec![]), "{era:?}: the page applies nothing");
 
         let applied = h.adjust(minus_one()).await?;
@@ -310,12 +339,13 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
         assert_eq!(h.log.count(Outcome::Applied), 1, "{era:?}");
         h.client.cancel().await?;
     }
-    Ok(())
+    browser.close().await
 }
 
 /// (c) Declined on the page: the retry is refused and nothing is written.
 #[tokio::test]
 async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
+    let browser = Browser::start().await?;
     for era in Era::ALL {
         let hooks = Receiver::start().await?;
         let h = Headless::start(era, &hooks.url).await?;
@@ -323,11 +353,8 @@ async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
         let link = hooks.deliveries()[0].link();
         assert_asked(&first, &link, era);
 
-        let answered = h.answer(&link, "decline").await?;
-        assert!(
-            answered.contains("You declined this change"),
-            "{era:?}: {answered}"
-        );
+        let answered = h.answer_in(&browser, &link, "decline", (3, 2)).await?;
+        assert_eq!(answered, "You declined this change", "{era:?}");
         let retry = h.adjust(minus_one()).await?;
         let text = message(&retry);
         assert_eq!(retry.is_error, Some(true), "{era:?}: {text}");
@@ -355,7 +382,43 @@ async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
         assert_eq!(hooks.deliveries().len(), 1, "{era:?}");
         h.client.cancel().await?;
     }
-    Ok(())
+    browser.close().await
+}
+
+/// (c') Approved on the page, but the clock ran out before the retry: the retry is refused and
+/// nothing is written; the expired page takes no answer.
+#[tokio::test]
+async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure> {
+    const TTL: std::time::Duration = std::time::Duration::from_secs(4);
+    let browser = Browser::start().await?;
+    for era in Era::ALL {
+        let hooks = Receiver::start().await?;
+        let h = Headless::start_with(era, &hooks.url, &["--approval-ttl", "4"]).await?;
+        let asked_at = tokio::time::Instant::now();
+        let first = h.adjust(minus_one()).await?;
+        let link = hooks.deliveries()[0].link();
+        assert_asked(&first, &link, era);
+        let answered = h.answer_in(&browser, &link, "approve", (3, 2)).await?;
+        assert_eq!(answered, "You approved this change", "{era:?}");
+
+        tokio::time::sleep_until(asked_at + TTL + std::time::Duration::from_millis(500)).await;
+        let late = h.adjust(minus_one()).await?;
+        let text = message(&late);
+        assert_eq!(late.is_error, Some(true), "{era:?}: {text}");
+        assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
+        assert_eq!(
+            h.log.count(Outcome::Applied),
+            0,
+            "{era:?}: {:?}",
+            h.outcomes()
+        );
+        // The first page is over: opened again, it shows no form.
+        browser.open(&link).await?;
+        assert_ne!(browser.text("h1").await?, "Approve this change?", "{era:?}");
+        assert!(browser.texts("form").await?.is_empty(), "{era:?}");
+        h.client.cancel().await?;
+    }
+    browser.close().await
 }
 
 /// (d) A retry with one argument changed is another question: it does not take the approval,

@@ -29,7 +29,7 @@ use super::{
     Call,
     capture::AdminTarget,
     refusal::Refusal,
-    settle::{Asking, Settled},
+    settle::{Asking, Settled, UrlQuestion},
 };
 use crate::{
     WriteGuard,
@@ -83,6 +83,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
         call.channel = Some(Channel::Page);
+        let tool_shown = subject.tool.as_str().to_owned();
         let pending = match self.open_on_page(pending, subject).await? {
             Ok(pending) => pending,
             Err((question, pending)) => {
@@ -128,11 +129,20 @@ impl<S: ServerHandler> WriteGuard<S> {
                     return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
                 };
                 self.record_asked(call, &pending, &message, era, Channel::Page);
-                let asking = Asking::new(
-                    elicit::ask_until(context, question, time_left),
-                    Some(elicitation_id),
-                )
-                .in_flight(&self.shared.asked_now, pending.id());
+                let url = UrlQuestion {
+                    elicitation_id,
+                    notice: Notice::new(
+                        pending.id(),
+                        self.shared.server_name.clone(),
+                        tool_shown,
+                        message,
+                        pages.config.url(&page),
+                        pending.expires_at(),
+                    ),
+                };
+                let asking =
+                    Asking::new(elicit::ask_until(context, question, time_left), Some(url))
+                        .in_flight(&self.shared.asked_now, pending.id());
                 self.settle(
                     call,
                     Question::asked(&pending),
@@ -230,19 +240,52 @@ impl<S: ServerHandler> WriteGuard<S> {
             pages.config.url(&page),
             pending.expires_at(),
         );
+        let told = self.deliver(call, &notice, notifier).await;
+        if told.outcome == Outcome::NotifyFailed {
+            withdraw_page(store, &page, self.shared.clock.now()).await;
+            self.forget_question(&pending).await;
+        }
+        Err(told)
+    }
+
+    /// The notice that tells a person about `pending` on the page at `url`: the tool they
+    /// approve (for `prepare_admin_action`, the target) and the question as worded.
+    pub(super) fn page_notice(
+        &self,
+        pending: &PendingApproval,
+        admin_target: Option<&AdminTarget>,
+        prompt: &str,
+        url: String,
+    ) -> Notice {
+        let (tool, _, _) = self.shown(pending, admin_target);
+        Notice::new(
+            pending.id(),
+            self.shared.server_name.clone(),
+            tool.as_str(),
+            format!("{prompt}\nApprove or decline it on the server's approval page."),
+            url,
+            pending.expires_at(),
+        )
+    }
+
+    /// Sends `notice` through `notifier`. Delivered: the refusal that tells the model a person
+    /// was asked and to call again (the question stays open). Not delivered
+    /// ([`Outcome::NotifyFailed`]): the refusal that says nobody could be reached; the caller
+    /// withdraws the question.
+    async fn deliver(&self, call: &mut Call, notice: &Notice, notifier: &dyn Notifier) -> Refusal {
         let channel = notifier.channel().to_owned();
-        match notifier.notify(&notice).await {
+        match notifier.notify(notice).await {
             Ok(()) => {
                 self.record(
                     call,
                     Outcome::Notified,
                     Some(format!("{channel}: delivered")),
                 );
-                let until = pending
-                    .expires_at()
+                let until = notice
+                    .expires_at
                     .format(&Rfc3339)
-                    .unwrap_or_else(|_| pending.expires_at().to_string());
-                Err(Refusal::new(
+                    .unwrap_or_else(|_| notice.expires_at.to_string());
+                Refusal::new(
                     Outcome::AwaitingAnswer,
                     format!("asked through {channel}"),
                     format!(
@@ -251,20 +294,38 @@ impl<S: ServerHandler> WriteGuard<S> {
                          Call this tool again with exactly the same arguments after they \
                          approve, before {until}; the change is applied then, once."
                     ),
-                ))
+                )
             }
-            Err(error) => {
-                let now = self.shared.clock.now();
-                withdraw_page(store, &page, now).await;
-                self.forget_question(&pending).await;
-                Err(Refusal::new(
-                    Outcome::NotifyFailed,
-                    format!("{channel}: {}", error.reason()),
-                    "This change needs a person's approval, but nobody could be reached (the \
-                     notification failed), so nothing was saved. Try again later; if it keeps \
-                     failing, ask the server's operator.",
-                ))
-            }
+            Err(error) => Refusal::new(
+                Outcome::NotifyFailed,
+                format!("{channel}: {}", error.reason()),
+                "This change needs a person's approval, but nobody could be reached (the \
+                 notification failed), so nothing was saved. Try again later; if it keeps \
+                 failing, ask the server's operator.",
+            ),
         }
+    }
+
+    /// Below 2026-07-28, the client answered the page's link with an error (it will not show
+    /// links, by policy or by fault): nobody was asked through it. With a notifier, the person
+    /// is sent the same page's link instead and the model is told to call again; without one
+    /// (or when the notice fails), the page is withdrawn and the call refused, nothing saved.
+    pub(super) async fn link_not_shown(
+        &self,
+        call: &mut Call,
+        question: &Question,
+        notice: Option<Notice>,
+        error: &Error,
+    ) -> Refusal {
+        if let (Some(notice), Some(notifier)) = (notice, self.shared.notifier.clone()) {
+            let told = self.deliver(call, &notice, &*notifier).await;
+            if told.outcome != Outcome::NotifyFailed {
+                return told;
+            }
+            self.withdraw(question).await;
+            return told;
+        }
+        self.withdraw(question).await;
+        Refusal::ask_failed(error)
     }
 }

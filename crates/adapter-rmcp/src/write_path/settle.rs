@@ -34,6 +34,7 @@ use crate::{
     audit::{Channel, Outcome},
     elicit::{self, Answer, Era},
     error::Error,
+    notify::Notice,
     tools::PREPARE_ADMIN_ACTION,
 };
 
@@ -45,18 +46,34 @@ pub(super) struct Asking<'a> {
     answer: Pin<Box<dyn Future<Output = Result<Answer, Error>> + Send + 'a>>,
     /// For a url-mode question: its elicitation id, completed once the page is answered.
     url_elicitation: Option<String>,
+    /// For a url-mode question: the notice that reaches the person instead when the client
+    /// will not show the link (it answers the question with an error, not an answer).
+    #[cfg_attr(not(feature = "approval-page"), allow(dead_code))]
+    notice: Option<Notice>,
     /// Says, while this lives, that a client of this process has the question in front of it.
     _in_flight: Option<InFlight>,
+}
+
+/// A url-mode question as it is put to the client: the request, its elicitation id, and the
+/// notice a notifier sends instead if the client will not show it.
+pub(super) struct UrlQuestion {
+    pub(super) elicitation_id: String,
+    pub(super) notice: Notice,
 }
 
 impl<'a> Asking<'a> {
     pub(super) fn new(
         answer: impl Future<Output = Result<Answer, Error>> + Send + 'a,
-        url_elicitation: Option<String>,
+        url: Option<UrlQuestion>,
     ) -> Self {
+        let (url_elicitation, notice) = match url {
+            Some(url) => (Some(url.elicitation_id), Some(url.notice)),
+            None => (None, None),
+        };
         Self {
             answer: Box::pin(answer),
             url_elicitation,
+            notice,
             _in_flight: None,
         }
     }
@@ -320,6 +337,18 @@ impl<S: ServerHandler> WriteGuard<S> {
             tokio::select! {
                 answer = answered => {
                     let gave_up = context.ct.is_cancelled();
+                    // The client would not show the page's link (an error, not an answer):
+                    // nobody was asked here. A notifier asks the person instead; without one,
+                    // the question is over.
+                    #[cfg(feature = "approval-page")]
+                    if let Err(error) = &answer
+                        && url_elicitation.is_some()
+                        && !matches!(error, Error::TimedOut)
+                        && !gave_up
+                    {
+                        let notice = asking.take().and_then(|asked| asked.notice);
+                        return Err(self.link_not_shown(call, &question, notice, error).await);
+                    }
                     // Still in flight until the answer is kept: a call of the same change that
                     // looks meanwhile waits for it rather than asking again.
                     question = self.heard(call, question, principal, answer, gave_up).await?;
@@ -481,23 +510,29 @@ impl<S: ServerHandler> WriteGuard<S> {
         let Some(time_left) = pending.time_left(now) else {
             return Err(Refusal::denied(DenyReason::Expired));
         };
-        let (asked, url_elicitation) = self.same_question(call, &pending, context).await?;
-        Ok(Asking::new(
-            elicit::ask_until(context, asked, time_left),
-            url_elicitation,
+        let (asked, url) = self.same_question(call, &pending, context).await?;
+        Ok(
+            Asking::new(elicit::ask_until(context, asked, time_left), url)
+                .in_flight(&self.shared.asked_now, pending.id()),
         )
-        .in_flight(&self.shared.asked_now, pending.id()))
     }
 
     /// The question about `pending` as it was put: the page's link to a client that opens
     /// links (URL mode) when it is asked on a page, else the form (whichever channel answers
-    /// first counts). Returns the url-mode elicitation id beside a link.
+    /// first counts). Beside a link: its elicitation id and the notice for a client that will
+    /// not show it.
     async fn same_question(
         &self,
         call: &Call,
         pending: &mcp_write_guard_core::PendingApproval,
         context: &RequestContext<RoleServer>,
-    ) -> Result<(rmcp::model::ElicitRequestParams, Option<String>), Refusal> {
+    ) -> Result<(rmcp::model::ElicitRequestParams, Option<UrlQuestion>), Refusal> {
+        let admin_target: Option<AdminTarget> = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
+            Some(self.admin_target(pending.args(), context).await?)
+        } else {
+            None
+        };
+        let prompt = self.prompt_for(pending, admin_target.as_ref());
         #[cfg(feature = "approval-page")]
         if let (Some(page), Some(pages)) = (pending.page(), self.page_for(context)) {
             let message = format!(
@@ -505,16 +540,16 @@ impl<S: ServerHandler> WriteGuard<S> {
                  the change there.",
                 mcp_write_guard_core::render_key(pending.tool().as_str())
             );
+            let url = pages.config.url(page);
+            let notice = self.page_notice(pending, admin_target.as_ref(), &prompt, url.clone());
             let id = pending.id().to_string();
-            let asked = elicit::url_request(message, pages.config.url(page), id.clone());
-            return Ok((asked, Some(id)));
+            let asked = elicit::url_request(message, url, id.clone());
+            let url = UrlQuestion {
+                elicitation_id: id,
+                notice,
+            };
+            return Ok((asked, Some(url)));
         }
-        let admin_target: Option<AdminTarget> = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
-            Some(self.admin_target(pending.args(), context).await?)
-        } else {
-            None
-        };
-        let prompt = self.prompt_for(pending, admin_target.as_ref());
         let form = elicit::approval_form(prompt).map_err(|error| Refusal::ask_failed(&error))?;
         Ok((form, None))
     }

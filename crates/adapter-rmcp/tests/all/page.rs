@@ -551,3 +551,4 @@ async fn unknown_and_malformed_page_ids_show_a_plain_page() {
 }
 
 mod attacks;
+mod link_refused;

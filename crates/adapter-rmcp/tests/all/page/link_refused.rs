@@ -1,0 +1,174 @@
+//! A client that declared URL mode but will not show the page's link (a host that opens no
+//! links, by policy or by fault) answers the question with an error, not an answer. Nobody was
+//! asked through it: with a notifier the person is sent the same page's link and the model is
+//! told to call again; without one, or when the notice fails, the page is withdrawn and the call
+//! refused. Below 2026-07-28, where the server hears the client's error (from 2026-07-28 the
+//! client's own library sees the input request, and no retry arrives).
+
+use mcp_write_guard_core::BoxFuture;
+use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
+use parking_lot::Mutex;
+
+use super::*;
+
+/// A notifier that keeps every notice (the person's inbox), or fails every delivery.
+#[derive(Clone, Default)]
+struct Inbox {
+    notices: Arc<Mutex<Vec<Notice>>>,
+    down: bool,
+}
+
+impl Inbox {
+    fn down() -> Self {
+        Self {
+            down: true,
+            ..Self::default()
+        }
+    }
+
+    fn notices(&self) -> Vec<Notice> {
+        self.notices.lock().clone()
+    }
+}
+
+impl Notifier for Inbox {
+    fn channel(&self) -> &str {
+        "inbox"
+    }
+
+    fn notify<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NotifyError>> {
+        Box::pin(async move {
+            if self.down {
+                return Err(NotifyError::new("the inbox is down"));
+            }
+            self.notices.lock().push(notice.clone());
+            Ok(())
+        })
+    }
+}
+
+async fn harness(inbox: Option<Inbox>) -> PageHarness {
+    PageHarness::with(
+        Era::Legacy,
+        PageClient::new(),
+        |page| page,
+        |builder| match inbox {
+            Some(inbox) => builder.notifier(inbox),
+            None => builder,
+        },
+    )
+    .await
+}
+
+fn text(result: &CallToolResult) -> String {
+    text_of(result)
+}
+
+#[tokio::test]
+async fn with_a_notifier_the_person_gets_the_link_and_the_retry_applies_once() {
+    let inbox = Inbox::default();
+    let h = harness(Some(inbox.clone())).await;
+    let call = h.set_counter(7);
+    let question = h.question().await;
+    let url = question.url.clone();
+    question.refuse();
+    let result = call.await.unwrap();
+    let said = text(&result);
+    assert_eq!(result.is_error, Some(true), "{said}");
+    assert!(said.contains("a person was asked"), "{said}");
+    assert!(said.contains("Nothing was saved"), "{said}");
+    assert!(!said.contains(&url), "the link reaches the model: {said}");
+    assert!(!said.contains("/approvals/"), "{said}");
+    assert_eq!(h.counter(), (0, 0));
+
+    // The notice carries the same page, with the whole question.
+    let notices = inbox.notices();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].url, url);
+    assert_eq!(notices[0].tool, "set_counter");
+    assert!(notices[0].prompt.contains('7'), "{}", notices[0].prompt);
+    assert_eq!(
+        h.outcomes(),
+        [Outcome::Asked, Outcome::Notified, Outcome::AwaitingAnswer]
+    );
+
+    // The person approves on the page; the same call again applies it, once, asking nobody.
+    let answered = h.answer(&url, "approve").await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(h.counter(), (0, 0), "the page applies nothing");
+    let retry = h.set_counter(7).await.unwrap();
+    assert_ne!(retry.is_error, Some(true), "{}", text(&retry));
+    assert_eq!(h.counter(), (7, 1));
+    // Spent: the same call again is a new question, on a new page.
+    let again = h.set_counter(7);
+    let anew = h.question().await;
+    assert_ne!(anew.url, url);
+    anew.reply(ElicitationAction::Decline);
+    let again = again.await.unwrap();
+    assert_eq!(again.is_error, Some(true), "{}", text(&again));
+    assert_eq!(h.counter(), (7, 1), "applied once");
+    assert_eq!(
+        h.outcomes()
+            .iter()
+            .filter(|o| **o == Outcome::Applied)
+            .count(),
+        1,
+        "{:?}",
+        h.outcomes()
+    );
+}
+
+#[tokio::test]
+async fn without_a_notifier_the_call_is_refused_at_once_and_the_page_withdrawn() {
+    let h = harness(None).await;
+    let call = h.set_counter(7);
+    let question = h.question().await;
+    let url = question.url.clone();
+    question.refuse();
+    // Refused at once, not at the end of the clock: no time passes on the guard's clock.
+    let result = call.await.unwrap();
+    let said = text(&result);
+    assert_eq!(result.is_error, Some(true), "{said}");
+    assert!(said.contains("nothing was saved"), "{said}");
+    assert_eq!(
+        h.outcomes().last(),
+        Some(&Outcome::AskFailed),
+        "{:?}",
+        h.outcomes()
+    );
+    // Nobody can approve the withdrawn page any more.
+    let page = h.get(&url).await;
+    assert_ne!(page.status, 200, "{}", page.body);
+    assert!(page.csrf().is_none(), "{}", page.body);
+    assert_eq!(h.counter(), (0, 0));
+    // The same call again is a new question (a new page), not the withdrawn one.
+    let next = h.set_counter(7);
+    let fresh = h.question().await;
+    assert_ne!(fresh.url, url);
+    fresh.reply(ElicitationAction::Decline);
+    let declined = next.await.unwrap();
+    assert_eq!(declined.is_error, Some(true));
+    assert_eq!(h.counter(), (0, 0));
+}
+
+#[tokio::test]
+async fn a_notifier_that_fails_refuses_and_withdraws_the_page() {
+    let h = harness(Some(Inbox::down())).await;
+    let call = h.set_counter(7);
+    let question = h.question().await;
+    let url = question.url.clone();
+    question.refuse();
+    let result = call.await.unwrap();
+    let said = text(&result);
+    assert_eq!(result.is_error, Some(true), "{said}");
+    assert!(said.contains("nobody could be reached"), "{said}");
+    assert_eq!(
+        h.outcomes().last(),
+        Some(&Outcome::NotifyFailed),
+        "{:?}",
+        h.outcomes()
+    );
+    let page = h.get(&url).await;
+    assert_ne!(page.status, 200, "{}", page.body);
+    assert_eq!(h.counter(), (0, 0));
+}
