@@ -13,9 +13,11 @@
 //!   Bob cannot use it on either, and a request without a token is 401;
 //! - an approval page opened by one replica is shown and answered on the other (where a load
 //!   balancer would send the browser), and the call then applies once;
-//! - a client that cannot ask its user (no elicitation, either era) calls on one replica, a
-//!   person is notified through a signed webhook, answers the page on the other replica, and
-//!   the same call made again on the first applies once; once more, it is a new question.
+//! - a client that cannot ask its user (no elicitation: hand-written 2026-07-28 calls, a legacy
+//!   rmcp session, the official Python SDK in the 2026-07-28 era) calls on one replica, a person
+//!   is notified through a signed webhook, answers the page on the other replica in headless
+//!   Chromium, and the same call made again on the first applies once; once more, it is a new
+//!   question.
 //!
 //! What is checked is state: the SQLite file (stock, stock movements, orders) through a
 //! connection of its own, and the audit records each replica's default sink writes to its log
@@ -48,7 +50,9 @@ use mcp_write_guard_rmcp::{
 use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
-use workspace_tests::{Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, approve};
+use workspace_tests::{
+    Browser, Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, approve,
+};
 
 /// What the guard answers to an approval given after its clock ran out.
 const EXPIRED: &str = "The approval was not given in time, so nothing was saved. Call the tool \
@@ -1035,12 +1039,23 @@ fn verified(delivery: &Delivery) -> Result<Value, Failure> {
     Ok(delivery.verified_with(HOOK_SECRET))
 }
 
+/// The kinds of client that cannot ask their user.
+#[derive(Debug, Clone, Copy)]
+enum Agent {
+    /// Stateless 2026-07-28 calls, written by hand, declaring no elicitation capability.
+    Raw,
+    /// A legacy session (rmcp's client) whose `initialize` declares no elicitation.
+    Session,
+    /// The official Python SDK in the 2026-07-28 era with no elicitation callback (so no
+    /// elicitation capability): `tests/python/store_client.py --answer none`.
+    Python,
+}
+
 /// A client that cannot ask its user, speaking to one replica.
 enum Headless<'a> {
-    /// Stateless 2026-07-28 calls declaring no elicitation capability at all.
     Raw(&'a Replica),
-    /// A legacy session whose `initialize` declares no elicitation.
     Session(workspace_tests::Client),
+    Python(&'a Replica),
 }
 
 /// What a headless call got back: whether it is an error, its text, and everything the client
@@ -1053,11 +1068,12 @@ struct Got {
 }
 
 impl<'a> Headless<'a> {
-    /// A headless client of `era` on `replica`.
-    async fn open(era: Era, replica: &'a Replica) -> Result<Self, Failure> {
-        Ok(match era {
-            Era::Rounds => Self::Raw(replica),
-            Era::Legacy => Self::Session(
+    /// A headless client of kind `agent` on `replica`.
+    async fn open(agent: Agent, replica: &'a Replica) -> Result<Self, Failure> {
+        Ok(match agent {
+            Agent::Raw => Self::Raw(replica),
+            Agent::Python => Self::Python(replica),
+            Agent::Session => Self::Session(
                 replica
                     .server
                     .connect(&ScriptedUser::without_elicitation(), Era::Legacy)
@@ -1084,6 +1100,26 @@ impl<'a> Headless<'a> {
                     is_error,
                     text,
                     wire: reply.body,
+                })
+            }
+            Self::Python(replica) => {
+                // The script calls adjust_stock TLS-002 by -1 with this reason.
+                assert_eq!(
+                    (&arguments["sku"], &arguments["delta"]),
+                    (&json!("TLS-002"), &json!(-1))
+                );
+                let reason = arguments["reason"].as_str().ok_or("no reason")?;
+                let call =
+                    common::python_adjust(&replica.server.url, "2026-07-28", "none", reason, &[]);
+                let result = tokio::time::timeout(Duration::from_secs(60), call).await??;
+                assert_eq!(
+                    result.elicitations, 0,
+                    "nobody was asked through the client"
+                );
+                Ok(Got {
+                    is_error: result.is_error,
+                    text: result.text,
+                    wire: result.wire,
                 })
             }
             Self::Session(client) => {
@@ -1120,18 +1156,18 @@ fn page_id_on<'l>(link: &'l str, replica: &Replica) -> &'l str {
 
 /// Asserts `got` is the "a person was asked, call again" answer and carries neither `link`
 /// nor its page id anywhere.
-fn assert_asked(got: &Got, link: &str, id: &str, era: Era) {
+fn assert_asked(got: &Got, link: &str, id: &str, agent: Agent) {
     let text = &got.text;
-    assert!(got.is_error, "{era:?}: {text}");
+    assert!(got.is_error, "{agent:?}: {text}");
     assert!(
         text.contains("a person was asked") && text.contains("Call this tool again"),
-        "{era:?}: {text}"
+        "{agent:?}: {text}"
     );
-    assert!(text.contains("Nothing was saved"), "{era:?}: {text}");
+    assert!(text.contains("Nothing was saved"), "{agent:?}: {text}");
     for leak in [link, id, "/approvals/"] {
         assert!(
             !got.wire.contains(leak),
-            "{era:?}: {leak} reaches the client: {}",
+            "{agent:?}: {leak} reaches the client: {}",
             got.wire
         );
     }
@@ -1185,7 +1221,8 @@ fn joined(outcome: Outcome, reason: Option<&str>, approval: &str) -> Joined {
 async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_applied_once()
 -> Result<(), Failure> {
     let redis = redis_url();
-    for era in Era::ALL {
+    let browser = Browser::start().await?;
+    for agent in [Agent::Raw, Agent::Session, Agent::Python] {
         let hooks = Receiver::start().await?;
         let secrets = tempfile::tempdir()?;
         let secret_file = secrets.path().join("webhook-secret");
@@ -1202,55 +1239,58 @@ async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_a
         let file = replicas.file();
         let before = file.snapshot()?;
         let arguments = json!({"sku": "TLS-002", "delta": -1, "reason": "damaged on replica a"});
-        let client = Headless::open(era, a).await?;
-        let http = reqwest::Client::new();
+        let client = Headless::open(agent, a).await?;
 
         // 1. Asked on A: answered at once, one signed delivery carries the link, nothing saved.
         let first = client.adjust(&arguments).await?;
         let deliveries = hooks.deliveries();
-        assert_eq!(deliveries.len(), 1, "{era:?}: exactly one delivery");
+        assert_eq!(deliveries.len(), 1, "{agent:?}: exactly one delivery");
         let notice = verified(&deliveries[0])?;
-        assert_eq!(notice["tool"], "adjust_stock", "{era:?}: {notice}");
+        assert_eq!(notice["tool"], "adjust_stock", "{agent:?}: {notice}");
         let prompt = notice["prompt"].as_str().ok_or("no prompt")?;
-        assert_eq!(prompt, page_question("stock 3 -> 2"), "{era:?}");
+        assert_eq!(prompt, page_question("stock 3 -> 2"), "{agent:?}");
         let asked_id = notice["approvalId"]
             .as_str()
             .ok_or("no approvalId")?
             .to_owned();
         let link = notice["url"].as_str().ok_or("no url")?.to_owned();
         let page = page_id_on(&link, a).to_owned();
-        assert_asked(&first, &link, &page, era);
-        assert_eq!(file.snapshot()?, before, "{era:?}: asking saves nothing");
+        assert_asked(&first, &link, &page, agent);
+        assert_eq!(file.snapshot()?, before, "{agent:?}: asking saves nothing");
 
-        // 2. The person's browser is routed to B, where the page answers from Redis.
+        // 2. The person's browser (headless Chromium) is routed to B, where the page answers
+        // from Redis.
         let on_b = format!("{}/approvals/{page}", origin(b));
-        let (status, shown) = get_page(&http, &on_b).await?;
-        assert_eq!(status, 200, "{era:?}: {shown}");
-        assert!(shown.contains("Approve this change?"), "{era:?}: {shown}");
-        assert!(shown.contains("damaged on replica a"), "{era:?}: {shown}");
-        let csrf = csrf_of(&shown)?;
-        let (status, answered) = post_page(&http, &on_b, &csrf, "approve").await?;
-        assert_eq!(status, 200, "{era:?}: {answered}");
-        assert!(
-            answered.contains("You approved this change"),
-            "{era:?}: {answered}"
+        browser.open(&on_b).await?;
+        assert_eq!(
+            browser.text("h1").await?,
+            "Approve this change?",
+            "{agent:?}"
+        );
+        let shown = browser.source().await?;
+        assert!(shown.contains("damaged on replica a"), "{agent:?}: {shown}");
+        browser.click("button[value=approve]").await?;
+        assert_eq!(
+            browser.text("h1").await?,
+            "You approved this change",
+            "{agent:?}"
         );
         assert_eq!(
             file.snapshot()?,
             before,
-            "{era:?}: the page's answer alone saves nothing"
+            "{agent:?}: the page's answer alone saves nothing"
         );
 
         // 3. The same call again on A: the answer given on B decides, applied once.
         let applied = client.adjust(&arguments).await?;
         assert!(
             !applied.is_error,
-            "{era:?}: {} / A {:?} / B {:?}",
+            "{agent:?}: {} / A {:?} / B {:?}",
             applied.text,
             records(a.log()),
             records(b.log())
         );
-        assert_eq!(file.stock("TLS-002")?, 2, "{era:?}: exactly as shown");
+        assert_eq!(file.stock("TLS-002")?, 2, "{agent:?}: exactly as shown");
         let movement = Movement {
             sku: "TLS-002".into(),
             delta: -1,
@@ -1259,33 +1299,33 @@ async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_a
         assert_eq!(
             file.movements()?,
             std::slice::from_ref(&movement),
-            "{era:?}"
+            "{agent:?}"
         );
         let after = file.snapshot()?;
-        assert_eq!(hooks.deliveries().len(), 1, "{era:?}: nobody asked again");
+        assert_eq!(hooks.deliveries().len(), 1, "{agent:?}: nobody asked again");
 
         // 4. The approval is spent: the same call again is a new question (2 -> 1).
         let again = client.adjust(&arguments).await?;
         let deliveries = hooks.deliveries();
-        assert_eq!(deliveries.len(), 2, "{era:?}: asked anew");
+        assert_eq!(deliveries.len(), 2, "{agent:?}: asked anew");
         let renotice = verified(&deliveries[1])?;
         let second_id = renotice["approvalId"]
             .as_str()
             .ok_or("no approvalId")?
             .to_owned();
-        assert_ne!(second_id, asked_id, "{era:?}: a question of its own");
+        assert_ne!(second_id, asked_id, "{agent:?}: a question of its own");
         let second_link = renotice["url"].as_str().ok_or("no url")?.to_owned();
         let second_page = page_id_on(&second_link, a).to_owned();
-        assert_ne!(second_page, page, "{era:?}: a page of its own");
-        assert_asked(&again, &second_link, &second_page, era);
+        assert_ne!(second_page, page, "{agent:?}: a page of its own");
+        assert_asked(&again, &second_link, &second_page, agent);
         assert_eq!(
             renotice["prompt"].as_str(),
             Some(page_question("stock 2 -> 1").as_str()),
-            "{era:?}"
+            "{agent:?}"
         );
-        assert_eq!(file.snapshot()?, after, "{era:?}: nothing more saved");
-        assert_eq!(file.stock("TLS-002")?, 2, "{era:?}");
-        assert_eq!(file.movements()?, [movement], "{era:?}");
+        assert_eq!(file.snapshot()?, after, "{agent:?}: nothing more saved");
+        assert_eq!(file.stock("TLS-002")?, 2, "{agent:?}");
+        assert_eq!(file.movements()?, [movement], "{agent:?}");
 
         // 5. A asked, notified, waited, then took B's answer and applied, all under one
         // approval id (the one the delivery named); the second question under another.
@@ -1302,14 +1342,14 @@ async fn a_headless_question_asked_on_one_replica_is_answered_on_the_other_and_a
                 joined(Outcome::Notified, delivered, &second_id),
                 joined(Outcome::AwaitingAnswer, waiting, &second_id),
             ],
-            "{era:?}"
+            "{agent:?}"
         );
         assert_eq!(
             joined_records_when(b.log(), 1).await,
             [joined(Outcome::PageAnswered, Some("approve"), &asked_id)],
-            "{era:?}"
+            "{agent:?}"
         );
         client.close().await?;
     }
-    Ok(())
+    browser.close().await
 }

@@ -207,6 +207,8 @@ pub struct PyResult {
     pub is_error: bool,
     pub text: String,
     pub elicitations: u64,
+    /// The whole result as the SDK read it, as JSON.
+    pub wire: String,
 }
 
 pub async fn python_adjust(
@@ -235,6 +237,7 @@ pub async fn python_adjust(
         is_error: value["isError"].as_bool().ok_or("no isError")?,
         text: value["text"].as_str().ok_or("no text")?.to_owned(),
         elicitations: value["elicitations"].as_u64().ok_or("no elicitations")?,
+        wire: value["wire"].as_str().ok_or("no wire")?.to_owned(),
     })
 }
 
