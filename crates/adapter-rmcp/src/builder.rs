@@ -274,9 +274,10 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
-    /// Reaches a person when the client cannot ask (no elicitation): the question is opened on
-    /// the approval page ([`Self::approval_page`], required), `notifier` sends the person its
-    /// link, and the call is answered at once: a person was asked, nothing is saved yet, call
+    /// Reaches a person when the client cannot ask (no elicitation, or a URL-mode client that
+    /// answers the page's link with an error): the question is opened on the approval page
+    /// ([`Self::approval_page`], required), `notifier` sends the person its link, and the call
+    /// is answered at once: a person was asked, nothing is saved yet, call
     /// again with the same arguments after they approve. The next such call within the clock
     /// applies the approved change once. Without an approval page the notifier is not used
     /// (and [`Self::build`] logs a warning). See [`crate::notify`].

@@ -37,6 +37,12 @@ use tokio::{
 /// held in memory.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The most messages [`JsonLines`] lets wait to be written before it stops reading: 64. A
+/// client that sends requests and does not read the answers then finds its writes blocked
+/// (the pipe or socket fills up) instead of the server holding every answer in memory. See
+/// [`JsonLines::with_max_unwritten`].
+pub const DEFAULT_MAX_UNWRITTEN: usize = 64;
+
 /// The longest detail from serde that an error answer quotes, in characters.
 const MAX_DETAIL_CHARS: usize = 200;
 
@@ -65,6 +71,7 @@ const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
 /// | any other request rmcp cannot read (no `jsonrpc: "2.0"`, an `id` that is not a string or an integer) | `-32600`, with the `id` when it is a string or an integer, else `null` | read on |
 /// | a notification rmcp cannot read, a notification named after one of rmcp's methods (a request sent without an `id`), or a malformed response | none (logged) | read on |
 /// | any line, once a write to the client has failed | none | the session ends (nobody reads the answers) |
+/// | the next line, while [`DEFAULT_MAX_UNWRITTEN`] messages wait to be written (the client does not read) | none | not read until one was written ([`JsonLines::with_max_unwritten`]) |
 /// | a notification, a response or an error before the session has started | none (logged) | read on |
 /// | anything else | rmcp's own | |
 ///
@@ -131,12 +138,56 @@ pub struct JsonLines<R, W> {
     write: Arc<Mutex<Writer<W>>>,
     /// Set when a write failed: nobody reads what the server sends any more.
     broken: Arc<AtomicBool>,
+    /// Messages handed to [`Transport::send`] and not yet written.
+    unwritten: Arc<Unwritten>,
+    max_unwritten: usize,
+}
+
+/// Counts the messages waiting to be written, and wakes the reading side when one was.
+#[derive(Debug, Default)]
+struct Unwritten {
+    count: std::sync::atomic::AtomicUsize,
+    written: tokio::sync::Notify,
+}
+
+/// One message waiting to be written, counted in [`Unwritten`] until dropped (written, failed,
+/// or the send abandoned).
+struct Waiting(Arc<Unwritten>);
+
+impl Waiting {
+    fn enter(unwritten: &Arc<Unwritten>) -> Self {
+        unwritten.count.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(unwritten))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.written.notify_waiters();
+    }
+}
+
+impl Unwritten {
+    /// Returns once fewer than `max` messages wait to be written. Cancel-safe.
+    async fn below(&self, max: usize) {
+        loop {
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if self.count.load(Ordering::Acquire) < max {
+                return;
+            }
+            written.await;
+        }
+    }
 }
 
 impl<R, W> fmt::Debug for JsonLines<R, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JsonLines")
             .field("max_line_bytes", &self.max_line_bytes)
+            .field("max_unwritten", &self.max_unwritten)
             .field("lifecycle", &self.lifecycle)
             .finish_non_exhaustive()
     }
@@ -163,7 +214,20 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
                 broken: Arc::clone(&broken),
             })),
             broken,
+            unwritten: Arc::default(),
+            max_unwritten: DEFAULT_MAX_UNWRITTEN,
         }
+    }
+
+    /// Stops reading while `max_unwritten` messages (answers, notifications, the server's own
+    /// requests) wait to be written, and reads on once one was: memory stays flat when the
+    /// client does not read. At least 1; default [`DEFAULT_MAX_UNWRITTEN`]. Requests still being
+    /// worked on (a call waiting for the person's answer) do not count: the answers the client
+    /// sends to the server's questions keep being read.
+    #[must_use]
+    pub fn with_max_unwritten(mut self, max_unwritten: usize) -> Self {
+        self.max_unwritten = max_unwritten.max(1);
+        self
     }
 
     /// Lines longer than `max_line_bytes` are answered with a parse error and skipped without
@@ -189,11 +253,18 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.lifecycle.sent(&item);
         let write = Arc::clone(&self.write);
-        async move { write.lock().await.send(&item).await }
+        let waiting = Waiting::enter(&self.unwritten);
+        async move {
+            let sent = write.lock().await.send(&item).await;
+            drop(waiting);
+            sent
+        }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            // A client that does not read what it asked for is not read either.
+            self.unwritten.below(self.max_unwritten).await;
             // Once a write failed, answers would only pile up: the session ends.
             if self.broken.load(Ordering::Acquire) || !self.answer_flushed().await {
                 return None;

@@ -158,7 +158,7 @@ pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;
-pub use json_lines::{DEFAULT_MAX_LINE_BYTES, JsonLines};
+pub use json_lines::{DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_UNWRITTEN, JsonLines};
 /// The decisions (approvals, tokens, clock, store): `mcp-write-guard-core`, so that a server
 /// needs this one dependency for what the builder takes ([`approval::Clock`],
 /// [`approval::Store`], [`approval::ArgLimits`]).

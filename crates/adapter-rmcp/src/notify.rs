@@ -1,7 +1,8 @@
 //! Reaching a person when the client cannot ask: a [`Notifier`].
 //!
 //! A client without elicitation (a headless agent, a scheduler, CI) cannot put the question to
-//! anyone. With an approval page and a notifier configured
+//! anyone; nor can one that declared URL mode but answers the page's link with an error (it
+//! opens no links; below 2026-07-28, where the server hears that error). With an approval page and a notifier configured
 //! ([`WriteGuardBuilder::notifier`](crate::WriteGuardBuilder::notifier)), the guard opens the
 //! question on the page anyway, hands the notifier a [`Notice`] (the rendered question and the
 //! page's link), and answers the call at once: a person was asked, nothing is saved yet, call

@@ -309,3 +309,256 @@ fn stdin_and_stdout_that_are_files_are_served_too() -> Result<(), Failure> {
     assert_eq!(responses[0]["result"]["serverInfo"]["name"], "store-server");
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Each end of stdio as it comes: pipes, sockets, files, /dev/null, and idle pauses
+// ---------------------------------------------------------------------------------------------
+
+/// `initialize` and `initialized`, as a client sends them first.
+fn handshake() -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    format!("{initialize}\n{initialized}\n")
+}
+
+/// A ping with `id`.
+fn ping(id: u64) -> String {
+    format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+    )
+}
+
+/// How long the client says nothing between the handshake and its ping: long enough that the
+/// server finds its input empty and has to wait.
+const IDLE: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// Starts the binary with stdin a pipe and stdout `stdout`; sends the handshake, says nothing
+/// for [`IDLE`], sends a ping, closes its input. Returns the exit status and stderr.
+fn idle_client_on_a_pipe(
+    dir: &Path,
+    stdout: Stdio,
+) -> Result<(std::process::ExitStatus, String), Failure> {
+    let mut child = StdCommand::new(EXE)
+        .current_dir(dir)
+        .env("RUST_LOG", "store_server=debug,info")
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(handshake().as_bytes())?;
+    stdin.flush()?;
+    std::thread::sleep(IDLE);
+    stdin.write_all(ping(2).as_bytes())?;
+    drop(stdin);
+    let output = child.wait_with_output()?;
+    Ok((
+        output.status,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+/// The answers in `text` (one JSON-RPC message a line), by id.
+fn answered_ids(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|message| message["id"].clone())
+        .collect()
+}
+
+fn assert_no_read_failure(stderr: &str) {
+    assert!(
+        !stderr.contains("failed") && !stderr.contains("ERROR"),
+        "the server gave up on its input: {stderr}"
+    );
+}
+
+/// Stdin a pipe, stdout a file: after an idle pause the ping is still answered (stdin, a pipe,
+/// waits on the event loop; stdout, a file, is written on a blocking thread).
+#[test]
+fn a_pipe_in_and_a_file_out_survive_an_idle_pause() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("responses.jsonl");
+    let (status, stderr) = idle_client_on_a_pipe(dir.path(), std::fs::File::create(&out)?.into())?;
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert_no_read_failure(&stderr);
+    assert!(
+        stderr.contains(r#"stdin="pipe" stdout="blocking""#),
+        "{stderr}"
+    );
+    assert_eq!(
+        answered_ids(&std::fs::read_to_string(&out)?),
+        [json!(1), json!(2)]
+    );
+    Ok(())
+}
+
+/// Stdin a pipe, stdout `/dev/null`: the session runs to the end of its input.
+#[test]
+fn a_pipe_in_and_dev_null_out_survive_an_idle_pause() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (status, stderr) = idle_client_on_a_pipe(dir.path(), Stdio::null())?;
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert_no_read_failure(&stderr);
+    assert!(
+        stderr.contains(r#"stdin="pipe" stdout="blocking""#),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+/// Stdin a pipe, stdout a unix socket: both on the event loop.
+#[cfg(unix)]
+#[test]
+fn a_pipe_in_and_a_socket_out_survive_an_idle_pause() -> Result<(), Failure> {
+    use std::os::{fd::OwnedFd, unix::net::UnixStream};
+    let dir = tempfile::tempdir()?;
+    let (ours, theirs) = UnixStream::pair()?;
+    ours.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut &ours, &mut text);
+        text
+    });
+    let (status, stderr) = idle_client_on_a_pipe(dir.path(), OwnedFd::from(theirs).into())?;
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert_no_read_failure(&stderr);
+    assert!(
+        stderr.contains(r#"stdin="pipe" stdout="socket""#),
+        "{stderr}"
+    );
+    assert_eq!(answered_ids(&reader.join().unwrap()), [json!(1), json!(2)]);
+    Ok(())
+}
+
+/// Stdin and stdout unix socketpairs, as Node's `child_process` (so the official TypeScript SDK
+/// and the Inspector) starts a server: served on the event loop, through an idle pause, with a
+/// tool call as well as pings.
+#[cfg(unix)]
+#[test]
+fn socketpairs_as_node_gives_them_are_served_on_the_event_loop() -> Result<(), Failure> {
+    use std::os::{fd::OwnedFd, unix::net::UnixStream};
+    let dir = tempfile::tempdir()?;
+    let (mut to_server, server_in) = UnixStream::pair()?;
+    let (from_server, server_out) = UnixStream::pair()?;
+    from_server.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    let child = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .env("RUST_LOG", "store_server=debug,info")
+        .stdin(OwnedFd::from(server_in))
+        .stdout(OwnedFd::from(server_out))
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut lines = BufReader::new(from_server).lines();
+    let mut next = || -> Result<Value, Failure> {
+        let line = lines.next().ok_or("the server closed stdout")??;
+        Ok(serde_json::from_str(&line)?)
+    };
+    to_server.write_all(handshake().as_bytes())?;
+    assert_eq!(next()?["id"], 1);
+    std::thread::sleep(IDLE);
+    to_server.write_all(ping(2).as_bytes())?;
+    assert_eq!(next()?["id"], 2);
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
+    to_server.write_all(format!("{read}\n").as_bytes())?;
+    let answer = next()?;
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    std::thread::sleep(IDLE);
+    to_server.write_all(ping(4).as_bytes())?;
+    assert_eq!(next()?["id"], 4);
+    to_server.shutdown(std::net::Shutdown::Write)?;
+    let output = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_no_read_failure(&stderr);
+    assert!(
+        stderr.contains(r#"stdin="socket" stdout="socket""#),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+/// The server's resident memory, in bytes (Linux: `VmRSS` of `/proc/PID/status`).
+#[cfg(target_os = "linux")]
+fn resident_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// How long the client below floods the server.
+const FLOOD: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The most the server may hold while flooded: a few times what it holds at rest (about 10 MiB
+/// here). Without a bound on the answers waiting to be written it grew past 2 GiB in 15 s.
+const RSS_BOUND: u64 = 64 * 1024 * 1024;
+
+/// A client that writes `tools/call` lines as fast as it can and never reads its stdout: the
+/// server stops reading once its answers back up ([`mcp_write_guard_rmcp::DEFAULT_MAX_UNWRITTEN`]
+/// of them), so the client's writes block and the server's memory stays flat.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
+    use std::io::Read;
+    let dir = tempfile::tempdir()?;
+    let mut child = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let mut sent = 0_u64;
+        if stdin.write_all(handshake().as_bytes()).is_err() {
+            return sent;
+        }
+        for id in 2_u64.. {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
+            if stdin.write_all(format!("{call}\n").as_bytes()).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        sent
+    });
+    let started = std::time::Instant::now();
+    let mut peak = 0;
+    let mut samples = 0;
+    while started.elapsed() < FLOOD {
+        if let Some(rss) = resident_bytes(pid) {
+            peak = peak.max(rss);
+            samples += 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let alive = child.try_wait()?.is_none();
+    // What the server did answer sits in the pipe: the handshake's answer first.
+    let mut first = [0_u8; 512];
+    let n = stdout.read(&mut first)?;
+    let first = String::from_utf8_lossy(&first[..n]).into_owned();
+    child.kill()?;
+    child.wait()?;
+    let sent = writer.join().unwrap();
+    assert!(alive, "the server ended while flooded");
+    assert!(samples > 10, "the server's memory was not read");
+    assert!(
+        first.contains(r#""id":1"#),
+        "the server never answered: {first}"
+    );
+    assert!(sent > 0, "the server read nothing");
+    assert!(
+        peak < RSS_BOUND,
+        "the server grew to {peak} bytes while {sent} calls were written"
+    );
+    Ok(())
+}
