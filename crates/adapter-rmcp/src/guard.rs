@@ -44,7 +44,7 @@ use crate::{
     audit::{AuditSink, Redaction},
     builder::WriteGuardBuilder,
     config_check::{self, ConfigMistake},
-    json_lines,
+    methods,
     principal::{ConnectionId, PrincipalResolver},
     prompt::PromptFn,
     tools::{self, PREPARE_ADMIN_ACTION},
@@ -494,7 +494,7 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         // `arguments: [1]` or `requestState: 123`), or a notification's method sent with an
         // id, as a custom request of that name. It is answered here and never reaches the
         // inner server: a `tools/call` there would be a call the gates never saw.
-        let refused = json_lines::refuse_custom_request(&request.method, request.params.as_ref());
+        let refused = methods::refuse_custom_request(&request.method, request.params.as_ref());
         async move {
             match refused {
                 Some(error) => Err(error),
@@ -540,7 +540,7 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
     ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
         // Likewise a notification named after one of rmcp's own methods (a `tools/call` sent
         // without an id): no one waits for an answer, so it is dropped.
-        let misfit = json_lines::is_rmcp_method(&notification.method);
+        let misfit = methods::is_rmcp_method(&notification.method);
         async move {
             if misfit {
                 tracing::warn!(

@@ -138,7 +138,7 @@ mod error;
 mod guard;
 #[cfg(feature = "http")]
 pub mod http;
-mod json_lines;
+pub mod methods;
 pub mod notify;
 #[cfg(feature = "approval-page")]
 pub mod page;
@@ -158,7 +158,6 @@ pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};
 pub use error::Error;
 pub use guard::WriteGuard;
-pub use json_lines::{DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_UNWRITTEN, JsonLines};
 /// The decisions (approvals, tokens, clock, store): `mcp-write-guard-core`, so that a server
 /// needs this one dependency for what the builder takes ([`approval::Clock`],
 /// [`approval::Store`], [`approval::ArgLimits`]).

@@ -204,110 +204,16 @@ npx @modelcontextprotocol/inspector -e MCP_WRITES_ENABLED=true ./target/debug/st
 /// Serves `handler` on this process's stdin and stdout until the client disconnects. Input that
 /// ends before `initialize` (nobody connected, or Ctrl-D at a terminal) is a clean end.
 ///
-/// The lines go through [`JsonLines`](mcp_write_guard_rmcp::JsonLines): a line that is not
-/// JSON, is longer than [`mcp_write_guard_rmcp::DEFAULT_MAX_LINE_BYTES`] or is not a message
+/// The lines go through [`JsonLines`](mcp_write_guard_stdio::JsonLines): a line that is not
+/// JSON, is longer than [`mcp_write_guard_stdio::DEFAULT_MAX_LINE_BYTES`] or is not a message
 /// rmcp can read is answered with its JSON-RPC error (`-32700`, `-32600`, `-32602`) and the
 /// server reads on; nothing a client sends ends the session but the end of its input.
 ///
-/// Each end is looked at on its own, before either is changed: a pipe (a client that started
-/// this server through `pipe(2)`) or a socket (Node's `child_process`, so the official
-/// TypeScript SDK, the Inspector and the hosts built on them, hand a child unix socketpairs) is
-/// made non-blocking and served on the runtime's event loop, where "would block" means wait;
-/// anything else (a terminal, a file, `/dev/null`) is tokio's stdin or stdout, which hand each
-/// read and write to a blocking thread. An end that is a pipe or a socket but cannot be put on
-/// the event loop is an error, never a fall-back to a blocking reader of a non-blocking file.
+/// Each end is served the way its kind of file allows ([`mcp_write_guard_stdio::stdio`]): a
+/// pipe or a socket on the event loop, a terminal, a file or `/dev/null` on a blocking thread.
 pub async fn serve_stdio<S: ServerHandler>(handler: S) -> Result<(), Error> {
-    let (input, read_on) = stdio::input().map_err(|e| Error::Stdio(format!("stdin: {e}")))?;
-    let (output, write_on) = stdio::output().map_err(|e| Error::Stdio(format!("stdout: {e}")))?;
-    tracing::debug!(stdin = read_on, stdout = write_on, "serving MCP on stdio");
-    serve_on(handler, mcp_write_guard_rmcp::JsonLines::new(input, output)).await
-}
-
-/// This process's stdin and stdout, each served the way its kind of file allows.
-mod stdio {
-    use tokio::io::{AsyncRead, AsyncWrite};
-
-    /// What stdin is read through.
-    pub(super) type Input = Box<dyn AsyncRead + Send + Unpin>;
-    /// What stdout is written through.
-    pub(super) type Output = Box<dyn AsyncWrite + Send + Unpin>;
-
-    /// Stdin, and how it is read (`pipe`, `socket`: the event loop; `blocking`: a thread).
-    pub(super) fn input() -> std::io::Result<(Input, &'static str)> {
-        #[cfg(unix)]
-        {
-            use std::os::fd::AsFd;
-            let stdin = std::io::stdin();
-            match unix::kind(stdin.as_fd())? {
-                unix::Kind::Pipe => {
-                    let file = std::fs::File::from(stdin.as_fd().try_clone_to_owned()?);
-                    let pipe = tokio::net::unix::pipe::Receiver::from_file(file)?;
-                    return Ok((Box::new(pipe), "pipe"));
-                }
-                unix::Kind::Socket => {
-                    return Ok((Box::new(unix::socket(stdin.as_fd())?), "socket"));
-                }
-                unix::Kind::Other => {}
-            }
-        }
-        Ok((Box::new(tokio::io::stdin()), "blocking"))
-    }
-
-    /// Stdout, and how it is written (as for [`input`]).
-    pub(super) fn output() -> std::io::Result<(Output, &'static str)> {
-        #[cfg(unix)]
-        {
-            use std::os::fd::AsFd;
-            let stdout = std::io::stdout();
-            match unix::kind(stdout.as_fd())? {
-                unix::Kind::Pipe => {
-                    let file = std::fs::File::from(stdout.as_fd().try_clone_to_owned()?);
-                    let pipe = tokio::net::unix::pipe::Sender::from_file(file)?;
-                    return Ok((Box::new(pipe), "pipe"));
-                }
-                unix::Kind::Socket => {
-                    return Ok((Box::new(unix::socket(stdout.as_fd())?), "socket"));
-                }
-                unix::Kind::Other => {}
-            }
-        }
-        Ok((Box::new(tokio::io::stdout()), "blocking"))
-    }
-
-    #[cfg(unix)]
-    mod unix {
-        use std::os::{fd::BorrowedFd, unix::fs::FileTypeExt};
-
-        /// What kind of file an end of stdio is.
-        pub(super) enum Kind {
-            Pipe,
-            Socket,
-            Other,
-        }
-
-        /// The kind of `fd`'s file (`fstat` of a duplicate; nothing is changed).
-        pub(super) fn kind(fd: BorrowedFd<'_>) -> std::io::Result<Kind> {
-            let file_type = std::fs::File::from(fd.try_clone_to_owned()?)
-                .metadata()?
-                .file_type();
-            Ok(if file_type.is_fifo() {
-                Kind::Pipe
-            } else if file_type.is_socket() {
-                Kind::Socket
-            } else {
-                Kind::Other
-            })
-        }
-
-        /// A duplicate of the socket `fd`, non-blocking, on the event loop. Non-blocking is a
-        /// flag of the open socket, shared with `fd` itself: this process reads and writes its
-        /// stdio through here only.
-        pub(super) fn socket(fd: BorrowedFd<'_>) -> std::io::Result<tokio::net::UnixStream> {
-            let socket = std::os::unix::net::UnixStream::from(fd.try_clone_to_owned()?);
-            socket.set_nonblocking(true)?;
-            tokio::net::UnixStream::from_std(socket)
-        }
-    }
+    let transport = mcp_write_guard_stdio::stdio().map_err(|e| Error::Stdio(e.to_string()))?;
+    serve_on(handler, transport).await
 }
 
 async fn serve_on<S, T, E, A>(handler: S, transport: T) -> Result<(), Error>

@@ -343,7 +343,7 @@ fn idle_client_on_a_pipe(
 ) -> Result<(std::process::ExitStatus, String), Failure> {
     let mut child = StdCommand::new(EXE)
         .current_dir(dir)
-        .env("RUST_LOG", "store_server=debug,info")
+        .env("RUST_LOG", "mcp_write_guard_stdio=debug,info")
         .stdin(Stdio::piped())
         .stdout(stdout)
         .stderr(Stdio::piped())
@@ -447,7 +447,7 @@ fn socketpairs_as_node_gives_them_are_served_on_the_event_loop() -> Result<(), F
     from_server.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
     let child = StdCommand::new(EXE)
         .current_dir(dir.path())
-        .env("RUST_LOG", "store_server=debug,info")
+        .env("RUST_LOG", "mcp_write_guard_stdio=debug,info")
         .stdin(OwnedFd::from(server_in))
         .stdout(OwnedFd::from(server_out))
         .stderr(Stdio::piped())

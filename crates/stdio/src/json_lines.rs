@@ -10,21 +10,16 @@ use std::{
     },
 };
 
+use mcp_write_guard_rmcp::methods;
 use rmcp::{
     RoleServer,
     model::{
-        CallToolRequest, CancelTaskRequest, CancelledNotificationMethod, ClientJsonRpcMessage,
-        ClientNotification, ClientRequest, CompleteRequest, ConstString, DiscoverRequest,
-        ErrorCode, ErrorData, GetPromptRequest, GetSkillRequest, GetTaskRequest, InitializeRequest,
-        InitializedNotificationMethod, JsonRpcMessage, ListPromptsRequest,
-        ListResourceTemplatesRequest, ListResourcesRequest, ListSkillsRequest, ListToolsRequest,
-        PingRequest, ProgressNotificationMethod, ReadResourceDirectoryRequest, ReadResourceRequest,
-        RequestId, RootsListChangedNotificationMethod, ServerJsonRpcMessage, ServerResult,
-        SubscriptionsListenRequest, UpdateTaskRequest,
+        ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData,
+        JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult,
     },
     transport::Transport,
 };
-use serde::{Serialize, de::DeserializeOwned};
+use serde::Serialize;
 use serde_json::{Value, error::Category};
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
@@ -42,9 +37,6 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// (the pipe or socket fills up) instead of the server holding every answer in memory. See
 /// [`JsonLines::with_max_unwritten`].
 pub const DEFAULT_MAX_UNWRITTEN: usize = 64;
-
-/// The longest detail from serde that an error answer quotes, in characters.
-const MAX_DETAIL_CHARS: usize = 200;
 
 /// A line buffer larger than this is given back after its line, so that one large message
 /// does not keep its memory for the rest of the session.
@@ -93,7 +85,7 @@ const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
 /// # Example
 ///
 /// ```
-/// use mcp_write_guard_rmcp::JsonLines;
+/// use mcp_write_guard_stdio::JsonLines;
 /// use rmcp::{ServerHandler, ServiceExt};
 /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 ///
@@ -105,7 +97,7 @@ const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (server_io, client_io) = tokio::io::duplex(64 * 1024);
 /// let (read, write) = tokio::io::split(server_io);
-/// // On stdio: JsonLines::new(tokio::io::stdin(), tokio::io::stdout())
+/// // On stdio: mcp_write_guard_stdio::stdio()?
 /// tokio::spawn(async move {
 ///     let running = Empty.serve(JsonLines::new(read, write)).await?;
 ///     running.waiting().await?;
@@ -547,15 +539,6 @@ impl Refusal {
     }
 }
 
-/// serde's account of what did not fit, cut to [`MAX_DETAIL_CHARS`] (it may quote the input).
-fn shorten(error: &serde_json::Error) -> String {
-    let text = error.to_string();
-    match text.char_indices().nth(MAX_DETAIL_CHARS) {
-        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
-        None => text,
-    }
-}
-
 /// Decides what one line (without its line break) is. Parses it once when it is a message
 /// rmcp can read; only a line that is not parses it a second time, as plain JSON, to find its
 /// id and method.
@@ -583,7 +566,7 @@ fn judge_message(message: ClientJsonRpcMessage) -> Verdict {
     match &message {
         JsonRpcMessage::Request(request) => {
             if let ClientRequest::CustomRequest(custom) = &request.request
-                && let Some(message) = misfit(&custom.method, custom.params.as_ref())
+                && let Some(message) = methods::misfit(&custom.method, custom.params.as_ref())
             {
                 return Verdict::Answer(Refusal::invalid_params(request.id.clone(), message));
             }
@@ -591,7 +574,7 @@ fn judge_message(message: ClientJsonRpcMessage) -> Verdict {
         }
         JsonRpcMessage::Notification(notification) => {
             if let ClientNotification::CustomNotification(custom) = &notification.notification
-                && is_rmcp_method(&custom.method)
+                && methods::is_rmcp_method(&custom.method)
             {
                 return Verdict::Drop(Cow::Owned(format!(
                     "a {} notification that rmcp could not read as one",
@@ -651,13 +634,8 @@ fn judge_value(value: &Value) -> Verdict {
             "the method is not a string",
         ));
     };
-    if let Some(check) = request_check(method)
-        && let Some(detail) = check(&request_value(method, object.get("params")))
-    {
-        return Verdict::Answer(Refusal::invalid_params(
-            id,
-            invalid_params_message(method, Some(&detail)),
-        ));
+    if let Some(message) = methods::params_misfit(method, object.get("params")) {
+        return Verdict::Answer(Refusal::invalid_params(id, message));
     }
     let why = if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         "jsonrpc must be \"2.0\""
@@ -665,126 +643,6 @@ fn judge_value(value: &Value) -> Verdict {
         "not a request this server can read"
     };
     Verdict::Answer(Refusal::invalid_request(Some(id), why))
-}
-
-/// The `-32602` message for a request that rmcp read as a [`CustomRequest`] although its
-/// method is one rmcp reads into a type of its own (every [`ClientRequest`] variant but the
-/// custom one): its params do not fit that type. `None` for a method rmcp does not know, a
-/// custom request proper.
-///
-/// [`CustomRequest`]: rmcp::model::CustomRequest
-pub(crate) fn misfit(method: &str, params: Option<&Value>) -> Option<String> {
-    let check = request_check(method)?;
-    let detail = check(&request_value(method, params));
-    Some(invalid_params_message(method, detail.as_ref()))
-}
-
-/// The error for a request rmcp read as a [`CustomRequest`](rmcp::model::CustomRequest)
-/// although its method is one of rmcp's own: `-32602` for a request method whose params do not
-/// fit ([`misfit`]), `-32600` for a notification's method sent with an id. `None` for a custom
-/// request proper.
-pub(crate) fn refuse_custom_request(method: &str, params: Option<&Value>) -> Option<ErrorData> {
-    if let Some(message) = misfit(method, params) {
-        return Some(ErrorData::invalid_params(message, None));
-    }
-    is_known_notification(method).then(|| {
-        ErrorData::invalid_request(
-            format!("Invalid Request: {method} is a notification; it takes no id"),
-            None,
-        )
-    })
-}
-
-fn invalid_params_message(method: &str, detail: Option<&serde_json::Error>) -> String {
-    match detail {
-        Some(detail) => format!("Invalid params for {method}: {}", shorten(detail)),
-        None => format!("Invalid params for {method}"),
-    }
-}
-
-/// `{"method": method, "params": params}`, without `params` when there are none.
-fn request_value(method: &str, params: Option<&Value>) -> Value {
-    let mut request = serde_json::Map::new();
-    request.insert("method".to_owned(), Value::String(method.to_owned()));
-    if let Some(params) = params {
-        request.insert("params".to_owned(), params.clone());
-    }
-    Value::Object(request)
-}
-
-/// Why a request with `{"method", "params"}` does not deserialize as its typed request, if
-/// it does not.
-type Check = fn(&Value) -> Option<serde_json::Error>;
-
-fn check<T: DeserializeOwned>(request: &Value) -> Option<serde_json::Error> {
-    T::deserialize(request).err()
-}
-
-/// The typed check of a method rmcp reads into its own request type (every
-/// [`ClientRequest`] variant but the custom one); `None` for any other method.
-#[allow(
-    deprecated,
-    reason = "rmcp still reads logging/setLevel and resources/(un)subscribe into their types"
-)]
-fn request_check(method: &str) -> Option<Check> {
-    const CHECKS: [(&str, Check); 21] = [
-        ("ping", check::<PingRequest>),
-        ("initialize", check::<InitializeRequest>),
-        ("server/discover", check::<DiscoverRequest>),
-        ("completion/complete", check::<CompleteRequest>),
-        ("logging/setLevel", check::<rmcp::model::SetLevelRequest>),
-        ("prompts/get", check::<GetPromptRequest>),
-        ("prompts/list", check::<ListPromptsRequest>),
-        ("resources/list", check::<ListResourcesRequest>),
-        (
-            "resources/templates/list",
-            check::<ListResourceTemplatesRequest>,
-        ),
-        ("resources/read", check::<ReadResourceRequest>),
-        ("subscriptions/listen", check::<SubscriptionsListenRequest>),
-        (
-            "resources/subscribe",
-            check::<rmcp::model::SubscribeRequest>,
-        ),
-        (
-            "resources/unsubscribe",
-            check::<rmcp::model::UnsubscribeRequest>,
-        ),
-        ("tools/call", check::<CallToolRequest>),
-        ("tools/list", check::<ListToolsRequest>),
-        ("tasks/get", check::<GetTaskRequest>),
-        ("tasks/update", check::<UpdateTaskRequest>),
-        ("tasks/cancel", check::<CancelTaskRequest>),
-        ("skills/list", check::<ListSkillsRequest>),
-        ("skills/get", check::<GetSkillRequest>),
-        (
-            "resources/directory/read",
-            check::<ReadResourceDirectoryRequest>,
-        ),
-    ];
-    CHECKS
-        .iter()
-        .find(|(known, _)| *known == method)
-        .map(|(_, check)| *check)
-}
-
-/// Whether rmcp reads `method` into a request or notification type of its own: a custom
-/// notification of that name is one that did not fit (a notification whose params do not, or a
-/// request sent without an id), never a custom notification proper.
-pub(crate) fn is_rmcp_method(method: &str) -> bool {
-    request_check(method).is_some() || is_known_notification(method)
-}
-
-/// A method rmcp reads into its own notification type (every [`ClientNotification`] variant
-/// but the custom one).
-fn is_known_notification(method: &str) -> bool {
-    [
-        CancelledNotificationMethod::VALUE,
-        ProgressNotificationMethod::VALUE,
-        InitializedNotificationMethod::VALUE,
-        RootsListChangedNotificationMethod::VALUE,
-    ]
-    .contains(&method)
 }
 
 /// Where rmcp's session is, as far as the transport can tell from what passes through it.
