@@ -136,8 +136,6 @@ pub mod danger;
 mod elicit;
 mod error;
 mod guard;
-#[cfg(feature = "http")]
-pub mod http;
 pub mod methods;
 pub mod notify;
 #[cfg(feature = "approval-page")]

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | [`PerConnection`] (default) | `connection:<id>`, one per connection | stdio, sockets, legacy streamable-HTTP sessions |
 //! | [`LocalMachine`] | `local`, one for every client | a server bound to loopback only |
-//! | [`FromAuthenticatedSubject`] | `oauth:["<iss>","<sub>"]` or `subject:<sub>` | HTTP behind an authenticating layer, such as `http::BearerAuth` (feature `http`) |
+//! | [`FromAuthenticatedSubject`] | `oauth:["<iss>","<sub>"]` or `subject:<sub>` | HTTP behind an authenticating layer, such as `mcp_write_guard_http::BearerAuth` |
 //!
 //! Over streamable HTTP, [`PerConnection`] gives a principal only to a request that arrived in a
 //! session rmcp's session manager issued and still holds (the older protocol era). A stateless
@@ -186,7 +186,7 @@ impl PrincipalResolver for LocalMachine {
 /// The subject an authenticating HTTP layer established for a request, after checking the
 /// credential: an OAuth token's issuer and `sub`, or a user id, with the scopes it grants.
 ///
-/// Insert it into the HTTP request's extensions (`http::BearerAuth` does, with feature `http`;
+/// Insert it into the HTTP request's extensions (`mcp_write_guard_http::BearerAuth` does;
 /// by hand: `request.extensions_mut().insert(AuthenticatedSubject::new(sub))`); rmcp carries
 /// those into the request context, where [`FromAuthenticatedSubject`] finds it. Never build one
 /// from a value the client sent without verifying it.

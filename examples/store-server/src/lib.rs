@@ -98,14 +98,14 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
+use mcp_write_guard_http::{
+    AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource, LOOPBACK_ORIGINS,
+    exact_origin, is_plain_endpoint_url,
+};
 use mcp_write_guard_redis::RedisStore;
 use mcp_write_guard_rmcp::{
     FromAuthenticatedSubject, LocalMachine, PromptInput, WriteGuard, WriteGuardBuilder,
     default_prompt,
-    http::{
-        AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource,
-        LOOPBACK_ORIGINS, exact_origin, is_plain_endpoint_url,
-    },
     page::{ApprovalPage, PAGE_PATH},
 };
 use mcp_write_guard_webhook::WebhookNotifier;
@@ -248,7 +248,7 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// The most live sessions (older protocol era); idle ones close after five minutes. With
     /// auth, each session belongs to the subject that opened it, and one subject holds at most
-    /// [`mcp_write_guard_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER`].
+    /// [`mcp_write_guard_http::DEFAULT_MAX_SESSIONS_PER_OWNER`].
     pub max_sessions: usize,
     /// Bearer-token auth in front of the endpoint, if any.
     pub auth: Option<BearerAuth>,

@@ -63,7 +63,7 @@ struct Cli {
     #[arg(long, value_name = "URL", requires = "http")]
     public_url: Option<String>,
     /// The most live HTTP sessions (older protocol era); idle sessions close after 5 minutes.
-    #[arg(long, value_name = "N", default_value_t = mcp_write_guard_rmcp::http::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, value_name = "N", default_value_t = mcp_write_guard_http::DEFAULT_MAX_SESSIONS)]
     max_sessions: usize,
     /// Ask on this server's own approval page (http://.../approvals/ID) when the client supports
     /// URL-mode elicitation; clients with forms only keep the form. Over --http the page is

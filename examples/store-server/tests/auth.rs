@@ -1143,7 +1143,7 @@ async fn another_subject_cannot_answer_or_close_a_session_it_did_not_open() -> R
 /// would have opened is closed; another subject can still open one.
 #[tokio::test]
 async fn one_subject_cannot_take_every_session() -> Result<(), Failure> {
-    const PER_OWNER: usize = mcp_write_guard_rmcp::http::DEFAULT_MAX_SESSIONS_PER_OWNER;
+    const PER_OWNER: usize = mcp_write_guard_http::DEFAULT_MAX_SESSIONS_PER_OWNER;
     let server = AuthServer::start().await?;
     let raw = RawHttp::new(server.url());
     let alice = format!("Bearer {}", server.token("alice", READ_AND_WRITE));

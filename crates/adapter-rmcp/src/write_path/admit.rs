@@ -191,7 +191,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "a write over streamable HTTP was refused: the request has no session this \
                  server issued and no verified credential, so nobody can be named as asking \
                  (every 2026-07-28 request is stateless). Put a verified credential in front \
-                 (FromAuthenticatedSubject behind mcp_write_guard_rmcp::http::BearerAuth) or, on a \
+                 (FromAuthenticatedSubject behind mcp_write_guard_http::BearerAuth) or, on a \
                  loopback-only server, use LocalMachine. Logged once."
             );
         }

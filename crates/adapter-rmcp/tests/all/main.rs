@@ -24,10 +24,6 @@ mod compare_apply;
 mod composed_token;
 mod dry_previews;
 mod get_tool;
-#[cfg(feature = "http")]
-mod http;
-#[cfg(feature = "http")]
-mod identity;
 mod inner_errors;
 mod late_answers;
 mod listing;
@@ -37,6 +33,7 @@ mod prompt_render;
 mod proptests;
 mod race;
 mod round_trip;
+mod stateless_http;
 mod store_failures;
 mod surface;
 mod tasks;

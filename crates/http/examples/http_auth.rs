@@ -1,7 +1,7 @@
 //! A team's own MCP server over streamable HTTP, guarded and behind bearer-token auth.
 //!
 //! ```text
-//! MCP_WRITES_ENABLED=true cargo run -p mcp-write-guard-rmcp --features http --example http_auth -- \
+//! MCP_WRITES_ENABLED=true cargo run -p mcp-write-guard-http --example http_auth -- \
 //!     ISSUER AUDIENCE JWKS_FILE_OR_URL [ADDR]
 //! ```
 //!
@@ -12,11 +12,10 @@
 
 use std::{net::SocketAddr, sync::Arc};
 
-use mcp_write_guard_rmcp::{
-    FromAuthenticatedSubject, WriteGuard, WriteStep,
-    http::{AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource},
-    write_step,
+use mcp_write_guard_http::{
+    AuthConfig, BearerAuth, BoundedSessions, DEFAULT_MAX_SESSIONS, JwksSource,
 };
+use mcp_write_guard_rmcp::{FromAuthenticatedSubject, WriteGuard, WriteStep, write_step};
 use parking_lot::Mutex;
 use rmcp::{
     ErrorData, ServerHandler,
@@ -124,7 +123,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 3. rmcp's streamable-HTTP service, with bounded sessions and checked origins, behind the
     //    layer, plus the metadata routes.
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(mcp_write_guard_rmcp::http::LOOPBACK_ORIGINS);
+        .with_allowed_origins(mcp_write_guard_http::LOOPBACK_ORIGINS);
     //    Each session belongs to the subject whose token opened it.
     let sessions = Arc::new(BoundedSessions::new(DEFAULT_MAX_SESSIONS));
     let service =

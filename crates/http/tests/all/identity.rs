@@ -6,10 +6,8 @@ use std::sync::Arc;
 use axum::{Extension, Router, routing::get};
 use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey};
-use mcp_write_guard_rmcp::{
-    AuthenticatedSubject,
-    http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource},
-};
+use mcp_write_guard_http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource};
+use mcp_write_guard_rmcp::AuthenticatedSubject;
 use serde_json::{Value, json};
 
 /// Request headers, as (name, value).
@@ -25,7 +23,7 @@ fn b64(bytes: &[u8]) -> String {
 
 /// An Ed25519 key from a random seed, and its public JWK under [`KID`].
 fn key() -> (EncodingKey, Value) {
-    crate::http::key(KID)
+    crate::bearer::key(KID)
 }
 
 /// Signs the exact header and payload texts (so that they may hold what serde cannot write,

@@ -4,7 +4,7 @@
 //! signature is checked against a JWKS (a file, or an `https` URL fetched and cached), then its
 //! `iss`, `aud`, `exp` and `nbf` (with a small leeway) and the presence of `sub`. A request that
 //! passes gets an [`AuthenticatedSubject`] (issuer, subject, scopes) in its extensions, where
-//! [`crate::FromAuthenticatedSubject`] makes it the principal. One that does not gets HTTP 401
+//! [`mcp_write_guard_rmcp::FromAuthenticatedSubject`] makes it the principal. One that does not gets HTTP 401
 //! with `WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource"`
 //! (and `error="invalid_token"` when a token was sent), and never reaches the MCP service.
 //!
@@ -40,7 +40,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::sessions::{BoundedSessions, as_owner};
-use crate::AuthenticatedSubject;
+use mcp_write_guard_rmcp::AuthenticatedSubject;
 
 /// The RFC 9728 well-known path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -137,7 +137,7 @@ pub struct AuthConfig {
     /// `resource`, and the base of the metadata URL in `WWW-Authenticate`.
     pub resource: String,
     /// The scope writes need, listed in `scopes_supported`. Enforce it with
-    /// [`crate::WriteGuardBuilder::write_scope`]: the HTTP layer cannot tell a write from a read.
+    /// [`mcp_write_guard_rmcp::WriteGuardBuilder::write_scope`]: the HTTP layer cannot tell a write from a read.
     pub write_scope: Option<String>,
     /// Leeway for `exp` and `nbf` (default [`DEFAULT_LEEWAY`]).
     pub leeway: Duration,
@@ -394,7 +394,7 @@ struct Inner {
 /// ```no_run
 /// # async fn demo(mcp: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
-/// use mcp_write_guard_rmcp::http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource};
+/// use mcp_write_guard_http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource};
 ///
 /// let config = AuthConfig::new(
 ///     "https://auth.example.com",

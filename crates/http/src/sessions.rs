@@ -2,13 +2,13 @@
 //! the owner of each session when an authenticating layer names one.
 //!
 //! Over streamable HTTP in the protocol era before 2026-07-28, every session is a connection and,
-//! for [`crate::PerConnection`], its own principal, with its own cap of open approvals. Without a
+//! for [`mcp_write_guard_rmcp::PerConnection`], its own principal, with its own cap of open approvals. Without a
 //! ceiling a client could open sessions without end (each a new principal) and fill the shared
 //! approval store. With one, at most `max_sessions × per-principal cap` approvals are open through
 //! sessions at any time. Idle sessions close after rmcp's keep-alive (five minutes unless set in
 //! the [`SessionConfig`]).
 //!
-//! Behind [`crate::http::BearerAuth`], a session also belongs to the subject whose token opened
+//! Behind [`crate::BearerAuth`], a session also belongs to the subject whose token opened
 //! it: every later request on it (calls, the answer to an approval question, the event stream,
 //! `DELETE`) must carry a token for the same subject, and one subject holds at most
 //! `max_per_owner` sessions. Without that, a session id is a bearer credential of its own: a
@@ -56,7 +56,7 @@ pub enum SessionsError {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use mcp_write_guard_rmcp::http::BoundedSessions;
+/// use mcp_write_guard_http::BoundedSessions;
 ///
 /// let sessions = Arc::new(BoundedSessions::new(64));
 /// assert_eq!(sessions.max_sessions(), 64);
