@@ -384,7 +384,7 @@ struct Inner {
     config: AuthConfig,
     cache: RwLock<Cache>,
     fetching: tokio::sync::Mutex<()>,
-    client: Option<ureq::Agent>,
+    client: Option<reqwest::Client>,
     metadata: Value,
     challenge: String,
 }
@@ -816,41 +816,29 @@ impl Claims {
 /// The client that fetches the JWKS at `url`. A plain `http` URL (loopback, see
 /// [`JwksSource::parse`]) is fetched directly, never through a proxy named in the environment:
 /// keys that left the machine in the clear could be swapped on the way.
-fn http_client(url: &str, roots: Option<&[u8]>) -> Result<ureq::Agent, AuthError> {
-    let mut tls = ureq::tls::TlsConfig::builder();
+fn http_client(url: &str, roots: Option<&[u8]>) -> Result<reqwest::Client, AuthError> {
+    let mut builder = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none());
     if let Some(pem) = roots {
-        let certificates = ureq::tls::parse_pem(pem)
-            .filter_map(|item| match item {
-                Ok(ureq::tls::PemItem::Certificate(certificate)) => Some(Ok(certificate)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .collect::<Result<Vec<_>, _>>()
+        let certificates = reqwest::Certificate::from_pem_bundle(pem)
             .map_err(|e| AuthError::Config(format!("the JWKS CA certificates: {e}")))?;
         if certificates.is_empty() {
             return Err(AuthError::Config(
                 "the JWKS CA file holds no PEM certificate".to_owned(),
             ));
         }
-        tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certificates)));
+        builder = builder.tls_certs_only(certificates);
     }
-    let proxy = if url.starts_with("http://") {
-        None
-    } else {
-        ureq::Proxy::try_from_env()
-    };
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls.build())
-        .proxy(proxy)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .max_redirects(0)
-        .https_only(false)
-        .http_status_as_error(false)
-        .build();
-    Ok(config.new_agent())
+    if url.starts_with("http://") {
+        builder = builder.no_proxy();
+    }
+    builder
+        .build()
+        .map_err(|e| AuthError::Config(format!("the JWKS client: {e}")))
 }
 
-async fn load(source: &JwksSource, client: Option<&ureq::Agent>) -> Result<Vec<Key>, AuthError> {
+async fn load(source: &JwksSource, client: Option<&reqwest::Client>) -> Result<Vec<Key>, AuthError> {
     let (name, bytes) = match source {
         JwksSource::File(path) => {
             let name = path.display().to_string();
@@ -887,32 +875,29 @@ async fn load(source: &JwksSource, client: Option<&ureq::Agent>) -> Result<Vec<K
     Ok(keys)
 }
 
-/// Fetches `url` on a blocking thread (ureq is synchronous), at most [`MAX_JWKS_BYTES`].
-async fn fetch(client: ureq::Agent, url: String) -> Result<Vec<u8>, AuthError> {
-    let source_name = url.clone();
-    let failed = move |message: String| AuthError::Jwks {
-        source_name: source_name.clone(),
+/// Fetches `url`, at most [`MAX_JWKS_BYTES`] of it (a longer body is refused as it arrives).
+async fn fetch(client: reqwest::Client, url: String) -> Result<Vec<u8>, AuthError> {
+    let failed = |message: String| AuthError::Jwks {
+        source_name: url.clone(),
         message,
     };
-    let fetched = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
-        let mut response = client
-            .get(&url)
-            .header("accept", "application/json")
-            .call()
-            .map_err(|e| e.to_string())?;
-        if !response.status().is_success() {
-            return Err(format!("HTTP {}", response.status()));
+    let mut response = client
+        .get(&url)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(failed(format!("HTTP {}", response.status())));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| failed(e.to_string()))? {
+        if body.len() + chunk.len() > MAX_JWKS_BYTES {
+            return Err(failed(format!("larger than {MAX_JWKS_BYTES} bytes")));
         }
-        response
-            .body_mut()
-            .with_config()
-            .limit(MAX_JWKS_BYTES as u64)
-            .read_to_vec()
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| failed(e.to_string()))?;
-    fetched.map_err(failed)
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
