@@ -265,7 +265,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
 
     /// Asks on the server's own approval page when the client supports URL-mode elicitation
     /// (feature `approval-page`; see [`crate::page`]). Serve the page's routes from
-    /// [`WriteGuard::approval_page_router`] at `page`'s base URL. Clients with form elicitation
+    /// `mcp_write_guard_page::router` ([`WriteGuard::approval_page_host`]) at `page`'s base URL. Clients with form elicitation
     /// only keep the form.
     #[cfg(feature = "approval-page")]
     #[must_use]

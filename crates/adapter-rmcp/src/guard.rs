@@ -169,13 +169,13 @@ impl<S> WriteGuard<S> {
 
 #[cfg(feature = "approval-page")]
 impl<S> WriteGuard<S> {
-    /// The approval page's routes, `GET` and `POST /approvals/{id}` (feature `approval-page`):
-    /// `None` when no page is configured
-    /// ([`WriteGuardBuilder::approval_page`](crate::WriteGuardBuilder::approval_page)).
-    ///
-    /// Mount them where the page's base URL points: beside the MCP endpoint in the server's own
-    /// axum router, or, when the MCP transport is stdio, on a listener of their own (bind
-    /// loopback). Every clone of the guard serves the same pages.
+    /// What the approval page's routes need from this guard (feature `approval-page`): `None`
+    /// when no page is configured
+    /// ([`WriteGuardBuilder::approval_page`](crate::WriteGuardBuilder::approval_page)). Hand it
+    /// to `mcp_write_guard_page::router` and mount the routes where the page's base URL points:
+    /// beside the MCP endpoint in the server's own axum router, or, when the MCP transport is
+    /// stdio, on a listener of their own (bind loopback). Every clone of the guard serves the
+    /// same pages.
     ///
     /// ```no_run
     /// # async fn run<S: rmcp::ServerHandler>(inner: S) -> Result<(), Box<dyn std::error::Error>> {
@@ -185,20 +185,21 @@ impl<S> WriteGuard<S> {
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// let page = ApprovalPage::new(&format!("http://{}", listener.local_addr()?))?;
     /// let guard = WriteGuard::builder(inner).approval_page(page).build();
-    /// let router = guard.approval_page_router().expect("a page is configured");
+    /// let host = guard.approval_page_host().expect("a page is configured");
+    /// let router = mcp_write_guard_page::router(host);
     /// tokio::spawn(async move { axum::serve(listener, router).await });
     /// // Serve `guard` over stdio as usual; clients with URL-mode elicitation are asked on the
     /// // page, the others with a form.
     /// # Ok(()) }
     /// ```
-    pub fn approval_page_router(&self) -> Option<axum::Router> {
+    pub fn approval_page_host(&self) -> Option<Arc<dyn crate::page::PageHost>> {
         let pages = self.shared.pages.clone()?;
-        Some(crate::page::router(crate::page::PageState {
+        Some(Arc::new(crate::page::GuardPages {
             pages,
             store: Arc::clone(&self.shared.store),
             clock: Arc::clone(&self.shared.clock),
             audit: Arc::clone(&self.shared.audit),
-            server_name: self.shared.server_name.as_str().into(),
+            server_name: self.shared.server_name.clone(),
         }))
     }
 }

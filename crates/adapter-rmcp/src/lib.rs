@@ -68,6 +68,15 @@
 //! person approves its exact arguments, but nothing pins the state the write lands on. It
 //! does not support write tools that need their own input rounds or tasks. The name [`PREPARE_ADMIN_ACTION`] is reserved.
 //!
+//! # Transports and the page
+//!
+//! The guard is an rmcp `ServerHandler`: serve it on any transport. Crates of their own carry
+//! the rest, so a server compiles only what it serves: `mcp-write-guard-stdio` (stdio and any
+//! byte stream: bad frames answered, pipes and sockets on the event loop, backpressure),
+//! `mcp-write-guard-http` (a bearer-token resource server whose verified subject becomes the
+//! principal, bounded sessions, loopback origins) and `mcp-write-guard-page` (the approval
+//! page's routes, reaching the guard through `page::PageHost`, feature `approval-page`).
+//!
 //! # Testing your server behind the guard
 //!
 //! The `test-util` feature adds `test_util`: a client that answers approval questions from a
@@ -123,7 +132,7 @@
 //! let counter = Counter { value: Arc::default(), tool_router: Counter::tool_router() };
 //! // The whole integration: wrap, say which tools support previews, serve the guard instead.
 //! let guard = WriteGuard::builder(counter).preview("add").trust_read("get").build();
-//! // guard.serve(rmcp::transport::stdio()).await?.waiting().await?;
+//! // guard.serve(mcp_write_guard_stdio::stdio()?).await?.waiting().await?;
 //!
 //! let add = guard.get_tool("add").unwrap();
 //! assert_eq!(add.annotations.unwrap().read_only_hint, Some(false));

@@ -838,7 +838,10 @@ fn http_client(url: &str, roots: Option<&[u8]>) -> Result<reqwest::Client, AuthE
         .map_err(|e| AuthError::Config(format!("the JWKS client: {e}")))
 }
 
-async fn load(source: &JwksSource, client: Option<&reqwest::Client>) -> Result<Vec<Key>, AuthError> {
+async fn load(
+    source: &JwksSource,
+    client: Option<&reqwest::Client>,
+) -> Result<Vec<Key>, AuthError> {
     let (name, bytes) = match source {
         JwksSource::File(path) => {
             let name = path.display().to_string();

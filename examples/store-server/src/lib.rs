@@ -252,7 +252,7 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// Bearer-token auth in front of the endpoint, if any.
     pub auth: Option<BearerAuth>,
-    /// The approval page's routes ([`WriteGuard::approval_page_router`]), served beside the
+    /// The approval page's routes (`mcp_write_guard_page::router`), served beside the
     /// endpoint and outside the bearer-token auth (a browser sends no bearer token; the page's
     /// unguessable, single-use id is what admits the person).
     pub approval_page: Option<axum::Router>,
@@ -801,7 +801,8 @@ pub async fn run(config: Config) -> Result<(), Error> {
             page_listener = Some(listener);
         }
         let guard = builder.build();
-        if let (Some(listener), Some(router)) = (page_listener, guard.approval_page_router()) {
+        if let (Some(listener), Some(host)) = (page_listener, guard.approval_page_host()) {
+            let router = mcp_write_guard_page::router(host);
             tokio::spawn(async move {
                 if let Err(e) = axum::serve(listener, router).await {
                     tracing::error!("approval page: {e}");
@@ -880,7 +881,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
         }
     };
     let guard = builder.build();
-    options.approval_page = guard.approval_page_router();
+    options.approval_page = guard.approval_page_host().map(mcp_write_guard_page::router);
     log_start(&config, &guard, principal);
     if config.auth.is_some() {
         tracing::info!(%resource, "bearer tokens required; protected-resource metadata served");

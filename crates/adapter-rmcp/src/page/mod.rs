@@ -22,9 +22,10 @@
 //! elicitation only keeps the form; a client with URL mode only can write only where a page is
 //! configured.
 //!
-//! The page is served by [`WriteGuard::approval_page_router`](crate::WriteGuard::approval_page_router)
-//! (an axum router to mount in the server's own HTTP server, or to serve on a listener of its
-//! own when the MCP transport is stdio). What it sends: server-rendered HTML with automatic
+//! The page is served by crate `mcp-write-guard-page`'s `router`, from the guard's
+//! [`WriteGuard::approval_page_host`](crate::WriteGuard::approval_page_host) (an axum router to
+//! mount in the server's own HTTP server, or to serve on a listener of its own when the MCP
+//! transport is stdio); the routes reach the guard only through [`PageHost`]. What it sends: server-rendered HTML with automatic
 //! escaping (every argument and preview value through [`render_value`](crate::render_value)
 //! first, as in the form's question), no script, a form that works without JavaScript, a CSRF
 //! token bound to the page, `Cache-Control: no-store`, a `Content-Security-Policy` that allows
@@ -48,14 +49,14 @@
 //! let app = axum::Router::new()
 //!     // .nest_service("/mcp", your streamable-HTTP service serving clones of `guard`)
 //!     .route("/health", axum::routing::get(|| async { "ok" }))
-//!     .merge(guard.approval_page_router().expect("a page is configured"));
+//!     .merge(mcp_write_guard_page::router(guard.approval_page_host().expect("a page is configured")));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await?;
 //! # Ok(()) }
 //! ```
 //!
 //! Over stdio, bind a loopback listener first and serve the routes there; see
-//! [`WriteGuard::approval_page_router`](crate::WriteGuard::approval_page_router).
+//! [`WriteGuard::approval_page_host`](crate::WriteGuard::approval_page_host).
 //!
 //! **Who may answer.** By default whoever holds the URL: it is sent only to the client that made
 //! the call, and is single use. A deployment that signs people in on its web pages passes a
@@ -66,18 +67,17 @@
 //! [`FromAuthenticatedSubject`](crate::FromAuthenticatedSubject)), and the page then refuses
 //! anyone who is not the principal who made the call.
 
-mod html;
-mod router;
-
-pub(crate) use router::{PageState, router};
-
 use std::{collections::HashMap, fmt, sync::Arc};
 
-use mcp_write_guard_core::PageId;
+use mcp_write_guard_core::{Clock, PageId, Store};
 use parking_lot::Mutex;
+use time::OffsetDateTime;
 use tokio::sync::Notify;
 
-use crate::principal::PrincipalResolver;
+use crate::{
+    audit::{AuditRecord, AuditSink},
+    principal::PrincipalResolver,
+};
 
 /// The path the page is served at, under the base URL: `/approvals/{id}`.
 pub const PAGE_PATH: &str = "/approvals/{id}";
@@ -143,6 +143,62 @@ impl ApprovalPage {
     /// The URL of the page `id`.
     pub(crate) fn url(&self, id: &PageId) -> String {
         format!("{}/approvals/{id}", self.base)
+    }
+}
+
+/// What the approval page's web handlers need from the guard, and all they may do: read and
+/// answer pages in the guard's store by its clock (mcp-write-guard-core's `show_page` and
+/// `answer_page` decide), record the page's events in its audit trail, and wake the call that
+/// waits for an answer. The page's router (crate `mcp-write-guard-page`) takes one; get it from
+/// [`WriteGuard::approval_page_host`](crate::WriteGuard::approval_page_host).
+pub trait PageHost: Send + Sync + 'static {
+    /// The store the pages (and their questions) live in.
+    fn store(&self) -> &dyn Store;
+    /// Now, by the guard's clock.
+    fn now(&self) -> OffsetDateTime;
+    /// The server's name, shown on the page and in its audit records.
+    fn server_name(&self) -> &str;
+    /// Who is at the page, when it signs people in ([`ApprovalPage::sign_in`]); `None`:
+    /// whoever holds the link may answer.
+    fn sign_in(&self) -> Option<&dyn PrincipalResolver>;
+    /// Records a page event (`page-answered`, `page-refused`) in the guard's audit trail.
+    fn record(&self, record: &AuditRecord);
+    /// Wakes the call waiting on this process for page `id`'s answer, if one waits.
+    fn answered(&self, id: &PageId);
+}
+
+/// The guard's [`PageHost`]: its pages, store, clock, audit sink and name.
+pub(crate) struct GuardPages {
+    pub(crate) pages: Arc<Pages>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) audit: Arc<dyn AuditSink>,
+    pub(crate) server_name: String,
+}
+
+impl PageHost for GuardPages {
+    fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    fn now(&self) -> OffsetDateTime {
+        self.clock.now()
+    }
+
+    fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    fn sign_in(&self) -> Option<&dyn PrincipalResolver> {
+        self.pages.config.sign_in.as_deref()
+    }
+
+    fn record(&self, record: &AuditRecord) {
+        self.audit.record(record);
+    }
+
+    fn answered(&self, id: &PageId) {
+        self.pages.answered(id);
     }
 }
 

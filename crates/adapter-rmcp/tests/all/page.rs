@@ -57,7 +57,7 @@ impl PageHarness {
         let builder = custom::guard_builder(fixture.clone(), &audit, &clock, &Options::default())
             .approval_page(page(ApprovalPage::new(&base).unwrap()));
         let guard = customize(builder).build();
-        let router = guard.approval_page_router().unwrap();
+        let router = mcp_write_guard_page::router(guard.approval_page_host().unwrap());
         tokio::spawn(async move { axum::serve(listener, router).await });
         let client = connect(guard.clone(), era, person.clone()).await.unwrap();
         Self {

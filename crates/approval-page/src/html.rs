@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use base64::Engine as _;
 use maud::{DOCTYPE, Markup, html};
-use mcp_write_guard_core::{
+use mcp_write_guard_rmcp::approval::{
     DEFAULT_MAX_RENDERED_CHARS, OpenPage, PageChoice, PageRefusal, PageView, Rendered, render_key,
     render_value,
 };
@@ -30,7 +30,7 @@ button.approve{background:#1f7a3a;border-color:#1f7a3a;color:#fff}button.decline
 
 /// The Content-Security-Policy of every page: nothing loads, nothing runs, nothing frames it;
 /// the inline style above is allowed by its hash; the form posts to the page itself only.
-pub(super) static CONTENT_SECURITY_POLICY: LazyLock<String> = LazyLock::new(|| {
+pub(crate) static CONTENT_SECURITY_POLICY: LazyLock<String> = LazyLock::new(|| {
     let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(STYLE));
     format!(
         "default-src 'none'; style-src 'sha256-{hash}'; form-action 'self'; \
@@ -40,7 +40,7 @@ pub(super) static CONTENT_SECURITY_POLICY: LazyLock<String> = LazyLock::new(|| {
 
 /// One row of the change table.
 #[derive(Debug, PartialEq)]
-pub(super) enum Row {
+pub(crate) enum Row {
     /// A field whose value changes: before, after.
     Change {
         field: String,
@@ -52,7 +52,7 @@ pub(super) enum Row {
 }
 
 /// The open page: what will change, and the form.
-pub(super) fn open(server: &str, page: &OpenPage) -> Markup {
+pub(crate) fn open(server: &str, page: &OpenPage) -> Markup {
     let subject = &page.subject;
     let tool = render_key(subject.tool.as_str());
     let heading = if subject.issues_token {
@@ -122,7 +122,7 @@ pub(super) fn open(server: &str, page: &OpenPage) -> Markup {
 }
 
 /// A page that has nothing to answer, saying why.
-pub(super) fn closed(view: &PageView) -> Markup {
+pub(crate) fn closed(view: &PageView) -> Markup {
     let (heading, text) = match view {
         PageView::Answered => (
             "Already answered",
@@ -153,7 +153,7 @@ pub(super) fn closed(view: &PageView) -> Markup {
 }
 
 /// The page after an answer was taken.
-pub(super) fn answered(choice: PageChoice) -> Markup {
+pub(crate) fn answered(choice: PageChoice) -> Markup {
     match choice {
         PageChoice::Approve => message(
             "You approved this change",
@@ -169,7 +169,7 @@ pub(super) fn answered(choice: PageChoice) -> Markup {
 }
 
 /// The page after an answer was refused; nothing changed.
-pub(super) fn refused(refusal: PageRefusal) -> Markup {
+pub(crate) fn refused(refusal: PageRefusal) -> Markup {
     match refusal {
         PageRefusal::Csrf => message(
             "Answer not accepted",
@@ -194,7 +194,7 @@ pub(super) fn refused(refusal: PageRefusal) -> Markup {
 }
 
 /// A request the page cannot read (not a form with one decision).
-pub(super) fn bad_form() -> Markup {
+pub(crate) fn bad_form() -> Markup {
     message(
         "Answer not understood",
         "The answer must be the page's own form with Approve or Decline. Nothing changed.",
@@ -202,7 +202,7 @@ pub(super) fn bad_form() -> Markup {
 }
 
 /// A request with a method the page does not take.
-pub(super) fn bad_method() -> Markup {
+pub(crate) fn bad_method() -> Markup {
     message(
         "Not allowed",
         "This address only shows the approval page and takes its own form. Nothing changed.",
@@ -261,7 +261,7 @@ fn utc_seconds(t: OffsetDateTime) -> OffsetDateTime {
 /// ..}`, or `previousX` beside `newX` or `x`), nested objects and arrays are walked with their
 /// path (`lines[0].newStock`), everything else is a plain row. A preview that is not an object
 /// is one plain row.
-pub(super) fn change_rows(preview: &Value) -> Vec<Row> {
+pub(crate) fn change_rows(preview: &Value) -> Vec<Row> {
     let mut rows = Vec::new();
     walk(preview, "", &mut rows);
     if rows.is_empty() {
@@ -391,7 +391,7 @@ fn absent() -> Rendered {
 
 #[cfg(test)]
 mod tests {
-    use mcp_write_guard_core::{ApprovalId, PageSubject, Principal, ToolName};
+    use mcp_write_guard_rmcp::approval::{ApprovalId, PageSubject, Principal, ToolName};
     use serde_json::json;
 
     use super::*;

@@ -11,34 +11,28 @@ use axum::{
 };
 use http::{HeaderValue, StatusCode, header};
 use maud::Markup;
-use mcp_write_guard_core::{
-    Clock, OpenPage, PageChoice, PagePerson, PageRefusal, PageView, Principal, Store, answer_page,
-    show_page,
+use mcp_write_guard_rmcp::{
+    AuditRecord, Channel, ConnectionId, Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest,
+    PrincipalResolver,
+    approval::{
+        OpenPage, PageChoice, PagePerson, PageRefusal, PageView, Principal, answer_page, show_page,
+    },
+    page::{PAGE_PATH, PageHost},
 };
 use serde::Deserialize;
 
-use super::{PAGE_PATH, Pages, html};
-use crate::{
-    PREPARE_ADMIN_ACTION,
-    audit::{AuditRecord, AuditSink, Channel, Outcome},
-    principal::{ConnectionId, PrincipalRequest},
-};
+use crate::html;
 
-/// What the page's handlers share with the guard.
-#[derive(Clone)]
-pub(crate) struct PageState {
-    pub(crate) pages: Arc<Pages>,
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) audit: Arc<dyn AuditSink>,
-    pub(crate) server_name: Arc<str>,
-}
+/// What the page's handlers share: the guard's side of the page.
+type PageState = Arc<dyn PageHost>;
 
-/// The page's routes, with its state.
-pub(crate) fn router(state: PageState) -> Router {
+/// The approval page's routes, `GET` and `POST /approvals/{id}` (any other method is refused),
+/// answering from the guard's store through `host`
+/// ([`WriteGuard::approval_page_host`](mcp_write_guard_rmcp::WriteGuard::approval_page_host)).
+pub fn router(host: Arc<dyn PageHost>) -> Router {
     Router::new()
         .route(PAGE_PATH, get(show).post(answer).fallback(not_allowed))
-        .with_state(state)
+        .with_state(host)
 }
 
 /// The form: the CSRF token and the button pressed. Missing fields are read as empty, so that
@@ -52,8 +46,8 @@ struct AnswerForm {
 }
 
 async fn show(State(state): State<PageState>, Path(id): Path<String>) -> Response {
-    match show_page(&*state.store, &id, state.clock.now()).await {
-        PageView::Open(page) => respond(StatusCode::OK, &html::open(&state.server_name, &page)),
+    match show_page(state.store(), &id, state.now()).await {
+        PageView::Open(page) => respond(StatusCode::OK, &html::open(state.server_name(), &page)),
         other => respond(status_of(&other), &html::closed(&other)),
     }
 }
@@ -72,38 +66,33 @@ async fn answer(
         "decline" => PageChoice::Decline,
         _ => return respond(StatusCode::BAD_REQUEST, &html::bad_form()),
     };
-    let now = state.clock.now();
+    let now = state.now();
     // The page as it stands, for the audit record of a refusal.
-    let shown = match show_page(&*state.store, &id, now).await {
+    let shown = match show_page(state.store(), &id, now).await {
         PageView::Open(page) => Some(page),
         _ => None,
     };
-    let signed_in = state
-        .pages
-        .config
-        .sign_in
-        .as_ref()
-        .map(|resolver| person(resolver.as_ref(), parts));
+    let signed_in = state.sign_in().map(|resolver| person(resolver, parts));
     let person = match &signed_in {
         None => PagePerson::NotChecked,
         Some(Some(who)) => PagePerson::SignedIn(who),
         Some(None) => PagePerson::NotSignedIn,
     };
-    match answer_page(&*state.store, &id, &form.csrf, person, choice, now).await {
+    match answer_page(state.store(), &id, &form.csrf, person, choice, now).await {
         Ok(answered) => {
             let reason = match choice {
                 PageChoice::Approve => "approve",
                 PageChoice::Decline => "decline",
             };
-            state.record(&answered.page, Outcome::PageAnswered, reason);
+            record(&*state, &answered.page, Outcome::PageAnswered, reason);
             if let Ok(page) = id.parse() {
-                state.pages.answered(&page);
+                state.answered(&page);
             }
             respond(StatusCode::OK, &html::answered(choice))
         }
         Err(refusal) => {
             if let Some(page) = &shown {
-                state.record(page, Outcome::PageRefused, refusal.as_str());
+                record(&*state, page, Outcome::PageRefused, refusal.as_str());
             }
             respond(refusal_status(refusal), &html::refused(refusal))
         }
@@ -119,35 +108,30 @@ async fn not_allowed() -> Response {
     response
 }
 
-impl PageState {
-    /// A page event, with channel `page`, under the approval it answers.
-    fn record(&self, page: &OpenPage, outcome: Outcome, reason: &str) {
-        let tool = if page.subject.issues_token {
-            PREPARE_ADMIN_ACTION
-        } else {
-            page.subject.tool.as_str()
-        };
-        let record = AuditRecord::new(
-            self.clock.now(),
-            Some(page.principal.clone()),
-            tool,
-            None,
-            outcome,
-            Some(reason.to_owned()),
-        )
-        .with_approval(Some(page.approval))
-        .with_channel(Some(Channel::Page));
-        self.audit.record(&record);
-    }
+/// A page event, with channel `page`, under the approval it answers.
+fn record(host: &dyn PageHost, page: &OpenPage, outcome: Outcome, reason: &str) {
+    let tool = if page.subject.issues_token {
+        PREPARE_ADMIN_ACTION
+    } else {
+        page.subject.tool.as_str()
+    };
+    let record = AuditRecord::new(
+        host.now(),
+        Some(page.principal.clone()),
+        tool,
+        None,
+        outcome,
+        Some(reason.to_owned()),
+    )
+    .with_approval(Some(page.approval))
+    .with_channel(Some(Channel::Page));
+    host.record(&record);
 }
 
 /// Who the sign-in resolver names for this page request: it sees the request's parts in the
 /// extensions, as for an MCP request over streamable HTTP, and a connection of its own (so a
 /// per-connection resolver names nobody who made a call).
-fn person(
-    resolver: &dyn crate::PrincipalResolver,
-    parts: http::request::Parts,
-) -> Option<Principal> {
+fn person(resolver: &dyn PrincipalResolver, parts: http::request::Parts) -> Option<Principal> {
     let mut extensions = rmcp::model::Extensions::new();
     extensions.insert(parts);
     let connection = ConnectionId::random();
