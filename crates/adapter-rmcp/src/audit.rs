@@ -401,13 +401,7 @@ fn redacted(value: &Value) -> Value {
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
-    let mut hex = String::with_capacity(64);
-    for byte in Sha256::digest(bytes) {
-        for nibble in [byte >> 4, byte & 0x0f] {
-            hex.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
-        }
-    }
-    hex
+    hex::encode(Sha256::digest(bytes))
 }
 
 fn rfc3339<S: serde::Serializer>(time: &OffsetDateTime, serializer: S) -> Result<S::Ok, S::Error> {

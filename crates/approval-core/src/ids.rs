@@ -110,17 +110,8 @@ impl ArgsDigest {
 
     /// The digest as 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
-        let mut out = String::with_capacity(64);
-        for byte in self.0 {
-            out.push(hex_digit(byte >> 4));
-            out.push(hex_digit(byte & 0x0f));
-        }
-        out
+        hex::encode(self.0)
     }
-}
-
-fn hex_digit(nibble: u8) -> char {
-    char::from_digit(u32::from(nibble), 16).unwrap_or('0')
 }
 
 impl fmt::Display for ArgsDigest {
@@ -195,72 +186,21 @@ fn parse_v4(s: &str, kind: &'static str) -> Result<Uuid, IdError> {
     Ok(uuid)
 }
 
-/// Random bytes for ids, from the operating system's generator.
-///
-/// A system call per id costs more than everything else a token's issue and spend do together,
-/// so each thread fetches [`POOL_BYTES`] at a time with `getrandom` and hands each byte out
-/// once, erasing it as it goes: every id is still made of bytes straight from the operating
-/// system's CSPRNG, with no generator of our own in between. The one difference from a call per
-/// id: a process that forks without exec after drawing ids hands the rest of that thread's
-/// batch out in both processes. Nothing in this workspace forks; ids are also bound to their
+/// A fresh random version 4 UUID: 122 bits from `uuid`'s `fast-rng` generator (`rand`'s
+/// thread-local ChaCha CSPRNG, seeded and reseeded from the operating system). A system call per
+/// id cost more than everything else a token's issue and spend do together; a kept CSPRNG
+/// replaces the batch pool this crate used to keep for it. Ids are also bound to their
 /// principal, tool and arguments, and a shared store refuses a key it already holds.
-mod entropy {
-    use std::cell::RefCell;
-
-    /// Bytes fetched per system call: 32 ids of 16 bytes.
-    pub(super) const POOL_BYTES: usize = 512;
-
-    struct Pool {
-        bytes: [u8; POOL_BYTES],
-        /// The first byte not yet handed out (`POOL_BYTES`: none left).
-        next: usize,
-    }
-
-    thread_local! {
-        static POOL: RefCell<Pool> = const {
-            RefCell::new(Pool { bytes: [0; POOL_BYTES], next: POOL_BYTES })
-        };
-    }
-
-    /// 16 fresh random bytes, or `None` if the operating system gave none.
-    pub(super) fn bytes16() -> Option<[u8; 16]> {
-        POOL.with_borrow_mut(|pool| {
-            if pool.next + 16 > POOL_BYTES {
-                getrandom::fill(&mut pool.bytes).ok()?;
-                pool.next = 0;
-            }
-            let taken = pool.bytes.get_mut(pool.next..pool.next + 16)?;
-            let mut out = [0_u8; 16];
-            out.copy_from_slice(taken);
-            taken.fill(0);
-            pool.next += 16;
-            Some(out)
-        })
-    }
-
-    /// Lets a test see this thread's pool and where its next id starts.
-    #[cfg(test)]
-    pub(super) fn peek<R>(f: impl FnOnce(&[u8], usize) -> R) -> R {
-        POOL.with_borrow(|pool| f(&pool.bytes, pool.next))
-    }
-}
-
-/// A fresh random version 4 UUID: 122 bits from the operating system's generator.
 fn random_v4() -> Uuid {
-    match entropy::bytes16() {
-        Some(bytes) => uuid::Builder::from_random_bytes(bytes).into_uuid(),
-        // No random bytes: as before, let `uuid` ask the operating system once more, and fail
-        // (panic) as it does when it gets none.
-        None => Uuid::new_v4(),
-    }
+    Uuid::new_v4()
 }
 
 macro_rules! uuid_id {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
         $(#[$meta])*
         ///
-        /// Opaque: a random version 4 UUID (122 random bits from the operating system's generator,
-        /// fetched in batches), never derived from its inputs. Displays as the lowercase hyphenated form, which is also
+        /// Opaque: a random version 4 UUID (122 random bits from a CSPRNG seeded from the operating
+        /// system), never derived from its inputs. Displays as the lowercase hyphenated form, which is also
         /// the only form [`FromStr`] accepts.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(Uuid);
@@ -451,11 +391,8 @@ mod tests {
     }
 
     #[test]
-    fn ids_keep_coming_across_batches() {
-        // Several batches of the pool: every id distinct, version 4, and each one's text parses
-        // back to it.
-        let per_batch = entropy::POOL_BYTES / 16;
-        let ids: Vec<TokenId> = (0..5 * per_batch + 3).map(|_| TokenId::random()).collect();
+    fn ids_are_distinct_version_4_and_read_back() {
+        let ids: Vec<TokenId> = (0..200).map(|_| TokenId::random()).collect();
         let distinct: std::collections::HashSet<_> = ids.iter().collect();
         assert_eq!(distinct.len(), ids.len());
         for id in &ids {
@@ -464,54 +401,12 @@ mod tests {
             assert_eq!(id.with_text(str::to_owned), id.to_string());
             assert_eq!(id.to_string().parse::<TokenId>().unwrap(), *id);
         }
-        // Other threads draw from their own batches: still no repeats.
+        // Other threads draw from generators of their own: still no repeats.
         let others: Vec<TokenId> =
-            std::thread::spawn(move || (0..2 * per_batch).map(|_| TokenId::random()).collect())
+            std::thread::spawn(move || (0..200).map(|_| TokenId::random()).collect())
                 .join()
                 .unwrap();
         assert!(others.iter().all(|id| !distinct.contains(id)));
-    }
-
-    #[test]
-    fn bytes_handed_out_are_erased_from_the_pool() {
-        let first = entropy::bytes16().unwrap();
-        let (handed, rest) = entropy::peek(|bytes, next| {
-            let handed = bytes.get(..next).unwrap().to_vec();
-            let rest = bytes.get(next..).unwrap().to_vec();
-            (handed, rest)
-        });
-        assert!(
-            handed.iter().all(|&b| b == 0),
-            "handed-out bytes stay in memory"
-        );
-        assert_ne!(first, [0; 16]);
-        // What is left is random, not zero (a 0 chance of 2^-128 per 16 bytes).
-        assert!(rest.chunks(16).all(|chunk| chunk.iter().any(|&b| b != 0)));
-    }
-
-    #[test]
-    fn a_batch_gives_every_one_of_its_ids_before_the_next_is_fetched() {
-        const PER_BATCH: usize = entropy::POOL_BYTES / 16;
-        // A thread of its own: a fresh pool, whatever else this test thread drew.
-        std::thread::spawn(|| {
-            let next = || entropy::peek(|_, next| next);
-            assert_eq!(next(), entropy::POOL_BYTES, "a new thread has no batch yet");
-            let first = entropy::bytes16().unwrap();
-            assert_eq!(next(), 16);
-            let mut ids = vec![first];
-            for i in 2..=PER_BATCH {
-                ids.push(entropy::bytes16().unwrap());
-                assert_eq!(next(), 16 * i, "id {i} of the batch");
-            }
-            // The batch is used up: the next id starts a new one.
-            ids.push(entropy::bytes16().unwrap());
-            assert_eq!(next(), 16);
-            ids.sort_unstable();
-            ids.dedup();
-            assert_eq!(ids.len(), PER_BATCH + 1);
-        })
-        .join()
-        .unwrap();
     }
 
     mod props {

@@ -57,37 +57,21 @@ impl Secret {
     }
 
     fn parse(text: &str, kind: &'static str) -> Result<Self, IdError> {
-        let malformed = || IdError::MalformedId { kind };
-        let digits = text.as_bytes();
-        if digits.len() != 2 * SECRET_BYTES {
-            return Err(malformed());
-        }
+        // Lowercase only, so each secret has one spelling; in constant time (base16ct), as
+        // the CSRF token is then compared.
         let mut bytes = [0_u8; SECRET_BYTES];
-        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
-            let &[high, low] = pair else {
-                return Err(malformed());
-            };
-            let (Some(high), Some(low)) = (hex_digit(high), hex_digit(low)) else {
-                return Err(malformed());
-            };
-            *byte = high << 4 | low;
+        match base16ct::lower::decode(text, &mut bytes) {
+            Ok(decoded) if decoded.len() == SECRET_BYTES => Ok(Self(bytes)),
+            _ => Err(IdError::MalformedId { kind }),
         }
-        Ok(Self(bytes))
-    }
-}
-
-/// A lowercase hex digit's value; uppercase is refused, so each secret has one spelling.
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
     }
 }
 
 impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        let mut text = [0_u8; 2 * SECRET_BYTES];
+        let text = base16ct::lower::encode_str(&self.0, &mut text).map_err(|_| fmt::Error)?;
+        f.write_str(text)
     }
 }
 
