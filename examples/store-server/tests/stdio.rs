@@ -562,3 +562,69 @@ fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
     );
     Ok(())
 }
+
+/// Whether the open file behind `fd` is non-blocking.
+#[cfg(unix)]
+fn non_blocking(fd: impl std::os::fd::AsFd) -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL).unwrap());
+    flags.contains(OFlag::O_NONBLOCK)
+}
+
+/// A wrapper (`sh -c`, `npx`, `docker run -i`) may go on using the pipes after the server ends:
+/// the server puts each end's flags back as it found them.
+#[cfg(unix)]
+#[test]
+fn the_pipes_are_left_as_they_were_found() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (stdin_read, mut stdin_write) = std::io::pipe()?;
+    let (stdout_read, stdout_write) = std::io::pipe()?;
+    assert!(!non_blocking(&stdin_read) && !non_blocking(&stdout_write));
+    let child = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .stdin(stdin_read.try_clone()?)
+        .stdout(stdout_write.try_clone()?)
+        .stderr(Stdio::piped())
+        .spawn()?;
+    stdin_write.write_all(handshake().as_bytes())?;
+    stdin_write.write_all(ping(2).as_bytes())?;
+    drop(stdin_write);
+    let output = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let mut answers = String::new();
+    drop(stdout_write);
+    std::io::Read::read_to_string(&mut &stdout_read, &mut answers)?;
+    assert_eq!(answered_ids(&answers), [json!(1), json!(2)]);
+    assert!(
+        !non_blocking(&stdin_read),
+        "stdin's pipe was left non-blocking"
+    );
+    assert!(
+        !non_blocking(&stdout_read),
+        "stdout's pipe was left non-blocking"
+    );
+    Ok(())
+}
+
+/// Stdin and stdout the read end of one pipe (stdout cannot be written): the server refuses to
+/// start, names stdout, and leaves stdin's pipe as it was (nothing is changed before both ends
+/// were looked at).
+#[cfg(unix)]
+#[test]
+fn an_end_that_cannot_be_served_changes_neither() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let (read, write) = std::io::pipe()?;
+    let output = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .stdin(read.try_clone()?)
+        .stdout(read.try_clone()?)
+        .stderr(Stdio::piped())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("stdout"), "{stderr}");
+    assert!(!non_blocking(&read), "stdin's pipe was changed");
+    drop(write);
+    Ok(())
+}
