@@ -91,6 +91,9 @@ pub(crate) struct Shared<S> {
     pub(crate) progress_every: std::time::Duration,
     /// The questions a client of this process has in front of it now.
     pub(crate) asked_now: Arc<crate::write_path::AskedNow>,
+    /// The questions a notice was delivered for on this process (notified once each).
+    #[cfg(feature = "approval-page")]
+    pub(crate) notices_sent: crate::write_path::NoticesSent,
 }
 
 /// No complete tool list has been read yet.

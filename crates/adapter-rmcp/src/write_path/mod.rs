@@ -46,6 +46,8 @@ use rmcp::{
     service::{RequestContext, RoleServer},
 };
 
+#[cfg(feature = "approval-page")]
+pub(crate) use page::NoticesSent;
 pub use refusal::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
 pub(crate) use settle::AskedNow;
 

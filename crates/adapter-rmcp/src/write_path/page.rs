@@ -17,7 +17,8 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::{
-    Opened, PageSubject, PendingApproval, Question, open_page, open_question, withdraw_page,
+    AnswerAction, AnswerChannel, GivenAnswer, Opened, PageSubject, PendingApproval, Principal,
+    Question, answer_question, open_page, open_question, withdraw_page,
 };
 use rmcp::{
     ServerHandler,
@@ -308,24 +309,71 @@ impl<S: ServerHandler> WriteGuard<S> {
 
     /// Below 2026-07-28, the client answered the page's link with an error (it will not show
     /// links, by policy or by fault): nobody was asked through it. With a notifier, the person
-    /// is sent the same page's link instead and the model is told to call again; without one
-    /// (or when the notice fails), the page is withdrawn and the call refused, nothing saved.
+    /// is sent the same page's link instead (once per question: a later call of the same change
+    /// whose client refuses the link too is told to call again, and nobody is notified twice) and
+    /// the model is told to call again; without one (or when the notice fails), the question is
+    /// over: the page is withdrawn, the question recorded as cancelled (so calls of the same
+    /// change waiting for it end too) and the call refused, nothing saved.
     pub(super) async fn link_not_shown(
         &self,
         call: &mut Call,
         question: &Question,
+        principal: &Principal,
         notice: Option<Notice>,
         error: &Error,
     ) -> Refusal {
         if let (Some(notice), Some(notifier)) = (notice, self.shared.notifier.clone()) {
+            if !self
+                .shared
+                .notices_sent
+                .first(question, self.shared.clock.now())
+            {
+                return Refusal::awaiting(question.expires_at());
+            }
             let told = self.deliver(call, &notice, &*notifier).await;
             if told.outcome != Outcome::NotifyFailed {
                 return told;
             }
-            self.withdraw(question).await;
+            self.shared.notices_sent.forget(question);
+            self.end_question(question, principal).await;
             return told;
         }
-        self.withdraw(question).await;
+        self.end_question(question, principal).await;
         Refusal::ask_failed(error)
+    }
+
+    /// Ends `question` for every call: its page withdrawn, and the question answered `cancel`
+    /// (unless an answer came first), so calls of the same change waiting for it stop waiting.
+    async fn end_question(&self, question: &Question, principal: &Principal) {
+        self.withdraw(question).await;
+        let now = self.shared.clock.now();
+        let cancelled = GivenAnswer::new(AnswerAction::Cancel, None, AnswerChannel::Form, now);
+        let _first_answer =
+            answer_question(&*self.shared.store, question, principal, cancelled, now).await;
+    }
+}
+
+/// The questions a notice was delivered for on this process, until their clock ends: a question
+/// is notified once, however many calls of it find a client that will not show the link.
+#[derive(Debug, Default)]
+pub(crate) struct NoticesSent {
+    sent: parking_lot::Mutex<
+        std::collections::HashMap<mcp_write_guard_core::ApprovalId, time::OffsetDateTime>,
+    >,
+}
+
+impl NoticesSent {
+    /// Whether this is the first notice of `question` (then it is counted); forgets questions
+    /// whose clock has ended.
+    fn first(&self, question: &Question, now: time::OffsetDateTime) -> bool {
+        let mut sent = self.sent.lock();
+        sent.retain(|_, expires_at| *expires_at > now);
+        sent.insert(question.approval(), question.expires_at())
+            .is_none()
+    }
+
+    /// The notice of `question` was not delivered after all.
+    fn forget(&self, question: &Question) {
+        self.sent.lock().remove(&question.approval());
     }
 }

@@ -347,7 +347,9 @@ impl<S: ServerHandler> WriteGuard<S> {
                         && !gave_up
                     {
                         let notice = asking.take().and_then(|asked| asked.notice);
-                        return Err(self.link_not_shown(call, &question, notice, error).await);
+                        return Err(self
+                            .link_not_shown(call, &question, principal, notice, error)
+                            .await);
                     }
                     // Still in flight until the answer is kept: a call of the same change that
                     // looks meanwhile waits for it rather than asking again.

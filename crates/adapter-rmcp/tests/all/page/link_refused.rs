@@ -172,3 +172,78 @@ async fn a_notifier_that_fails_refuses_and_withdraws_the_page() {
     assert_ne!(page.status, 200, "{}", page.body);
     assert_eq!(h.counter(), (0, 0));
 }
+
+/// The next URL question, if one comes within `ms`.
+async fn question_within(h: &PageHarness, ms: u64) -> Option<PageQuestion> {
+    tokio::time::timeout(
+        std::time::Duration::from_millis(ms),
+        h.person.next_question(),
+    )
+    .await
+    .ok()
+    .flatten()
+}
+
+#[tokio::test]
+async fn calls_of_the_same_change_whose_client_refuses_too_notify_the_person_once() {
+    let inbox = Inbox::default();
+    let h = harness(Some(inbox.clone())).await;
+    let call = h.set_counter(7);
+    let question = h.question().await;
+    let url = question.url.clone();
+    question.refuse();
+    let first = call.await.unwrap();
+    assert!(
+        text(&first).contains("a person was asked"),
+        "{}",
+        text(&first)
+    );
+    for retry in 0..3 {
+        let call = h.set_counter(7);
+        // The same question is put to the client again; it refuses the link again.
+        let again = question_within(&h, 2000).await.expect("asked again");
+        assert_eq!(again.url, url, "retry {retry}: the same page");
+        again.refuse();
+        let result = call.await.unwrap();
+        let said = text(&result);
+        assert_eq!(result.is_error, Some(true), "retry {retry}: {said}");
+        assert!(
+            said.contains("has not answered yet"),
+            "retry {retry}: {said}"
+        );
+        assert!(!said.contains(&url), "retry {retry}: {said}");
+    }
+    assert_eq!(inbox.notices().len(), 1, "one notice for one question");
+    assert_eq!(h.counter(), (0, 0));
+    // The person answers the one notice; the next call applies it, once.
+    assert_eq!(h.answer(&url, "approve").await.status, 200);
+    let applied = h.set_counter(7).await.unwrap();
+    assert_ne!(applied.is_error, Some(true), "{}", text(&applied));
+    assert_eq!(h.counter(), (7, 1));
+}
+
+#[tokio::test]
+async fn without_a_notifier_a_call_waiting_on_the_same_question_ends_too() {
+    let h = harness(None).await;
+    let first = h.set_counter(7);
+    let question = h.question().await;
+    let url = question.url.clone();
+    // A second call of the same change joins the question and waits for it.
+    let second = h.set_counter(7);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    question.refuse();
+    let first = first.await.unwrap();
+    assert_eq!(first.is_error, Some(true), "{}", text(&first));
+    // The second call is not sent the withdrawn page, and does not wait for the clock's end.
+    if let Some(again) = question_within(&h, 1000).await {
+        assert_ne!(again.url, url, "a withdrawn page was put to the client");
+        again.reply(ElicitationAction::Decline);
+    }
+    let second = tokio::time::timeout(std::time::Duration::from_secs(5), second)
+        .await
+        .expect("the waiting call ended")
+        .unwrap();
+    assert_eq!(second.is_error, Some(true), "{}", text(&second));
+    assert_eq!(h.counter(), (0, 0));
+    assert_eq!(h.get(&url).await.status, 410);
+}
