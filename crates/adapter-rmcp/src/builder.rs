@@ -369,6 +369,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                     .map(|page| Arc::new(crate::page::Pages::new(page))),
                 progress_every: self.progress_every,
                 asked_now: Arc::default(),
+                waiting_now: Arc::default(),
                 #[cfg(feature = "approval-page")]
                 notices_sent: crate::write_path::NoticesSent::default(),
             }),

@@ -182,4 +182,6 @@ pub use principal::{
 pub use prompt::{PromptInput, default_prompt};
 pub use step::{ApprovedPreview, Stale, WriteStep, write_step, write_step_in};
 pub use tools::PREPARE_ADMIN_ACTION;
-pub use write_path::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
+pub use write_path::{
+    ALREADY_USED_MESSAGE, MAX_WAITING_PER_QUESTION, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE,
+};

@@ -49,7 +49,8 @@ use rmcp::{
 #[cfg(feature = "approval-page")]
 pub(crate) use page::NoticesSent;
 pub use refusal::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
-pub(crate) use settle::AskedNow;
+pub use settle::MAX_WAITING_PER_QUESTION;
+pub(crate) use settle::{AskedNow, WaitingNow};
 
 use self::{admit::Next, refusal::Refusal, settle::Settled};
 use crate::{

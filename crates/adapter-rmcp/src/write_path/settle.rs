@@ -41,6 +41,12 @@ use crate::{
 /// How often a waiting call looks at the store again (answers given on another replica).
 const POLL_EVERY: Duration = Duration::from_millis(250);
 
+/// The most calls of one question that wait for its answer on this process besides the one that
+/// asked (below 2026-07-28). A further call of the same change is told at once that the person
+/// has not answered yet: waiting calls hold memory and poll the store, and a client sending the
+/// same call again and again must not multiply either.
+pub const MAX_WAITING_PER_QUESTION: usize = 8;
+
 /// A question this call put to the client (`elicitation/create`), still in flight.
 pub(super) struct Asking<'a> {
     answer: Pin<Box<dyn Future<Output = Result<Answer, Error>> + Send + 'a>>,
@@ -97,6 +103,47 @@ pub(crate) struct AskedNow {
 impl AskedNow {
     fn is_asked(&self, approval: ApprovalId) -> bool {
         self.asking.lock().contains_key(&approval)
+    }
+}
+
+/// Counts the calls waiting for each question on this process (see
+/// [`MAX_WAITING_PER_QUESTION`]).
+#[derive(Debug, Default)]
+pub(crate) struct WaitingNow {
+    waiting: parking_lot::Mutex<HashMap<ApprovalId, usize>>,
+}
+
+/// One call waiting for a question, counted in [`WaitingNow`] until dropped.
+struct Waiting {
+    registry: Arc<WaitingNow>,
+    approval: ApprovalId,
+}
+
+impl WaitingNow {
+    /// Counts one more call waiting for `approval`, unless [`MAX_WAITING_PER_QUESTION`] do.
+    fn enter(registry: &Arc<Self>, approval: ApprovalId) -> Option<Waiting> {
+        let mut waiting = registry.waiting.lock();
+        let count = waiting.entry(approval).or_default();
+        if *count >= MAX_WAITING_PER_QUESTION {
+            return None;
+        }
+        *count += 1;
+        Some(Waiting {
+            registry: Arc::clone(registry),
+            approval,
+        })
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut waiting = self.registry.waiting.lock();
+        if let Some(count) = waiting.get_mut(&self.approval) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                waiting.remove(&self.approval);
+            }
+        }
     }
 }
 
@@ -272,6 +319,16 @@ impl<S: ServerHandler> WriteGuard<S> {
         let mut url_elicitation = asking.as_ref().and_then(|a| a.url_elicitation.clone());
         // This call put the question to its client (once is enough).
         let mut asked_here = asking.is_some();
+        // A call that found the question open waits for it only while few others do.
+        let mut _waiting = None;
+        let open = question_status(&question, self.shared.clock.now()) == QuestionStatus::Open;
+        if open && !asked_here && era == Era::Legacy && !headless {
+            let Some(waiting) = WaitingNow::enter(&self.shared.waiting_now, question.approval())
+            else {
+                return Err(Refusal::awaiting(question.expires_at()));
+            };
+            _waiting = Some(waiting);
+        }
         loop {
             let now = self.shared.clock.now();
             match question_status(&question, now) {

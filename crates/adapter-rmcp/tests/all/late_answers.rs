@@ -40,7 +40,7 @@ use crate::common::{
     counter::{approve_round, first_round, params},
     custom::{NotifyingSink, guard_builder},
     fixture::Fixture,
-    start_time,
+    start_time, text_of,
 };
 
 /// How long any awaited event may take before the test fails instead of hanging.
@@ -769,4 +769,47 @@ async fn connect_without_progress_tokens(guard: WriteGuard<Fixture>, dialog: Dia
     let (read, write) = tokio::io::split(client_io);
     let transport = WithoutProgressTokens(AsyncRwTransport::new_client(read, write));
     dialog.serve(transport).await.unwrap()
+}
+
+/// Below 2026-07-28, a client that sends the same call again and again while the person reads
+/// cannot pile up waiting calls: a few wait for the one question, the rest are told at once that
+/// the person has not answered yet; the answer is applied once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_few_calls_wait_for_one_question() {
+    use mcp_write_guard_rmcp::MAX_WAITING_PER_QUESTION;
+    let g = Guarded::new(None);
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let first = send(&client, &set(7)).await;
+    dialog.wait_asked(1).await;
+    let mut waiting = Vec::new();
+    for _ in 0..MAX_WAITING_PER_QUESTION {
+        waiting.push(send(&client, &set(7)).await);
+    }
+    // Let them all join the question.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let extra = 5;
+    for _ in 0..extra {
+        let told = finish(send(&client, &set(7)).await).await;
+        assert!(is_error(&told));
+        assert!(
+            text_of(&told).contains("has not answered yet"),
+            "{}",
+            text_of(&told)
+        );
+    }
+    assert_eq!(dialog.asked().len(), 1, "one question");
+    assert_eq!(g.applies(), 0);
+
+    dialog.answer(0, Say::Approve);
+    let mut results = vec![finish(first).await];
+    for handle in waiting {
+        results.push(finish(handle).await);
+    }
+    assert_eq!(
+        results.iter().filter(|r| !is_error(r)).count(),
+        1,
+        "exactly one applies: {results:?}"
+    );
+    assert_eq!((g.counter(), g.applies()), (7, 1));
+    assert_eq!(g.count(Outcome::AwaitingAnswer), extra, "{:?}", g.story());
 }
