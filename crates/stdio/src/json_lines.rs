@@ -38,6 +38,12 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// [`JsonLines::with_max_unwritten`].
 pub const DEFAULT_MAX_UNWRITTEN: usize = 64;
 
+/// The most bytes [`JsonLines`] lets wait to be written before it stops reading: 8 MiB. Answers
+/// can repeat what the client sent (an id, a tool's name), so the count of messages alone does
+/// not bound their size. A single larger message is still written; reading waits until it was.
+/// See [`JsonLines::with_max_unwritten_bytes`].
+pub const DEFAULT_MAX_UNWRITTEN_BYTES: usize = 8 * 1024 * 1024;
+
 /// A line buffer larger than this is given back after its line, so that one large message
 /// does not keep its memory for the rest of the session.
 const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
@@ -133,41 +139,48 @@ pub struct JsonLines<R, W> {
     /// Messages handed to [`Transport::send`] and not yet written.
     unwritten: Arc<Unwritten>,
     max_unwritten: usize,
+    max_unwritten_bytes: usize,
 }
 
 /// Counts the messages waiting to be written, and wakes the reading side when one was.
 #[derive(Debug, Default)]
 struct Unwritten {
     count: std::sync::atomic::AtomicUsize,
+    bytes: std::sync::atomic::AtomicUsize,
     written: tokio::sync::Notify,
 }
 
-/// One message waiting to be written, counted in [`Unwritten`] until dropped (written, failed,
-/// or the send abandoned).
-struct Waiting(Arc<Unwritten>);
+/// One message of `.1` bytes waiting to be written, counted in [`Unwritten`] until dropped
+/// (written, failed, or the send abandoned).
+struct Waiting(Arc<Unwritten>, usize);
 
 impl Waiting {
-    fn enter(unwritten: &Arc<Unwritten>) -> Self {
+    fn enter(unwritten: &Arc<Unwritten>, bytes: usize) -> Self {
         unwritten.count.fetch_add(1, Ordering::AcqRel);
-        Self(Arc::clone(unwritten))
+        unwritten.bytes.fetch_add(bytes, Ordering::AcqRel);
+        Self(Arc::clone(unwritten), bytes)
     }
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
         self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.bytes.fetch_sub(self.1, Ordering::AcqRel);
         self.0.written.notify_waiters();
     }
 }
 
 impl Unwritten {
-    /// Returns once fewer than `max` messages wait to be written. Cancel-safe.
-    async fn below(&self, max: usize) {
+    /// Returns once fewer than `max` messages and fewer than `max_bytes` bytes wait to be
+    /// written. Cancel-safe.
+    async fn below(&self, max: usize, max_bytes: usize) {
         loop {
             let written = self.written.notified();
             tokio::pin!(written);
             written.as_mut().enable();
-            if self.count.load(Ordering::Acquire) < max {
+            if self.count.load(Ordering::Acquire) < max
+                && self.bytes.load(Ordering::Acquire) < max_bytes
+            {
                 return;
             }
             written.await;
@@ -180,6 +193,7 @@ impl<R, W> fmt::Debug for JsonLines<R, W> {
         f.debug_struct("JsonLines")
             .field("max_line_bytes", &self.max_line_bytes)
             .field("max_unwritten", &self.max_unwritten)
+            .field("max_unwritten_bytes", &self.max_unwritten_bytes)
             .field("lifecycle", &self.lifecycle)
             .finish_non_exhaustive()
     }
@@ -208,7 +222,16 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
             broken,
             unwritten: Arc::default(),
             max_unwritten: DEFAULT_MAX_UNWRITTEN,
+            max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
         }
+    }
+
+    /// Stops reading while `max_unwritten_bytes` bytes wait to be written (as for
+    /// [`Self::with_max_unwritten`]). At least 1; default [`DEFAULT_MAX_UNWRITTEN_BYTES`].
+    #[must_use]
+    pub fn with_max_unwritten_bytes(mut self, max_unwritten_bytes: usize) -> Self {
+        self.max_unwritten_bytes = max_unwritten_bytes.max(1);
+        self
     }
 
     /// Stops reading while `max_unwritten` messages (answers, notifications, the server's own
@@ -245,9 +268,15 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.lifecycle.sent(&item);
         let write = Arc::clone(&self.write);
-        let waiting = Waiting::enter(&self.unwritten);
+        // Written out now, so that what waits is counted in bytes.
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        drop(item);
+        let waiting = Waiting::enter(&self.unwritten, line.as_ref().map_or(0, Vec::len));
         async move {
-            let sent = write.lock().await.send(&item).await;
+            let sent = write.lock().await.send_line(&line?).await;
             drop(waiting);
             sent
         }
@@ -256,7 +285,9 @@ where
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             // A client that does not read what it asked for is not read either.
-            self.unwritten.below(self.max_unwritten).await;
+            self.unwritten
+                .below(self.max_unwritten, self.max_unwritten_bytes)
+                .await;
             // Once a write failed, answers would only pile up: the session ends.
             if self.broken.load(Ordering::Acquire) || !self.answer_flushed().await {
                 return None;
@@ -410,20 +441,15 @@ struct Writer<W> {
 }
 
 impl<W: AsyncWrite + Unpin> Writer<W> {
-    /// Writes `message` as one line.
-    async fn send(&mut self, message: &ServerJsonRpcMessage) -> io::Result<()> {
+    /// Writes `line` (one message and its line break).
+    async fn send_line(&mut self, line: &[u8]) -> io::Result<()> {
         if self.closed {
             return Err(io::Error::new(
                 io::ErrorKind::NotConnected,
                 "the transport is closed",
             ));
         }
-        let start = self.out.len();
-        if let Err(error) = serde_json::to_writer(&mut self.out, message) {
-            self.out.truncate(start);
-            return Err(error.into());
-        }
-        self.out.push(b'\n');
+        self.out.extend_from_slice(line);
         self.drain().await
     }
 

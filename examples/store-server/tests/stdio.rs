@@ -499,12 +499,14 @@ const FLOOD: std::time::Duration = std::time::Duration::from_secs(15);
 /// here). Without a bound on the answers waiting to be written it grew past 2 GiB in 15 s.
 const RSS_BOUND: u64 = 64 * 1024 * 1024;
 
-/// A client that writes `tools/call` lines as fast as it can and never reads its stdout: the
-/// server stops reading once its answers back up ([`mcp_write_guard_rmcp::DEFAULT_MAX_UNWRITTEN`]
-/// of them), so the client's writes block and the server's memory stays flat.
+/// Floods the binary for `duration` with the lines `line(n)` makes (after the handshake),
+/// never reading its stdout; returns the server's peak resident bytes, whether it was alive at
+/// the end, the first bytes it answered and how many lines were written.
 #[cfg(target_os = "linux")]
-#[test]
-fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
+fn flood(
+    duration: std::time::Duration,
+    line: impl Fn(u64) -> String + Send + 'static,
+) -> Result<(u64, bool, String, u64), Failure> {
     use std::io::Read;
     let dir = tempfile::tempdir()?;
     let mut child = StdCommand::new(EXE)
@@ -522,9 +524,7 @@ fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
             return sent;
         }
         for id in 2_u64.. {
-            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
-            if stdin.write_all(format!("{call}\n").as_bytes()).is_err() {
+            if stdin.write_all(line(id).as_bytes()).is_err() {
                 break;
             }
             sent += 1;
@@ -534,13 +534,14 @@ fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
     let started = std::time::Instant::now();
     let mut peak = 0;
     let mut samples = 0;
-    while started.elapsed() < FLOOD {
+    while started.elapsed() < duration {
         if let Some(rss) = resident_bytes(pid) {
             peak = peak.max(rss);
             samples += 1;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    assert!(samples > 5, "the server's memory was not read");
     let alive = child.try_wait()?.is_none();
     // What the server did answer sits in the pipe: the handshake's answer first.
     let mut first = [0_u8; 512];
@@ -549,8 +550,21 @@ fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
     child.kill()?;
     child.wait()?;
     let sent = writer.join().unwrap();
+    Ok((peak, alive, first, sent))
+}
+
+/// A client that writes `tools/call` lines as fast as it can and never reads its stdout: the
+/// server stops reading once its answers back up ([`mcp_write_guard_stdio::DEFAULT_MAX_UNWRITTEN`]
+/// of them), so the client's writes block and the server's memory stays flat.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
+    let (peak, alive, first, sent) = flood(FLOOD, |id| {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
+        format!("{call}\n")
+    })?;
     assert!(alive, "the server ended while flooded");
-    assert!(samples > 10, "the server's memory was not read");
     assert!(
         first.contains(r#""id":1"#),
         "the server never answered: {first}"
@@ -559,6 +573,31 @@ fn a_client_that_never_reads_cannot_grow_the_server() -> Result<(), Failure> {
     assert!(
         peak < RSS_BOUND,
         "the server grew to {peak} bytes while {sent} calls were written"
+    );
+    Ok(())
+}
+
+/// Answers that repeat what the client sent (a ping's id of 2 MiB) are bounded in bytes too
+/// ([`mcp_write_guard_stdio::DEFAULT_MAX_UNWRITTEN_BYTES`]): 64 of them would be 128 MiB.
+#[cfg(target_os = "linux")]
+#[test]
+fn large_answers_the_client_never_reads_are_bounded_in_bytes() -> Result<(), Failure> {
+    let big = "x".repeat(2 * 1024 * 1024);
+    let (peak, alive, first, sent) = flood(std::time::Duration::from_secs(6), move |id| {
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": format!("{id}-{big}"), "method": "ping"})
+        )
+    })?;
+    assert!(alive, "the server ended while flooded");
+    assert!(
+        first.contains(r#""id":1"#),
+        "the server never answered: {first}"
+    );
+    assert!(sent > 0, "the server read nothing");
+    assert!(
+        peak < RSS_BOUND,
+        "the server grew to {peak} bytes while {sent} pings of 2 MiB were written"
     );
     Ok(())
 }
