@@ -26,6 +26,9 @@ use tokio::{
     sync::Mutex,
 };
 
+/// How long closing the transport waits for the last messages to be written.
+const CLOSE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The longest line [`JsonLines`] reads, in bytes, without its line break: 16 MiB, the limit
 /// of rmcp's own line transport (`rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH`). A
 /// longer line is answered with a parse error and skipped; at most this much of it is ever
@@ -327,12 +330,24 @@ where
         }
     }
 
+    /// Writes what is left and shuts the output down, for at most [`CLOSE_WITHIN`]: a client
+    /// that stopped reading does not keep the server from ending.
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let mut writer = self.write.lock().await;
-        writer.closed = true;
-        let flushed = writer.drain().await;
-        let shut = writer.io.shutdown().await;
-        flushed.and(shut)
+        let closing = async {
+            let mut writer = self.write.lock().await;
+            writer.closed = true;
+            let flushed = writer.drain().await;
+            let shut = writer.io.shutdown().await;
+            flushed.and(shut)
+        };
+        tokio::time::timeout(CLOSE_WITHIN, closing)
+            .await
+            .unwrap_or_else(|_| {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client did not read the last answers",
+                ))
+            })
     }
 }
 

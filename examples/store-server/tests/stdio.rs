@@ -667,3 +667,41 @@ fn an_end_that_cannot_be_served_changes_neither() -> Result<(), Failure> {
     drop(write);
     Ok(())
 }
+
+/// A client that sends requests, closes its input and never reads: the server ends anyway (it
+/// waits a few seconds for the last answers to be written, not for ever).
+#[test]
+fn input_closed_and_answers_never_read_the_server_still_ends() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let mut child = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    let _unread = child.stdout.take().unwrap();
+    stdin.write_all(handshake().as_bytes())?;
+    for id in 2..300 {
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+        stdin.write_all(format!("{list}\n").as_bytes())?;
+    }
+    drop(stdin);
+    let closed = std::time::Instant::now();
+    let ended = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if closed.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill()?;
+            child.wait()?;
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        ended.is_some(),
+        "the server still ran 20 s after its input closed"
+    );
+    Ok(())
+}
