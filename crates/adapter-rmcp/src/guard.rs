@@ -90,9 +90,9 @@ pub(crate) struct Shared<S> {
     /// progress).
     pub(crate) progress_every: std::time::Duration,
     /// The questions a client of this process has in front of it now.
-    pub(crate) asked_now: Arc<crate::write_path::AskedNow>,
+    pub(crate) asked_now: Arc<crate::write_path::PerQuestion>,
     /// The calls waiting for each question on this process (a few per question).
-    pub(crate) waiting_now: Arc<crate::write_path::WaitingNow>,
+    pub(crate) waiting_now: Arc<crate::write_path::PerQuestion>,
     /// The questions a notice was delivered for on this process (notified once each).
     #[cfg(feature = "approval-page")]
     pub(crate) notices_sent: crate::write_path::NoticesSent,

@@ -50,7 +50,7 @@ use rmcp::{
 pub(crate) use page::NoticesSent;
 pub use refusal::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE};
 pub use settle::MAX_WAITING_PER_QUESTION;
-pub(crate) use settle::{AskedNow, WaitingNow};
+pub(crate) use settle::PerQuestion;
 
 use self::{admit::Next, refusal::Refusal, settle::Settled};
 use crate::{

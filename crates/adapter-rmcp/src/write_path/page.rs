@@ -132,14 +132,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 self.record_asked(call, &pending, &message, era, Channel::Page);
                 let url = UrlQuestion {
                     elicitation_id,
-                    notice: Notice::new(
-                        pending.id(),
-                        self.shared.server_name.clone(),
-                        tool_shown,
-                        message,
-                        pages.config.url(&page),
-                        pending.expires_at(),
-                    ),
+                    notice: self.notice(&pending, tool_shown, message, pages.config.url(&page)),
                 };
                 let asking =
                     Asking::new(elicit::ask_until(context, question, time_left), Some(url))
@@ -233,14 +226,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             elicit::era(context),
             Channel::Page,
         );
-        let notice = Notice::new(
-            pending.id(),
-            self.shared.server_name.clone(),
-            tool_shown,
-            message,
-            pages.config.url(&page),
-            pending.expires_at(),
-        );
+        let notice = self.notice(&pending, tool_shown, message, pages.config.url(&page));
         let told = self.deliver(call, &notice, notifier).await;
         if told.outcome == Outcome::NotifyFailed {
             withdraw_page(store, &page, self.shared.clock.now()).await;
@@ -259,11 +245,24 @@ impl<S: ServerHandler> WriteGuard<S> {
         url: String,
     ) -> Notice {
         let (tool, _, _) = self.shown(pending, admin_target);
+        let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
+        self.notice(pending, tool.as_str().to_owned(), message, url)
+    }
+
+    /// The notice about `pending`: `tool` and `message` as the person is shown them, the page
+    /// at `url`.
+    fn notice(
+        &self,
+        pending: &PendingApproval,
+        tool: String,
+        message: String,
+        url: String,
+    ) -> Notice {
         Notice::new(
             pending.id(),
             self.shared.server_name.clone(),
-            tool.as_str(),
-            format!("{prompt}\nApprove or decline it on the server's approval page."),
+            tool,
+            message,
             url,
             pending.expires_at(),
         )

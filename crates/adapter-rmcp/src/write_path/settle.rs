@@ -57,7 +57,7 @@ pub(super) struct Asking<'a> {
     #[cfg_attr(not(feature = "approval-page"), allow(dead_code))]
     notice: Option<Notice>,
     /// Says, while this lives, that a client of this process has the question in front of it.
-    _in_flight: Option<InFlight>,
+    _in_flight: Option<Counted>,
 }
 
 /// A url-mode question as it is put to the client: the request, its elicitation id, and the
@@ -85,91 +85,60 @@ impl<'a> Asking<'a> {
     }
 
     /// The same, counted in `asked` under `approval` while it lives.
-    pub(super) fn in_flight(mut self, asked: &Arc<AskedNow>, approval: ApprovalId) -> Self {
-        self._in_flight = Some(InFlight::enter(asked, approval));
+    pub(super) fn in_flight(mut self, asked: &Arc<PerQuestion>, approval: ApprovalId) -> Self {
+        self._in_flight = PerQuestion::enter(asked, approval, usize::MAX);
         self
     }
 }
 
-/// The questions a client of this process has in front of it now (below 2026-07-28), so that a
-/// later call of the same change waits for that answer instead of putting the question again.
-/// A question asked on another replica is not here: there the later call puts the same question
-/// again (same approval id, same clock), and the first answer counts.
+/// Calls of this process counted per question while they live: the ones that have the
+/// question in front of their client now ([`Shared::asked_now`], below 2026-07-28: a later call
+/// of the same change waits for that answer instead of putting the question again; a question
+/// asked on another replica is not here, and there the later call puts the same question again,
+/// same approval id and clock, and the first answer counts), and the ones waiting for its answer
+/// ([`Shared::waiting_now`], at most [`MAX_WAITING_PER_QUESTION`]).
+///
+/// [`Shared::asked_now`]: crate::guard::Shared
+/// [`Shared::waiting_now`]: crate::guard::Shared
 #[derive(Debug, Default)]
-pub(crate) struct AskedNow {
-    asking: parking_lot::Mutex<HashMap<ApprovalId, usize>>,
+pub(crate) struct PerQuestion {
+    counts: parking_lot::Mutex<HashMap<ApprovalId, usize>>,
 }
 
-impl AskedNow {
-    fn is_asked(&self, approval: ApprovalId) -> bool {
-        self.asking.lock().contains_key(&approval)
+impl PerQuestion {
+    fn any(&self, approval: ApprovalId) -> bool {
+        self.counts.lock().contains_key(&approval)
     }
-}
 
-/// Counts the calls waiting for each question on this process (see
-/// [`MAX_WAITING_PER_QUESTION`]).
-#[derive(Debug, Default)]
-pub(crate) struct WaitingNow {
-    waiting: parking_lot::Mutex<HashMap<ApprovalId, usize>>,
-}
-
-/// One call waiting for a question, counted in [`WaitingNow`] until dropped.
-struct Waiting {
-    registry: Arc<WaitingNow>,
-    approval: ApprovalId,
-}
-
-impl WaitingNow {
-    /// Counts one more call waiting for `approval`, unless [`MAX_WAITING_PER_QUESTION`] do.
-    fn enter(registry: &Arc<Self>, approval: ApprovalId) -> Option<Waiting> {
-        let mut waiting = registry.waiting.lock();
-        let count = waiting.entry(approval).or_default();
-        if *count >= MAX_WAITING_PER_QUESTION {
+    /// Counts one more call of `approval` while the returned guard lives, unless `max` are
+    /// counted already.
+    fn enter(registry: &Arc<Self>, approval: ApprovalId, max: usize) -> Option<Counted> {
+        let mut counts = registry.counts.lock();
+        let count = counts.entry(approval).or_default();
+        if *count >= max {
             return None;
         }
         *count += 1;
-        Some(Waiting {
+        Some(Counted {
             registry: Arc::clone(registry),
             approval,
         })
     }
 }
 
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let mut waiting = self.registry.waiting.lock();
-        if let Some(count) = waiting.get_mut(&self.approval) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                waiting.remove(&self.approval);
-            }
-        }
-    }
-}
-
-/// One question in flight, counted in [`AskedNow`] until dropped.
-struct InFlight {
-    asked: Arc<AskedNow>,
+/// One call counted in a [`PerQuestion`] until dropped.
+struct Counted {
+    registry: Arc<PerQuestion>,
     approval: ApprovalId,
 }
 
-impl InFlight {
-    fn enter(asked: &Arc<AskedNow>, approval: ApprovalId) -> Self {
-        *asked.asking.lock().entry(approval).or_default() += 1;
-        Self {
-            asked: Arc::clone(asked),
-            approval,
-        }
-    }
-}
-
-impl Drop for InFlight {
+impl Drop for Counted {
     fn drop(&mut self) {
-        let mut asking = self.asked.asking.lock();
-        if let Some(count) = asking.get_mut(&self.approval) {
+        let mut counts = self.registry.counts.lock();
+        if let Some(count) = counts.get_mut(&self.approval) {
             *count = count.saturating_sub(1);
             if *count == 0 {
-                asking.remove(&self.approval);
+                counts.remove(&self.approval);
             }
         }
     }
@@ -323,7 +292,9 @@ impl<S: ServerHandler> WriteGuard<S> {
         let mut _waiting = None;
         let open = question_status(&question, self.shared.clock.now()) == QuestionStatus::Open;
         if open && !asked_here && era == Era::Legacy && !headless {
-            let Some(waiting) = WaitingNow::enter(&self.shared.waiting_now, question.approval())
+            let waiting_now = &self.shared.waiting_now;
+            let Some(waiting) =
+                PerQuestion::enter(waiting_now, question.approval(), MAX_WAITING_PER_QUESTION)
             else {
                 return Err(Refusal::awaiting(question.expires_at()));
             };
@@ -370,7 +341,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 // Below 2026-07-28, nobody here has the question in front of them (it was
                 // asked by a call that is gone, or on another replica): put the same question
                 // again in this call.
-                if !asked_here && !self.shared.asked_now.is_asked(question.approval()) {
+                if !asked_here && !self.shared.asked_now.any(question.approval()) {
                     // Only a question still open, as the store has it now, is put again.
                     question = self.reread(question, principal).await?;
                     if question_status(&question, self.shared.clock.now()) != QuestionStatus::Open {
