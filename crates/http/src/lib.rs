@@ -63,18 +63,21 @@ pub const LOOPBACK_ORIGINS: [&str; 6] = [
 /// assert_eq!(exact_origin("app.example"), None);
 /// ```
 pub fn exact_origin(origin: &str) -> Option<String> {
-    let (scheme, authority) = origin.split_once("://")?;
-    let default_port = match scheme {
-        "http" => 80,
-        "https" => 443,
-        _ => return None,
-    };
-    let port = plain_authority(authority)?;
-    if port.is_some() {
-        Some(origin.to_owned())
-    } else {
-        Some(format!("{origin}:{default_port}"))
+    let url = plain_url(origin)?;
+    // An origin is the scheme and the authority, spelled as the parser writes them (which
+    // leaves a default port out): nothing after them, not even `/`.
+    let written = url.as_str().strip_suffix('/')?;
+    let port = url.port_or_known_default()?;
+    if url.path() != "/" {
+        return None;
     }
+    if written == origin {
+        return Some(match url.port() {
+            Some(_) => origin.to_owned(),
+            None => format!("{origin}:{port}"),
+        });
+    }
+    (origin == format!("{written}:{port}")).then(|| origin.to_owned())
 }
 
 /// Whether `url` is usable as the public URL of an MCP endpoint: `http(s)://host[:port]/path`,
@@ -82,66 +85,53 @@ pub fn exact_origin(origin: &str) -> Option<String> {
 /// path of plain characters (letters, digits, `-._~/`, no `.` or `..` segments), no query, no
 /// fragment, no user info, no quotes.
 pub fn is_plain_endpoint_url(url: &str) -> bool {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some(parsed) = plain_url(url) else {
         return false;
     };
-    if scheme != "http" && scheme != "https" {
-        return false;
-    }
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let path_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '/');
-    plain_authority(authority).is_some()
-        && path.chars().all(path_ok)
-        && !path.contains("//")
-        && !path
-            .split('/')
-            .any(|segment| segment == "." || segment == "..")
+    // The serialised form is the input (a bare authority gets a `/` path).
+    let same = parsed.as_str() == url
+        || (parsed.path() == "/" && parsed.as_str().strip_suffix('/') == Some(url));
+    same && parsed.path().chars().all(path_ok) && !parsed.path().contains("//")
 }
 
-/// `host[:port]` with the host a DNS name (letters, digits, inner `-`, the last label not a
-/// number), a dotted decimal IPv4 address or a bracketed IPv6 address, and the port 1 to 65535
-/// without leading zeros. `Some(port)` when it is one, `None` when it is not: a spelling that URL
-/// parsers would read differently (an IPv4 address out of range, `1.2.3`, `0x7f.1`, user info,
-/// an empty label) is refused rather than guessed.
-fn plain_authority(authority: &str) -> Option<Option<u16>> {
-    let (host_ok, port) = match authority.strip_prefix('[') {
-        Some(bracketed) => {
-            let (v6, after) = bracketed.split_once(']')?;
-            (v6.parse::<std::net::Ipv6Addr>().is_ok(), after)
-        }
-        None => {
-            let (host, port) = authority.split_at(authority.find(':').unwrap_or(authority.len()));
-            let labels_ok = !host.is_empty()
-                && host.split('.').all(|label| {
-                    !label.is_empty()
-                        && !label.starts_with('-')
-                        && !label.ends_with('-')
-                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                });
-            // A host whose last label is a number (decimal, or hex after `0x`) is an IPv4
-            // address to URL parsers and resolvers (`0x7f.1` is 127.0.0.1), and only the dotted
-            // decimal form is accepted.
-            let last = host.rsplit('.').next().unwrap_or_default();
-            let hex = last
-                .strip_prefix("0x")
-                .or_else(|| last.strip_prefix("0X"))
-                .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
-            let numeric = hex || last.chars().all(|c| c.is_ascii_digit());
-            let ipv4_ok = !numeric || host.parse::<std::net::Ipv4Addr>().is_ok();
-            (labels_ok && ipv4_ok, port)
-        }
+/// `text` read as an `http` or `https` URL by the WHATWG URL parser (the `url` crate, the
+/// parser browsers use), when it is a plain one: no user info, no query or fragment, a port
+/// other than 0 written without leading zeros, and a host that is an IP address or a DNS name
+/// whose labels are letters, digits and inner `-`. Spellings that parsers read differently
+/// (`0x7f.1` is 127.0.0.1, `1.2.3` is 1.2.0.3, a path with `..`) do not survive the check
+/// callers make that the serialised form is what was given.
+fn plain_url(text: &str) -> Option<url::Url> {
+    let url = url::Url::parse(text).ok()?;
+    let plain = matches!(url.scheme(), "http" | "https")
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.port() != Some(0);
+    let host_ok = match url.host()? {
+        url::Host::Domain(name) => name.split('.').all(|label| {
+            !label.is_empty()
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        }),
+        url::Host::Ipv4(_) | url::Host::Ipv6(_) => true,
     };
-    if !host_ok {
-        return None;
-    }
-    match port {
-        "" => Some(None),
-        port => {
-            let digits = port.strip_prefix(':')?;
-            let n = digits.parse::<u16>().ok().filter(|n| *n != 0)?;
-            (!digits.starts_with('0') && !digits.starts_with('+')).then_some(Some(n))
-        }
-    }
+    // The authority as written: the parser accepts `:0001` for port 1.
+    let written_port = text
+        .split_once("://")
+        .map(|(_, rest)| rest.split('/').next().unwrap_or_default())
+        .and_then(|authority| authority.rsplit_once(':'))
+        .filter(|(_, port)| !port.ends_with(']'))
+        .map(|(_, port)| port);
+    let port_ok = written_port.is_none_or(|port| {
+        !port.starts_with('0')
+            && url
+                .port_or_known_default()
+                .is_some_and(|p| p.to_string() == port)
+    });
+    (plain && host_ok && port_ok).then_some(url)
 }
 
 #[cfg(test)]
@@ -188,6 +178,9 @@ mod tests {
             "http://0x7f000001/mcp",
             "http://a.1/mcp",
             "http://h.0x/mcp",
+            "https://MCP.example.com/mcp",
+            "https://h/a%2fb",
+            "https://h:443x/mcp",
         ] {
             assert!(!is_plain_endpoint_url(bad), "{bad}");
         }
@@ -201,6 +194,7 @@ mod tests {
             ("http://[::1]", "http://[::1]:80"),
             ("http://[::1]:5173", "http://[::1]:5173"),
             ("https://10.0.0.1:8443", "https://10.0.0.1:8443"),
+            ("http://localhost:80", "http://localhost:80"),
         ] {
             assert_eq!(exact_origin(origin).as_deref(), Some(exact), "{origin}");
         }
@@ -219,6 +213,9 @@ mod tests {
             "ws://h",
             "http://0x7f.0.0.1:5173",
             "http://0X7F000001",
+            "https://APP.example",
+            "https://app.example:0443",
+            "http://[::1]:080",
         ] {
             assert_eq!(exact_origin(bad), None, "{bad}");
         }
