@@ -330,7 +330,7 @@ where
         }
     }
 
-    /// Writes what is left and shuts the output down, for at most [`CLOSE_WITHIN`]: a client
+    /// Writes what is left and shuts the output down, for at most 5 seconds: a client
     /// that stopped reading does not keep the server from ending.
     async fn close(&mut self) -> Result<(), Self::Error> {
         let closing = async {
