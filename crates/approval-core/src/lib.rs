@@ -66,12 +66,7 @@
 //! use time::Duration;
 //! # // The in-memory store's futures are ready at once; poll them without an executor.
 //! # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-//! #     let mut f = std::pin::pin!(f);
-//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-//! #     match f.as_mut().poll(&mut cx) {
-//! #         std::task::Poll::Ready(v) => v,
-//! #         std::task::Poll::Pending => unreachable!("memory store futures are ready"),
-//! #     }
+//! #     futures_util::FutureExt::now_or_never(f).expect("memory store futures are ready")
 //! # }
 //!
 //! let policy = ApprovalPolicy::default();

@@ -2,8 +2,6 @@
 
 use std::collections::{HashMap, hash_map};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
@@ -17,9 +15,9 @@ use crate::expiry_index::ExpiryIndex;
 use crate::ids::Principal;
 use crate::policy::{ApprovalPolicy, DEFAULT_PER_PRINCIPAL_CAP};
 
-/// A boxed, `Send` future: what [`Store`] methods return, so that the trait is dyn-compatible and
-/// an asynchronous backend (Redis) fits behind it.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, `Send` future (`futures`' own): what [`Store`] methods return, so that the trait is
+/// dyn-compatible and an asynchronous backend (Redis) fits behind it.
+pub use futures_util::future::BoxFuture;
 
 /// What a stored record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -24,9 +24,8 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
-use std::task::Poll;
+
+use futures_util::future::join_all;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -494,7 +493,7 @@ pub async fn concurrent_takes_grant_once<S: Store>(make_store: &impl AsyncFn(usi
             .await,
         Ok(())
     );
-    let takes = (0..16).map(|_| store.take(&k, T0)).collect();
+    let takes: Vec<_> = (0..16).map(|_| store.take(&k, T0)).collect();
     let results = join_all(takes).await;
     let granted = results.iter().filter(|r| **r == Ok(Some(json!("once"))));
     assert_eq!(granted.count(), 1, "{results:?}");
@@ -502,29 +501,6 @@ pub async fn concurrent_takes_grant_once<S: Store>(make_store: &impl AsyncFn(usi
         results.iter().all(Result::is_ok),
         "no take failed: {results:?}"
     );
-}
-
-/// Polls every future until all are done, in one task: their requests are in flight together.
-async fn join_all<T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>) -> Vec<T> {
-    let mut pending: Vec<_> = futures.into_iter().map(Some).collect();
-    let mut done: Vec<Option<T>> = pending.iter().map(|_| None).collect();
-    poll_fn(|cx| {
-        for (slot, out) in pending.iter_mut().zip(done.iter_mut()) {
-            if let Some(future) = slot
-                && let Poll::Ready(value) = future.as_mut().poll(cx)
-            {
-                *out = Some(value);
-                *slot = None;
-            }
-        }
-        if pending.iter().all(Option::is_none) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await;
-    done.into_iter().flatten().collect()
 }
 
 /// One step of the model-based test ([`check_against_model`]).

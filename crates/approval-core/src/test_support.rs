@@ -1,7 +1,7 @@
 //! Helpers for this crate's unit tests.
 
+use futures_util::FutureExt as _;
 use std::future::Future;
-use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -12,11 +12,7 @@ use crate::store::{BoxFuture, Store, StoreError, StoreKey};
 /// Polls a future once and returns its output: the memory store's futures are ready at once,
 /// and a future that is not is a bug in the test.
 pub(crate) fn ready<F: Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(v) => v,
-        Poll::Pending => panic!("future was not ready"),
-    }
+    f.now_or_never().expect("future was not ready")
 }
 
 /// A store whose every call fails, or whose takes return a record it cannot have written.
