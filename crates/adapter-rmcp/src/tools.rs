@@ -9,8 +9,12 @@ use mcp_write_guard_envelope::EnvelopePolicy;
 use mcp_write_guard_policy::{
     Annotations, Classification, ToolFacts, advertised_annotations, classify,
 };
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use serde_json::json;
+use rmcp::{
+    handler::server::common::schema_for_type,
+    model::{JsonObject, Tool, ToolAnnotations},
+    schemars::JsonSchema,
+};
+use serde::{Deserialize, Serialize};
 
 /// The tool the guard adds when any tool is token-gated: it asks the user, then returns a
 /// confirmation token bound to one tool and its exact arguments.
@@ -68,39 +72,40 @@ pub(crate) fn advertise(mut tool: Tool, envelope: &EnvelopePolicy) -> Tool {
     tool
 }
 
+/// [`PREPARE_ADMIN_ACTION`]'s arguments. Its input schema is derived from this type and a
+/// call's arguments are read into it, so what is advertised and what is accepted cannot differ.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(crate = "rmcp::schemars")]
+pub(crate) struct AdminActionInput {
+    /// The name of the tool that needs a confirmation token.
+    pub(crate) tool: String,
+    /// The exact arguments the tool will be called with (without confirmationToken).
+    pub(crate) arguments: JsonObject,
+}
+
+/// [`PREPARE_ADMIN_ACTION`]'s structured result; its output schema is derived from this type.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(crate = "rmcp::schemars")]
+pub(crate) struct AdminActionToken {
+    /// Valid once, until `expiresAt`, for `tool` with exactly the approved arguments.
+    pub(crate) confirmation_token: String,
+    /// The tool the token is for.
+    pub(crate) tool: String,
+    /// When the token expires (RFC 3339).
+    pub(crate) expires_at: String,
+}
+
 /// The definition of [`PREPARE_ADMIN_ACTION`].
 pub(crate) fn prepare_admin_action_tool() -> Tool {
-    let input = json!({
-        "type": "object",
-        "properties": {
-            "tool": {
-                "type": "string",
-                "description": "The name of the tool that needs a confirmation token."
-            },
-            "arguments": {
-                "type": "object",
-                "description": "The exact arguments the tool will be called with (without confirmationToken)."
-            }
-        },
-        "required": ["tool", "arguments"],
-        "additionalProperties": false
-    });
-    let output = json!({
-        "type": "object",
-        "properties": {
-            "confirmationToken": {"type": "string"},
-            "tool": {"type": "string"},
-            "expiresAt": {"type": "string"}
-        },
-        "required": ["confirmationToken", "tool", "expiresAt"]
-    });
-    let mut tool = Tool::new(
+    Tool::new(
         PREPARE_ADMIN_ACTION,
         "Asks the user to approve one admin action (a tool and its exact arguments). When the \
          user approves, returns a confirmationToken that is valid once, for five minutes, for \
          that tool with exactly those arguments. The action itself still needs the user's \
          approval when it is called.",
-        as_object(input),
+        schema_for_type::<AdminActionInput>(),
     )
     .with_title("Prepare an admin action")
     .with_annotations(
@@ -109,24 +114,20 @@ pub(crate) fn prepare_admin_action_tool() -> Tool {
             .destructive(false)
             .idempotent(false)
             .open_world(false),
-    );
-    tool.output_schema = Some(Arc::new(as_object(output)));
-    tool
-}
-
-fn as_object(value: serde_json::Value) -> JsonObject {
-    match value {
-        serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
+    )
+    .with_output_schema::<AdminActionToken>()
 }
 
 #[cfg(test)]
 mod tests {
-    use mcp_write_guard_policy::ToolClass;
-    use serde_json::Value;
+    use mcp_write_guard_policy::{CONFIRMATION_TOKEN_ARG, ToolClass};
+    use serde_json::{Value, json};
 
     use super::*;
+
+    fn as_object(value: Value) -> JsonObject {
+        value.as_object().cloned().unwrap_or_default()
+    }
 
     fn tool(name: &'static str, schema: Value, annotations: Option<ToolAnnotations>) -> Tool {
         let mut tool = Tool::new(name, "t", as_object(schema));
@@ -181,5 +182,38 @@ mod tests {
         assert_eq!(a.open_world_hint, Some(false));
         assert_eq!(classify_tool(&t).class, ToolClass::AdditiveWrite);
         assert!(!classify_tool(&t).token_gated);
+    }
+
+    #[test]
+    fn prepare_admin_action_advertises_exactly_what_it_accepts() {
+        let t = prepare_admin_action_tool();
+        let input = Value::Object((*t.input_schema).clone());
+        assert_eq!(input["type"], "object");
+        assert_eq!(input["additionalProperties"], false, "{input}");
+        assert_eq!(input["required"], json!(["tool", "arguments"]), "{input}");
+        assert_eq!(input["properties"]["tool"]["type"], "string");
+        assert_eq!(input["properties"]["arguments"]["type"], "object");
+        let output = Value::Object((*t.output_schema.unwrap()).clone());
+        let mut required: Vec<_> = output["required"].as_array().unwrap().clone();
+        required.sort_by_key(|v| v.to_string());
+        assert_eq!(
+            required,
+            [
+                json!(CONFIRMATION_TOKEN_ARG),
+                json!("expiresAt"),
+                json!("tool")
+            ],
+            "{output}"
+        );
+        for (arguments, accepted) in [
+            (json!({"tool": "t", "arguments": {}}), true),
+            (json!({"tool": "t", "arguments": {}, "more": 1}), false),
+            (json!({"tool": "t"}), false),
+            (json!({"tool": 1, "arguments": {}}), false),
+            (json!({"tool": "t", "arguments": []}), false),
+        ] {
+            let parsed = AdminActionInput::deserialize(arguments.as_object().unwrap());
+            assert_eq!(parsed.is_ok(), accepted, "{arguments}");
+        }
     }
 }

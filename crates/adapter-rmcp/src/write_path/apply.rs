@@ -7,13 +7,12 @@
 //! applies. For `prepare_admin_action` the apply is issuing the token.
 
 use mcp_write_guard_core::{Approved, TokenRejection, issue_token, spend_token};
-use mcp_write_guard_policy::{CONFIRMATION_TOKEN_ARG, Classification};
+use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock},
     service::{RequestContext, RoleServer},
 };
-use serde_json::json;
 use time::format_description::well_known::Rfc3339;
 
 use super::{Call, capture::AdminTarget, refusal::Refusal};
@@ -21,7 +20,7 @@ use crate::{
     WriteGuard,
     audit::Outcome,
     step::{ApprovedPreview, Comparison, attach_approved},
-    tools::PREPARE_ADMIN_ACTION,
+    tools::{AdminActionToken, PREPARE_ADMIN_ACTION},
 };
 
 impl<S: ServerHandler> WriteGuard<S> {
@@ -160,11 +159,21 @@ impl<S: ServerHandler> WriteGuard<S> {
             .expires_at()
             .format(&Rfc3339)
             .unwrap_or_else(|_| token.expires_at().to_string());
-        let mut result = CallToolResult::structured(json!({
-            CONFIRMATION_TOKEN_ARG: token.as_str(),
-            "tool": tool.as_str(),
-            "expiresAt": expires_at,
-        }));
+        let structured = AdminActionToken {
+            confirmation_token: token.as_str().to_owned(),
+            tool: tool.to_string(),
+            expires_at: expires_at.clone(),
+        };
+        // Three strings always serialise; should that ever fail, the token is not handed out.
+        let structured = serde_json::to_value(structured).map_err(|error| {
+            Refusal::new(
+                Outcome::ApplyFailed,
+                format!("the token could not be written: {error}"),
+                "The user approved, but the server could not write the confirmation token, so \
+                 nothing was saved. Try again; if it keeps failing, ask the server's operator.",
+            )
+        })?;
+        let mut result = CallToolResult::structured(structured);
         result.content = vec![ContentBlock::text(format!(
             "The user approved preparing {tool}. Call {tool} with exactly the same arguments \
              and confirmationToken \"{}\" (valid once, until {expires_at}); the user will be \

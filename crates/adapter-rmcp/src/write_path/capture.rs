@@ -13,6 +13,7 @@ use rmcp::{
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject},
     service::{RequestContext, RoleServer},
 };
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Call, refusal::Refusal};
@@ -20,7 +21,7 @@ use crate::{
     WriteGuard,
     audit::Outcome,
     step::mark_preview,
-    tools::{self, PREPARE_ADMIN_ACTION},
+    tools::{self, AdminActionInput, PREPARE_ADMIN_ACTION},
 };
 
 /// The tool a `prepare_admin_action` call names, with its captured arguments.
@@ -157,20 +158,13 @@ impl<S: ServerHandler> WriteGuard<S> {
             );
             Refusal::new(Outcome::BadArguments, reason, message)
         };
-        let arguments = args.arguments();
-        let Some(Value::String(name)) = arguments.get("tool") else {
-            return Err(refuse("the argument `tool` must name a tool".to_owned()));
-        };
-        let Some(Value::Object(target_arguments)) = arguments.get("arguments") else {
-            return Err(refuse(
-                "the argument `arguments` must be an object".to_owned(),
-            ));
-        };
-        if arguments.keys().any(|k| k != "tool" && k != "arguments") {
-            return Err(refuse(
-                "only `tool` and `arguments` are accepted".to_owned(),
-            ));
-        }
+        let input = AdminActionInput::deserialize(args.arguments()).map_err(|error| {
+            refuse(format!(
+                "its arguments must be exactly `tool` (a tool's name) and `arguments` (an \
+                 object), and were not ({error})"
+            ))
+        })?;
+        let name = &input.tool;
         let found = self.find_tool(name, context).await.map_err(|error| {
             Refusal::new(
                 Outcome::LookupFailed,
@@ -185,7 +179,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "the tool {name:?} does not take a confirmation token"
             )));
         }
-        let target_args = CapturedArgs::capture(Some(target_arguments), &self.shared.policy.limits)
+        let target_args = CapturedArgs::capture(Some(&input.arguments), &self.shared.policy.limits)
             .map_err(|error| refuse(format!("the tool's arguments were not accepted ({error})")))?;
         Ok(AdminTarget {
             tool: ToolName::new(name.as_str()),

@@ -310,39 +310,46 @@ async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
     h.script([Reply::Approve]);
+    // The arguments are read by serde into one struct that denies unknown fields.
+    let unfit = |error: &str| {
+        format!(
+            "its arguments must be exactly `tool` (a tool's name) and `arguments` (an object), \
+             and were not ({error})"
+        )
+    };
     for (args, reason) in [
         (
             json!({"tool": "set_counter", "arguments": {"value": 1}}),
-            "the tool \"set_counter\" does not take a confirmation token",
+            "the tool \"set_counter\" does not take a confirmation token".to_owned(),
         ),
         (
             json!({"tool": "no_such_tool", "arguments": {}}),
-            "the tool \"no_such_tool\" does not take a confirmation token",
+            "the tool \"no_such_tool\" does not take a confirmation token".to_owned(),
         ),
         (
             json!({"tool": "delete_row", "arguments": "a"}),
-            "the argument `arguments` must be an object",
+            unfit("invalid type: string \"a\", expected a map"),
         ),
         (
             json!({"tool": "delete_row"}),
-            "the argument `arguments` must be an object",
+            unfit("missing field `arguments`"),
         ),
         (
             json!({"tool": 7, "arguments": {"name": "a"}}),
-            "the argument `tool` must name a tool",
+            unfit("invalid type: integer `7`, expected a string"),
         ),
         (
             json!({"arguments": {"name": "a"}}),
-            "the argument `tool` must name a tool",
+            unfit("missing field `tool`"),
         ),
         (
             json!({"tool": "delete_row", "arguments": {"name": "a"}, "extra": true}),
-            "only `tool` and `arguments` are accepted",
+            unfit("unknown field `extra`, expected `tool` or `arguments`"),
         ),
     ] {
         h.audit.clear();
         let result = h.call(PREPARE_ADMIN_ACTION, args.clone()).await;
-        h.assert_refused(&result, &before, Outcome::BadArguments, Some(reason));
+        h.assert_refused(&result, &before, Outcome::BadArguments, Some(&reason));
         assert!(result.structured_content.is_none(), "{args}");
     }
     assert!(h.asked().is_empty());
