@@ -102,7 +102,8 @@ impl fmt::Debug for ApprovalPage {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "approval page URL {0:?}: give the URL a browser opens for the page's router, scheme, host, \
-     optional port and optional path, such as http://127.0.0.1:8080 or https://store.example.com/mcp-approvals"
+     optional port and optional path as a browser writes them (lowercase host, no default \
+     port), such as http://127.0.0.1:8080 or https://store.example.com/mcp-approvals"
 )]
 pub struct PageUrlError(String);
 
@@ -114,19 +115,23 @@ impl ApprovalPage {
     /// [`PageUrlError`] when `base_url` is not such a URL.
     pub fn new(base_url: &str) -> Result<Self, PageUrlError> {
         let error = || PageUrlError(base_url.to_owned());
-        let uri: http::Uri = base_url.parse().map_err(|_| error())?;
-        let plain_scheme = matches!(uri.scheme_str(), Some("http" | "https"));
-        let authority = uri.authority().ok_or_else(error)?;
-        if !plain_scheme
-            || authority.as_str().contains('@')
-            || authority.host().is_empty()
-            || uri.query().is_some()
-            || base_url.contains(['#', ' '])
-        {
+        let url = url::Url::parse(base_url).map_err(|_| error())?;
+        // Read by the WHATWG parser (the one browsers use) and accepted only when spelled as it
+        // writes the URL back (a bare host may leave out the final `/`), so the link the person
+        // opens is the URL the operator wrote, not another reading of an ambiguous spelling.
+        let written = url.as_str();
+        let as_written = written == base_url || written.strip_suffix('/') == Some(base_url);
+        let plain = matches!(url.scheme(), "http" | "https")
+            && url.has_host()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.query().is_none()
+            && url.fragment().is_none();
+        if !as_written || !plain {
             return Err(error());
         }
         Ok(Self {
-            base: base_url.trim_end_matches('/').to_owned(),
+            base: written.trim_end_matches('/').to_owned(),
             sign_in: None,
         })
     }
@@ -257,6 +262,13 @@ mod tests {
             "http://example.com/?next=x",
             "http://example.com/#x",
             "http:///path",
+            // Spellings the parser reads as another URL than the one written.
+            "HTTP://Store.example.com",
+            "https://store.example.com:443/a",
+            "http://0x7f.1:8080",
+            "http://127.0.0.1:08080",
+            "http://example.com/a/../b",
+            "http://example.com/a b",
         ] {
             assert!(ApprovalPage::new(bad).is_err(), "{bad}");
         }
