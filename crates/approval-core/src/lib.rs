@@ -119,7 +119,6 @@ mod canonical;
 mod clock;
 pub mod danger;
 mod error;
-mod expiry_index;
 mod ids;
 mod page;
 mod policy;

@@ -1,6 +1,7 @@
 //! Where approvals, round-trip state and tokens live between calls.
 
-use std::collections::{HashMap, hash_map};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, binary_heap::PeekMut, hash_map};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -11,7 +12,6 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::bound::Record;
-use crate::expiry_index::ExpiryIndex;
 use crate::ids::Principal;
 use crate::policy::{ApprovalPolicy, DEFAULT_PER_PRINCIPAL_CAP};
 
@@ -283,16 +283,22 @@ struct Inner {
     /// random (a caller cannot choose keys that collide), and SipHash was the largest single
     /// cost of a token's issue and spend. Principals, which callers do choose, keep SipHash.
     entries: HashMap<StoreKey, Entry, foldhash::fast::RandomState>,
-    /// Every entry's key, soonest expiry first: (expiry in Unix nanoseconds, insertion
-    /// number, key). A taken entry's item stays until its expiry or the next [`Inner::compact`];
-    /// an item whose insertion number is not its key's entry's is stale and skipped.
-    by_expiry: ExpiryIndex,
+    /// Every entry's key, soonest expiry first (ties: earliest inserted): (expiry in Unix
+    /// nanoseconds, insertion number, key). A taken entry's item stays until its expiry or the
+    /// next [`Inner::compact`]; an item whose insertion number is not its key's entry's is
+    /// stale and skipped. A std binary heap: a push or pop costs a few comparisons for the
+    /// thousands of records a busy store holds, which nobody waiting on a write can feel.
+    by_expiry: BinaryHeap<Reverse<Item>>,
     /// Each principal's count of entries against its cap. A count that drops to 0 stays (the
     /// principal is likely back soon) until [`Inner::compact`] or an explicit purge drops it.
     per_principal: HashMap<Principal, Count>,
     /// The insertion number of the next entry.
     inserted: u64,
 }
+
+/// An item of `by_expiry`: the expiry (Unix nanoseconds), the insertion number (unique,
+/// increasing) and the key.
+type Item = (i128, u64, StoreKey);
 
 #[derive(Debug)]
 struct Entry {
@@ -456,7 +462,7 @@ impl MemoryStore {
         inner.inserted = inner.inserted.wrapping_add(1);
         inner
             .by_expiry
-            .push((expires_at, slot.1, vacant.key().clone()));
+            .push(Reverse((expires_at, slot.1, vacant.key().clone())));
         vacant.insert(Entry { held, slot, owner });
         if slot.1.is_multiple_of(COMPACT_EVERY) {
             inner.compact();
@@ -515,7 +521,9 @@ impl MemoryStore {
             Some((held, expires_at)) if expires_at > now => {
                 let slot = (expires_at, inner.inserted);
                 inner.inserted = inner.inserted.wrapping_add(1);
-                inner.by_expiry.push((expires_at, slot.1, key.clone()));
+                inner
+                    .by_expiry
+                    .push(Reverse((expires_at, slot.1, key.clone())));
                 *found.get_mut() = Entry {
                     held,
                     slot,
@@ -576,17 +584,18 @@ impl Inner {
     /// [`Inner::purge`] without giving memory back.
     fn drain(&mut self, now: i128) -> usize {
         let mut removed = 0;
-        let entries = &mut self.entries;
-        self.by_expiry
-            .drain_due(now, |(expires_at, inserted, key)| {
-                if let hash_map::Entry::Occupied(found) = entries.entry(key)
-                    && found.get().slot == (expires_at, inserted)
-                {
-                    let entry = found.remove();
-                    uncount(&entry);
-                    removed += 1;
-                }
-            });
+        while let Some(due) = self.by_expiry.peek_mut()
+            && due.0.0 <= now
+        {
+            let Reverse((expires_at, inserted, key)) = PeekMut::pop(due);
+            if let hash_map::Entry::Occupied(found) = self.entries.entry(key)
+                && found.get().slot == (expires_at, inserted)
+            {
+                let entry = found.remove();
+                uncount(&entry);
+                removed += 1;
+            }
+        }
         removed
     }
 
@@ -599,7 +608,7 @@ impl Inner {
         let floor = self.entries.len() + COMPACT_FLOOR;
         if self.by_expiry.len() > floor + self.entries.len() {
             let entries = &self.entries;
-            self.by_expiry.retain(|(_, inserted, key)| {
+            self.by_expiry.retain(|Reverse((_, inserted, key))| {
                 entries
                     .get(key)
                     .is_some_and(|entry| entry.slot.1 == *inserted)
@@ -623,7 +632,7 @@ impl Inner {
             self.entries.shrink_to_fit();
         }
         if self.by_expiry.capacity() > room {
-            self.by_expiry.shrink();
+            self.by_expiry.shrink_to_fit();
         }
         if self.per_principal.capacity() > room {
             self.per_principal.shrink_to_fit();
@@ -816,7 +825,7 @@ mod tests {
             ready(store.insert(key(i), &p, json!(i), t(10), t(0))).unwrap();
         }
         // The expiry index loses its items: nothing purges these entries any more.
-        store.inner.lock().by_expiry = ExpiryIndex::default();
+        store.inner.lock().by_expiry.clear();
         assert_eq!(ready(store.get(&key(0), t(10))).unwrap(), None);
         assert_eq!(ready(store.take(&key(0), t(10))).unwrap(), None);
         let taken = store.take_and_replace(&key(1), t(10).unix_timestamp_nanos(), |held| {
@@ -1210,7 +1219,7 @@ mod tests {
         // An explicit purge forgets every principal that holds nothing.
         ready(store.purge_expired(t(20_000))).unwrap();
         let inner = store.inner.lock();
-        assert!(inner.entries.is_empty() && inner.by_expiry.len() == 0);
+        assert!(inner.entries.is_empty() && inner.by_expiry.is_empty());
         assert!(inner.per_principal.is_empty());
     }
 
