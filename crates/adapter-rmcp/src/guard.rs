@@ -304,12 +304,52 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 }
 
+/// `ServerHandler` methods that go to the inner server unchanged, one line each: `fn` for a
+/// method that answers at once, `async fn` for one that returns rmcp's `impl Future`.
+macro_rules! forward {
+    () => {};
+    (fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty; $($rest:tt)*) => {
+        fn $name(&self, $($arg: $ty),*) -> $out {
+            self.shared.inner.$name($($arg),*)
+        }
+        forward!($($rest)*);
+    };
+    (async fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty; $($rest:tt)*) => {
+        fn $name(&self, $($arg: $ty),*) -> impl Future<Output = $out> + MaybeSendFuture + '_ {
+            self.shared.inner.$name($($arg),*)
+        }
+        forward!($($rest)*);
+    };
+}
+
 impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
-    fn ping(
-        &self,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.ping(context)
+    forward! {
+        fn negotiate_initialize(request: &InitializeRequestParams) -> Result<InitializeResult, ErrorData>;
+        fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]>;
+        fn accepted_subscription_filter(requested: &SubscriptionFilter) -> Option<SubscriptionFilter>;
+        fn get_info() -> ServerConfig;
+        async fn ping(context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        async fn discover(context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData>;
+        async fn complete(request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData>;
+        async fn set_level(request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        async fn get_prompt(request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData>;
+        async fn list_prompts(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData>;
+        async fn list_resources(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData>;
+        async fn list_resource_templates(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourceTemplatesResult, ErrorData>;
+        async fn read_resource(request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData>;
+        async fn read_resource_directory(request: ReadResourceDirectoryRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceDirectoryResult, ErrorData>;
+        async fn listen(context: SubscriptionContext) -> Result<(), ErrorData>;
+        async fn subscribe(request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        async fn unsubscribe(request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        async fn get_task(request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData>;
+        async fn update_task(request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        async fn cancel_task(request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData>;
+        async fn list_skills(request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListSkillsResult, ErrorData>;
+        async fn get_skill(request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData>;
+        async fn on_cancelled(notification: CancelledNotificationParam, context: NotificationContext<RoleServer>) -> ();
+        async fn on_progress(notification: ProgressNotificationParam, context: NotificationContext<RoleServer>) -> ();
+        async fn on_initialized(context: NotificationContext<RoleServer>) -> ();
+        async fn on_roots_list_changed(context: NotificationContext<RoleServer>) -> ();
     }
 
     fn initialize(
@@ -319,111 +359,6 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
     ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + MaybeSendFuture + '_ {
         self.handshake.store(true, Ordering::Release);
         self.shared.inner.initialize(request, context)
-    }
-
-    fn negotiate_initialize(
-        &self,
-        request: &InitializeRequestParams,
-    ) -> Result<InitializeResult, ErrorData> {
-        self.shared.inner.negotiate_initialize(request)
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        self.shared.inner.supported_protocol_versions()
-    }
-
-    fn discover(
-        &self,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.discover(context)
-    }
-
-    fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.complete(request, context)
-    }
-
-    fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.set_level(request, context)
-    }
-
-    fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.get_prompt(request, context)
-    }
-
-    fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListPromptsResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.list_prompts(request, context)
-    }
-
-    fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListResourcesResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.list_resources(request, context)
-    }
-
-    fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListResourceTemplatesResult, ErrorData>> + MaybeSendFuture + '_
-    {
-        self.shared.inner.list_resource_templates(request, context)
-    }
-
-    fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.read_resource(request, context)
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        self.shared.inner.accepted_subscription_filter(requested)
-    }
-
-    fn listen(
-        &self,
-        context: SubscriptionContext,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.listen(context)
-    }
-
-    fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.subscribe(request, context)
-    }
-
-    fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.unsubscribe(request, context)
     }
 
     async fn call_tool(
@@ -509,36 +444,6 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         }
     }
 
-    fn on_cancelled(
-        &self,
-        notification: CancelledNotificationParam,
-        context: NotificationContext<RoleServer>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.shared.inner.on_cancelled(notification, context)
-    }
-
-    fn on_progress(
-        &self,
-        notification: ProgressNotificationParam,
-        context: NotificationContext<RoleServer>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.shared.inner.on_progress(notification, context)
-    }
-
-    fn on_initialized(
-        &self,
-        context: NotificationContext<RoleServer>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.shared.inner.on_initialized(context)
-    }
-
-    fn on_roots_list_changed(
-        &self,
-        context: NotificationContext<RoleServer>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        self.shared.inner.on_roots_list_changed(context)
-    }
-
     fn on_custom_notification(
         &self,
         notification: CustomNotification,
@@ -560,58 +465,5 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
                     .await;
             }
         }
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        self.shared.inner.get_info()
-    }
-
-    fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetTaskResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.get_task(request, context)
-    }
-
-    fn update_task(
-        &self,
-        request: UpdateTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.update_task(request, context)
-    }
-
-    fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.cancel_task(request, context)
-    }
-
-    fn list_skills(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListSkillsResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.list_skills(request, context)
-    }
-
-    fn get_skill(
-        &self,
-        request: GetSkillRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetSkillResult, ErrorData>> + MaybeSendFuture + '_ {
-        self.shared.inner.get_skill(request, context)
-    }
-
-    fn read_resource_directory(
-        &self,
-        request: ReadResourceDirectoryRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ReadResourceDirectoryResult, ErrorData>> + MaybeSendFuture + '_
-    {
-        self.shared.inner.read_resource_directory(request, context)
     }
 }

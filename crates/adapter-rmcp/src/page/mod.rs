@@ -33,30 +33,9 @@
 //! and single use; a page that was answered, withdrawn, has expired or never existed shows a
 //! plain page saying so and changes nothing.
 //!
-//! # Mounting the page in your own axum server
-//!
-//! Give the page the base URL browsers use to reach your server, and merge its routes into the
-//! router that also serves your MCP endpoint (keep them outside a bearer-token layer: a browser
-//! sends no bearer token; put your own sign-in in front instead, see below):
-//!
-//! ```no_run
-//! # async fn run<S: rmcp::ServerHandler + Clone>(inner: S) -> Result<(), Box<dyn std::error::Error>> {
-//! use mcp_write_guard_rmcp::{WriteGuard, page::ApprovalPage};
-//!
-//! let guard = WriteGuard::builder(inner)
-//!     .approval_page(ApprovalPage::new("https://store.example.com")?)
-//!     .build();
-//! let app = axum::Router::new()
-//!     // .nest_service("/mcp", your streamable-HTTP service serving clones of `guard`)
-//!     .route("/health", axum::routing::get(|| async { "ok" }))
-//!     .merge(mcp_write_guard_page::router(guard.approval_page_host().expect("a page is configured")));
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! axum::serve(listener, app).await?;
-//! # Ok(()) }
-//! ```
-//!
-//! Over stdio, bind a loopback listener first and serve the routes there; see
-//! [`WriteGuard::approval_page_host`](crate::WriteGuard::approval_page_host).
+//! Mounting the routes in a team's own axum server, or on a listener of their own beside a
+//! stdio transport: crate `mcp-write-guard-page`'s README (keep them outside a bearer-token
+//! layer: a browser sends no bearer token; put your own sign-in in front instead, see below).
 //!
 //! **Who may answer.** By default whoever holds the URL: it is sent only to the client that made
 //! the call, and is single use. A deployment that signs people in on its web pages passes a
