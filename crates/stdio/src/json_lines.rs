@@ -3,6 +3,7 @@
 
 use std::{
     borrow::Cow,
+    collections::HashSet,
     fmt, io,
     sync::{
         Arc,
@@ -15,7 +16,8 @@ use rmcp::{
     RoleServer,
     model::{
         ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData,
-        JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult,
+        JsonRpcError, JsonRpcMessage, JsonRpcResponse, RequestId, ServerJsonRpcMessage,
+        ServerResult,
     },
     transport::Transport,
 };
@@ -25,6 +27,10 @@ use tokio::{
     io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     sync::Mutex,
 };
+
+/// The most requests of one client that may be in flight (read, not yet answered) by default;
+/// see [`JsonLines::with_max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 
 /// How long closing the transport waits for the last messages to be written.
 const CLOSE_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -73,6 +79,8 @@ const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
 /// | a notification rmcp cannot read, a notification named after one of rmcp's methods (a request sent without an `id`), or a malformed response | none (logged) | read on |
 /// | any line, once a write to the client has failed | none | the session ends (nobody reads the answers) |
 /// | the next line, while [`DEFAULT_MAX_UNWRITTEN`] messages wait to be written (the client does not read) | none | not read until one was written ([`JsonLines::with_max_unwritten`]) |
+/// | a request while [`DEFAULT_MAX_IN_FLIGHT`] of the client's requests are read and not yet answered | `-32000` too many requests at once, with the request's `id` | read on ([`JsonLines::with_max_in_flight`]) |
+/// | a request whose `id` is still in flight | `-32600`, with the `id` | read on |
 /// | a notification, a response or an error before the session has started | none (logged) | read on |
 /// | anything else | rmcp's own | |
 ///
@@ -143,6 +151,9 @@ pub struct JsonLines<R, W> {
     unwritten: Arc<Unwritten>,
     max_unwritten: usize,
     max_unwritten_bytes: usize,
+    /// The ids of the requests passed to rmcp and not yet answered (nor cancelled).
+    in_flight: HashSet<RequestId>,
+    max_in_flight: usize,
 }
 
 /// Counts the messages waiting to be written, and wakes the reading side when one was.
@@ -226,7 +237,22 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
             unwritten: Arc::default(),
             max_unwritten: DEFAULT_MAX_UNWRITTEN,
             max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
+            in_flight: HashSet::new(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
+    }
+
+    /// Answers a request at once with an error (`-32000`, "too many requests at once", nothing
+    /// done) while `max_in_flight` of the client's requests are read and not yet answered or
+    /// cancelled, and a request whose id is still in flight with `-32600`: memory stays flat
+    /// when a client sends faster than the server answers, however slow the handlers are.
+    /// Reading goes on, so the client's answers to the server's own questions still arrive.
+    /// At least 1; default [`DEFAULT_MAX_IN_FLIGHT`]. A cancelled request frees its place at
+    /// once (rmcp sends no answer for it).
+    #[must_use]
+    pub fn with_max_in_flight(mut self, max_in_flight: usize) -> Self {
+        self.max_in_flight = max_in_flight.max(1);
+        self
     }
 
     /// Stops reading while `max_unwritten_bytes` bytes wait to be written (as for
@@ -270,6 +296,11 @@ where
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.lifecycle.sent(&item);
+        if let JsonRpcMessage::Response(JsonRpcResponse { id, .. })
+        | JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) = &item
+        {
+            self.in_flight.remove(id);
+        }
         let write = Arc::clone(&self.write);
         // Written out now, so that what waits is counted in bytes.
         let line = serde_json::to_vec(&item).map(|mut line| {
@@ -313,9 +344,15 @@ where
             };
             match verdict {
                 Verdict::Empty => {}
-                Verdict::Pass(message) => match self.lifecycle.received(&message) {
-                    Admit::Pass => return Some(message),
-                    Admit::Drop(why) => tracing::warn!(why, "dropped a message from the client"),
+                // Refused before the lifecycle sees it: rmcp never does.
+                Verdict::Pass(message) => match self.admit(&message) {
+                    Some(refusal) => self.answer = Some(refusal.to_line()),
+                    None => match self.lifecycle.received(&message) {
+                        Admit::Pass => return Some(message),
+                        Admit::Drop(why) => {
+                            tracing::warn!(why, "dropped a message from the client");
+                        }
+                    },
                 },
                 Verdict::Answer(refusal) => {
                     tracing::debug!(
@@ -362,6 +399,42 @@ enum Read {
     End,
     /// Reading failed.
     Failed(io::Error),
+}
+
+impl<R, W> JsonLines<R, W> {
+    /// Counts a request in flight, or refuses it (too many in flight, or its id is); a
+    /// cancellation frees the request's place.
+    fn admit(&mut self, message: &ClientJsonRpcMessage) -> Option<Refusal> {
+        match message {
+            JsonRpcMessage::Request(request) => {
+                if self.in_flight.contains(&request.id) {
+                    return Some(Refusal::invalid_request(
+                        Some(request.id.clone()),
+                        "a request with this id is still being answered; give each request \
+                         its own id",
+                    ));
+                }
+                if self.in_flight.len() >= self.max_in_flight {
+                    tracing::warn!(
+                        max = self.max_in_flight,
+                        "refused a request: too many in flight"
+                    );
+                    return Some(Refusal::busy(request.id.clone(), self.max_in_flight));
+                }
+                self.in_flight.insert(request.id.clone());
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.in_flight.remove(id);
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        None
+    }
 }
 
 impl<R: AsyncRead, W: AsyncWrite + Unpin> JsonLines<R, W> {
@@ -548,6 +621,17 @@ impl Refusal {
             id,
             code: ErrorCode::INVALID_REQUEST,
             message: Cow::Owned(format!("Invalid Request: {why}")),
+        }
+    }
+
+    fn busy(id: RequestId, max_in_flight: usize) -> Self {
+        Self {
+            id: Some(id),
+            code: ErrorCode(-32000),
+            message: Cow::Owned(format!(
+                "Too many requests at once: at most {max_in_flight} may wait for an answer. \
+                 Nothing was done; send this request again once an answer has arrived."
+            )),
         }
     }
 
@@ -1313,7 +1397,8 @@ mod tests {
     async fn a_closed_stdout_ends_the_session_instead_of_keeping_every_answer() {
         let out = Breakable::default();
         let (server_read, mut client_write) = tokio::io::duplex(1 << 16);
-        let transport = JsonLines::new(server_read, out.clone());
+        // Room for every ping in flight: only rmcp's answers (about 40 bytes each) are written.
+        let transport = JsonLines::new(server_read, out.clone()).with_max_in_flight(10_000);
         let task = tokio::spawn(async move {
             if let Ok(running) = Empty.serve(transport).await {
                 let _ = running.waiting().await;
@@ -1345,5 +1430,129 @@ mod tests {
             .unwrap();
         let largest = out.offered.lock().iter().copied().max().unwrap_or(0);
         assert!(largest < 100, "a failed write offered {largest} bytes");
+    }
+
+    /// A server whose `tools/list` answers only when the request is cancelled (never, then:
+    /// rmcp sends no answer for a cancelled request).
+    #[derive(Clone)]
+    struct Stuck;
+    impl ServerHandler for Stuck {
+        async fn list_tools(
+            &self,
+            _request: Option<rmcp::model::PaginatedRequestParams>,
+            context: rmcp::service::RequestContext<RoleServer>,
+        ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+            context.ct.cancelled().await;
+            Err(ErrorData::internal_error("cancelled", None))
+        }
+    }
+
+    /// A started session with [`Stuck`], at most `max_in_flight` requests in flight.
+    async fn stuck(max_in_flight: usize) -> Peer {
+        let (server, client) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server);
+        let transport = JsonLines::new(read, write).with_max_in_flight(max_in_flight);
+        tokio::spawn(async move {
+            if let Ok(running) = Stuck.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, write) = tokio::io::split(client);
+        let mut peer = Peer {
+            lines: BufReader::new(read).lines(),
+            write,
+        };
+        peer.send(format!("{INITIALIZE}\n").as_bytes()).await;
+        assert_eq!(peer.next().await["id"], 1);
+        peer.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await;
+        peer
+    }
+
+    fn list_tools(id: u64) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n")
+    }
+
+    #[tokio::test]
+    async fn requests_beyond_the_in_flight_bound_are_refused_at_once_and_reading_goes_on() {
+        let mut peer = stuck(4).await;
+        for id in 10..14 {
+            peer.send(list_tools(id).as_bytes()).await;
+        }
+        peer.nothing_for_a_moment().await;
+        // Full: the next request is answered by the transport, with its id; so is a ping.
+        peer.send(list_tools(20).as_bytes()).await;
+        let busy = peer.next().await;
+        assert_eq!(
+            (busy["id"].clone(), busy["error"]["code"].clone()),
+            (json!(20), json!(-32000))
+        );
+        let message = busy["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("at most 4") && message.contains("Nothing was done"),
+            "{message}"
+        );
+        peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"ping\"}\n")
+            .await;
+        assert_eq!(peer.next().await["error"]["code"], -32000);
+        // An id still in flight is refused as such, whatever the room.
+        peer.send(list_tools(10).as_bytes()).await;
+        let again = peer.next().await;
+        assert_eq!(
+            (again["id"].clone(), again["error"]["code"].clone()),
+            (json!(10), json!(-32600))
+        );
+        // A cancellation frees a place: the next ping is rmcp's to answer.
+        peer.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":11}}\n").await;
+        peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"ping\"}\n")
+            .await;
+        assert_eq!(
+            peer.next().await,
+            json!({"jsonrpc":"2.0","id":22,"result":{}})
+        );
+        // Answered requests leave: pings one after another never fill it.
+        for id in 30..40 {
+            peer.send(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").as_bytes(),
+            )
+            .await;
+            assert_eq!(peer.next().await["id"], id);
+        }
+        // The cancelled id may be used again.
+        peer.send(list_tools(11).as_bytes()).await;
+        peer.nothing_for_a_moment().await;
+    }
+
+    #[tokio::test]
+    async fn a_flood_that_the_handler_never_answers_holds_at_most_the_bound() {
+        let mut peer = stuck(DEFAULT_MAX_IN_FLIGHT).await;
+        let flood = 5_000_u64;
+        let Peer {
+            mut lines,
+            mut write,
+        } = peer;
+        let writer = tokio::spawn(async move {
+            for id in 100..100 + flood {
+                write.write_all(list_tools(id).as_bytes()).await.unwrap();
+            }
+            write
+        });
+        // Every request beyond the first DEFAULT_MAX_IN_FLIGHT is refused, in order; those
+        // stay in flight, unanswered.
+        for id in 100 + DEFAULT_MAX_IN_FLIGHT as u64..100 + flood {
+            let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+                .await
+                .expect("an answer within 10 s")
+                .unwrap()
+                .expect("a line");
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                (answer["id"].clone(), answer["error"]["code"].clone()),
+                (json!(id), json!(-32000))
+            );
+        }
+        let write = writer.await.unwrap();
+        peer = Peer { lines, write };
+        peer.nothing_for_a_moment().await;
     }
 }

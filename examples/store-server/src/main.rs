@@ -147,8 +147,7 @@ impl Cli {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -157,10 +156,19 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
-    let served = match cli.config() {
-        Ok(config) => store_server::run(config).await,
-        Err(err) => Err(err),
-    };
+    let served = cli.config().and_then(|config| {
+        // Over stdio one client talks to one connection, strictly in turn: one thread serves it
+        // without handing each message between threads (SQLite still runs on the blocking
+        // pool). Over HTTP, many clients at once: a thread per core.
+        let runtime = if config.http.is_some() {
+            tokio::runtime::Builder::new_multi_thread()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        }
+        .enable_all()
+        .build()?;
+        runtime.block_on(store_server::run(config))
+    });
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
