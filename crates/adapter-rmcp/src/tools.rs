@@ -3,7 +3,7 @@
 //! The classification itself is mcp-write-guard-policy's; the output-schema rewrite is envelope's. This
 //! module only converts between rmcp's types and theirs.
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use mcp_write_guard_envelope::EnvelopePolicy;
 use mcp_write_guard_policy::{
@@ -49,6 +49,53 @@ pub(crate) fn classify_tool(tool: &Tool) -> Classification {
         annotations.as_ref(),
         &tool.input_schema,
     ))
+}
+
+/// The classification of the tools a `tools/call` named, kept while the inner server hands out
+/// the very same tool: an entry counts only for a tool of the same name, the same annotations
+/// and the same input schema allocation (the entry holds a clone of the schema's `Arc`, so the
+/// allocation cannot be freed and reused for another schema, and a schema that changes is a new
+/// allocation). A read then costs a comparison instead of a walk through its schema. At most
+/// [`Self::MAX`] entries; beyond, tools are classified each call.
+#[derive(Debug, Default)]
+pub(crate) struct Classified {
+    entries: parking_lot::Mutex<Vec<Entry>>,
+}
+
+/// A tool as it was classified: its name, schema and annotations, and its classification.
+type Entry = (
+    Cow<'static, str>,
+    Arc<JsonObject>,
+    Option<ToolAnnotations>,
+    Classification,
+);
+
+impl Classified {
+    const MAX: usize = 256;
+
+    /// `tool`'s classification, from the entry of the same tool or classified now.
+    pub(crate) fn of(&self, tool: &Tool) -> Classification {
+        let same = |(name, schema, annotations, _): &&Entry| {
+            *name == tool.name
+                && Arc::ptr_eq(schema, &tool.input_schema)
+                && *annotations == tool.annotations
+        };
+        if let Some((.., class)) = self.entries.lock().iter().find(same) {
+            return *class;
+        }
+        let class = classify_tool(tool);
+        let mut entries = self.entries.lock();
+        entries.retain(|(name, ..)| *name != tool.name);
+        if entries.len() < Self::MAX {
+            entries.push((
+                tool.name.clone(),
+                Arc::clone(&tool.input_schema),
+                tool.annotations.clone(),
+                class,
+            ));
+        }
+        class
+    }
 }
 
 /// The tool as the guard advertises it: annotations rewritten where the policy says so (a
@@ -215,5 +262,52 @@ mod tests {
             let parsed = AdminActionInput::deserialize(arguments.as_object().unwrap());
             assert_eq!(parsed.is_ok(), accepted, "{arguments}");
         }
+    }
+
+    #[test]
+    fn a_kept_classification_counts_only_for_the_very_same_tool() {
+        let classified = Classified::default();
+        let read = tool(
+            "get_count",
+            json!({"type": "object"}),
+            Some(ToolAnnotations::new().read_only(true)),
+        );
+        assert_eq!(classified.of(&read).class, ToolClass::Read);
+        assert_eq!(classified.of(&read.clone()).class, ToolClass::Read);
+        assert_eq!(classified.entries.lock().len(), 1);
+        // Same name and schema, the annotations now say write: classified anew.
+        let mut write = read.clone();
+        write.annotations = Some(ToolAnnotations::new().read_only(false));
+        assert!(classified.of(&write).class.is_write());
+        // Same name and annotations, a schema that now takes a token: classified anew, even
+        // though the old schema's entry was for a read.
+        let mut gated = read.clone();
+        gated.input_schema = Arc::new(as_object(json!({
+            "type": "object", "properties": {"confirmationToken": {"type": "string"}}
+        })));
+        let class = classified.of(&gated);
+        assert!(class.token_gated && class.class.is_write(), "{class:?}");
+        // An equal schema in another allocation is classified again, to the same answer.
+        let mut copy = read.clone();
+        copy.input_schema = Arc::new((*read.input_schema).clone());
+        assert_eq!(classified.of(&copy).class, ToolClass::Read);
+        assert_eq!(classified.entries.lock().len(), 1, "one entry per name");
+    }
+
+    #[test]
+    fn the_kept_classifications_are_bounded_and_beyond_them_tools_are_classified_each_call() {
+        let classified = Classified::default();
+        for i in 0..Classified::MAX + 50 {
+            let name: &'static str = Box::leak(format!("tool_{i}").into_boxed_str());
+            let read = tool(
+                name,
+                json!({}),
+                Some(ToolAnnotations::new().read_only(true)),
+            );
+            assert_eq!(classified.of(&read).class, ToolClass::Read);
+            let write = tool(name, json!({}), None);
+            assert!(classified.of(&write).class.is_write());
+        }
+        assert_eq!(classified.entries.lock().len(), Classified::MAX);
     }
 }

@@ -89,7 +89,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 None,
             ));
         };
-        let class = tools::classify_tool(&tool);
+        let class = self.shared.classified.of(&tool);
         if class.class.is_write() {
             return Ok(Box::pin(self.write(request, class, context)).await);
         }
