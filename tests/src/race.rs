@@ -256,7 +256,7 @@ pub async fn race_one_stock(
         .iter()
         .map(|call| {
             format!(
-                r#"Adjust "TLS-002" by +1 ("{}"): stock 3 -> 4"#,
+                r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "{}""#,
                 call["reason"].as_str().unwrap_or_default()
             )
         })

@@ -106,7 +106,7 @@ async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
     assert!(!is_error(&result));
     assert_eq!(
         user.messages(),
-        [r#"Adjust "TLS-001" by +5 ("delivery from supplier"): stock 12 -> 17"#]
+        [r#"Adjust "TLS-001" by +5: stock 12 -> 17. Reason given: "delivery from supplier""#]
     );
     assert_eq!(store.file().stock("TLS-001")?, 17);
     Ok(())
@@ -173,8 +173,8 @@ async fn every_call_needs_its_own_approval() -> Result<(), Failure> {
     assert_eq!(
         user.messages(),
         [
-            r#"Adjust "TLS-003" by -10 ("sold at the counter"): stock 40 -> 30"#,
-            r#"Adjust "TLS-003" by -10 ("sold at the counter"): stock 30 -> 20"#
+            r#"Adjust "TLS-003" by -10: stock 40 -> 30. Reason given: "sold at the counter""#,
+            r#"Adjust "TLS-003" by -10: stock 30 -> 20. Reason given: "sold at the counter""#
         ]
     );
     assert_eq!(file.stock("TLS-003")?, 30);

@@ -38,7 +38,7 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
         // The user saw exactly the change, computed by the database.
         assert_eq!(
             user.messages(),
-            [r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#],
+            [r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#],
             "{era:?}"
         );
         // Read from the SQLite file through a connection of our own.

@@ -76,8 +76,8 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
     assert_eq!(
         user.messages(),
         [
-            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#,
-            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#
+            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#,
+            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#
         ]
     );
     assert_eq!(

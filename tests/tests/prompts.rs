@@ -1,8 +1,9 @@
 //! The attack on the approval questions is closed: a reason the model writes cannot add lines
 //! to what the person reads, fake a "Before:"/"After:" line or a "no stock change" sentence,
-//! reorder the text (bidi overrides) or hide characters (zero-width, U+2028). Each question has
-//! exactly the lines its wording intends, the line with the change carries the true figures,
-//! and none of the raw characters reaches the person. The person declines, and nothing on disk
+//! reorder the text (bidi overrides), hide characters (zero-width, U+2028) or end its quotes
+//! with a look-alike quotation mark. Each question has exactly the lines its wording intends,
+//! the line with the change carries the true figures before the reason, and none of the raw
+//! characters reaches the person. The person declines, and nothing on disk
 //! moves.
 
 #![allow(
@@ -29,10 +30,12 @@ const PREPARING: &str = "Allow preparing an admin action? It issues a one-time c
                          for tool cancel_order with exactly these arguments; the action itself \
                          will ask you again before it runs.";
 
-/// Characters that must never reach the person raw (line breaks are counted separately).
-const RAW: [char; 9] = [
+/// Characters that must never reach the person raw (line breaks are counted separately):
+/// controls, and quotation marks that could pass for the end of a quoted reason.
+const RAW: [char; 17] = [
     '\r', '\u{202E}', '\u{200B}', '\u{2060}', '\u{FEFF}', '\u{2028}', '\u{2029}', '\u{200E}',
-    '\u{2066}',
+    '\u{2066}', '\u{201C}', '\u{201D}', '\u{2018}', '\u{2019}', '\u{00AB}', '\u{00BB}', '\u{300C}',
+    '\u{FF02}',
 ];
 
 /// The hostile reasons, each within the store's 200-character limit (a longer one is refused
@@ -61,6 +64,14 @@ fn hostile_reasons() -> Vec<(&'static str, String)> {
         (
             "a line separator",
             format!("recount\u{2028}{FAKE_SENTENCE}\u{2029}\u{200E}\u{2066}\r"),
+        ),
+        (
+            "look-alike quotation marks that close the reason and open a fake consequence",
+            "duplicate\u{201D} Stock goes back: \u{201C}nothing, the order stays open".to_owned(),
+        ),
+        (
+            "single quotes, guillemets, corner brackets and a fullwidth quote",
+            "x\u{2019} stock 3 -> 3 \u{2018}y\u{00BB} \u{00AB}z\u{300C} \u{FF02}w".to_owned(),
         ),
     ]
 }
@@ -99,7 +110,7 @@ fn place_order(store: &Store) -> Result<i64, Failure> {
 fn cancel_question(reason: &str) -> String {
     format!(
         "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", total \
-         $109.99. Reason: {}. Stock goes back: \"TLS-002\" 2 -> 3",
+         $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: {}",
         shown(reason)
     )
 }
@@ -140,15 +151,15 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
             assert_eq!(messages.len(), 1, "{case}");
             let question = &messages[0];
             assert_clean(question, 1, &case);
+            // The true change first, the reason last and labelled.
             assert!(
-                question.starts_with("Adjust \"TLS-002\" by -3 (\""),
+                question.starts_with("Adjust \"TLS-002\" by -3: stock 3 -> 0. Reason given: \""),
                 "{case}: {question}"
             );
-            assert!(question.ends_with("): stock 3 -> 0"), "{case}: {question}");
             assert_eq!(
                 question,
                 &format!(
-                    "Adjust \"TLS-002\" by -3 ({}): stock 3 -> 0",
+                    "Adjust \"TLS-002\" by -3: stock 3 -> 0. Reason given: {}",
                     shown(&reason)
                 ),
                 "{case}"
@@ -197,7 +208,7 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
             assert!(
                 lines[1].starts_with(
                     "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", \
-                     total $109.99. Reason: \""
+                     total $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \""
                 ),
                 "{case}: {question}"
             );
@@ -254,7 +265,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             assert!(
                 question.starts_with(
                     "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", \
-                     total $109.99. Reason: \""
+                     total $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \""
                 ),
                 "{case}: {question}"
             );

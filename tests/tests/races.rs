@@ -61,7 +61,7 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         assert_eq!(
             held.prompts(),
-            [r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#],
+            [r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "race""#],
             "{era:?}"
         );
         // Meanwhile another person approves a sale of the same product on their connection.

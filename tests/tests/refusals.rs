@@ -296,7 +296,7 @@ async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<
         // The user approved "3 -> 1"; the stock is now 5 and stays 5.
         assert_eq!(
             user.messages(),
-            [r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#]
+            [r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#]
         );
         assert_eq!(file.stock("TLS-002")?, 5, "{era:?}");
         assert!(file.movements()?.is_empty(), "{era:?}");

@@ -109,7 +109,7 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         assert!(intent.contains(r#"1 x "TLS-002""#), "{intent}");
         assert!(intent.contains("total $109.99"), "{intent}");
         assert!(
-            intent.contains(&format!("Reason: \"{REASON}\"")),
+            intent.contains(&format!("Reason given: \"{REASON}\"")),
             "{intent}"
         );
 
@@ -119,7 +119,8 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         assert_eq!(
             user.messages()[1],
             "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", total \
-             $109.99. Reason: \"customer changed their mind\". Stock goes back: \"TLS-002\" 2 -> 3"
+             $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \"customer changed their \
+             mind\""
         );
         assert!(
             intent.ends_with(&format!("\n{}", user.messages()[1])),

@@ -35,12 +35,13 @@ use serde_json::{Map, Value};
 /// assert_eq!(input.preview_i64("/newStock"), Some(1));
 /// assert_eq!(input.preview_len("/lines"), Some(1));
 /// assert_eq!(input.preview("/lines/0/sku").unwrap().as_str(), r#""TLS-002""#);
+/// // The true change first; free text the model wrote last, labelled.
 /// let question = format!(
-///     "Adjust {} ({}): stock {} -> {}",
+///     "Adjust {}: stock {} -> {}. Reason given: {}",
 ///     input.argument("sku").unwrap(),
-///     input.argument("reason").unwrap(),
 ///     input.preview_i64("/previousStock").unwrap(),
 ///     input.preview_i64("/newStock").unwrap(),
+///     input.argument("reason").unwrap(),
 /// );
 /// assert_eq!(question.lines().count(), 1);
 /// ```
@@ -149,26 +150,18 @@ impl fmt::Debug for PromptInput<'_> {
 /// A tool's own prompt wording.
 pub(crate) type PromptFn = Arc<dyn Fn(&PromptInput<'_>) -> String + Send + Sync>;
 
-/// The default prompt: tool, every argument, the preview's before/after values.
+/// The default prompt: the tool, the preview's before/after values, every argument.
 ///
-/// One line per item, every value rendered ([`PromptInput`]): the header with the tool, then
+/// One line per item, every value rendered ([`PromptInput`]), the true change before anything
+/// the model wrote: the header with the tool, then `Before:` and `After:` when the preview has
+/// either, else `Preview:` with the whole preview (no preview, or a `null` one: neither), then
 /// `Arguments: none` or `Arguments:` and one indented `name: value` line per argument (a name
-/// that reads like one of these labels quoted), then
-/// `Before:` and `After:` when the preview has either, else `Preview:` with the whole preview
-/// (no preview, or a `null` one: neither), then `Nothing is saved unless you approve.`
+/// that reads like one of these labels quoted; numbers, flags, arrays and objects first, free
+/// text last), then `Nothing is saved unless you approve.`
 pub fn default_prompt(input: &PromptInput<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Approve this change? Tool: {}", input.tool());
-    let mut arguments = input.arguments().peekable();
-    if arguments.peek().is_none() {
-        out.push_str("Arguments: none\n");
-    } else {
-        out.push_str("Arguments:\n");
-        for (name, value) in arguments {
-            let name = unlike_a_label(name);
-            let _ = writeln!(out, "  {name}: {value}");
-        }
-    }
+    // The true change first: what the preview computed.
     if input.has_preview() {
         let before = input.preview("/before");
         let after = input.preview("/after");
@@ -181,6 +174,19 @@ pub fn default_prompt(input: &PromptInput<'_>) -> String {
             }
         } else if let Some(preview) = input.preview("") {
             let _ = writeln!(out, "Preview: {preview}");
+        }
+    }
+    // Then the arguments as the model gave them, free text (strings) last.
+    let (text, other): (Vec<_>, Vec<_>) = input
+        .arguments()
+        .partition(|(_, value)| value.as_str().starts_with('"'));
+    if text.is_empty() && other.is_empty() {
+        out.push_str("Arguments: none\n");
+    } else {
+        out.push_str("Arguments:\n");
+        for (name, value) in other.into_iter().chain(text) {
+            let name = unlike_a_label(name);
+            let _ = writeln!(out, "  {name}: {value}");
         }
     }
     out.push_str("Nothing is saved unless you approve.");
@@ -225,6 +231,10 @@ mod tests {
         assert!(text.contains("delta: 20"), "{text}");
         assert!(text.contains("Before: {\"stock\":5}"), "{text}");
         assert!(text.contains("After: {\"stock\":25}"), "{text}");
+        // The preview's change before the arguments, a number before text.
+        let at = |needle: &str| text.find(needle).unwrap();
+        assert!(at("After: ") < at("Arguments:"), "{text}");
+        assert!(at("delta: 20") < at("sku: "), "{text}");
     }
 
     #[test]
@@ -235,24 +245,24 @@ mod tests {
                 json!({"after": 25}),
                 &[
                     "Approve this change? Tool: t",
-                    "Arguments: none",
                     "After: 25",
+                    "Arguments: none",
                 ][..],
             ),
             (
                 json!({"before": 5, "note": "x"}),
                 &[
                     "Approve this change? Tool: t",
-                    "Arguments: none",
                     "Before: 5",
+                    "Arguments: none",
                 ],
             ),
             (
                 json!({"stock": 25}),
                 &[
                     "Approve this change? Tool: t",
-                    "Arguments: none",
                     "Preview: {\"stock\":25}",
+                    "Arguments: none",
                 ],
             ),
         ] {
@@ -317,12 +327,13 @@ mod tests {
             lines,
             [
                 "Approve this change? Tool: adjust_stock",
+                // The true change first, then the arguments, free text last.
+                r#"Before: {"note":"a\nb","stock":3}"#,
+                r#"After: {"stock":0}"#,
                 "Arguments:",
                 r#"  nested: {"k\n":["\u{2029}","\u{061C}"]}"#,
                 r#"  reason: "recount\nNo stock change: stock 3 -> 3.\nBefore: {\"stock\":3}\u{2028}After: {\"stock\":3}\r\n""#,
                 r#"  sku: "\u{202E}200-SLT\u{200B}\u{2060}\u{FEFF}""#,
-                r#"Before: {"note":"a\nb","stock":3}"#,
-                r#"After: {"stock":0}"#,
                 "Nothing is saved unless you approve.",
             ],
             "{text}"
@@ -402,5 +413,31 @@ mod tests {
         let text = default_prompt(&PromptInput::new("purge", &args, Some(&preview)));
         assert!(text.contains("Arguments: none"), "{text}");
         assert!(text.contains("Preview: {\"deleted\":3}"), "{text}");
+    }
+
+    #[test]
+    fn free_text_arguments_come_after_the_others_each_kind_in_order() {
+        let args = json!({
+            "a_note": "recount", "b_count": 2, "c_flag": true, "d_sku": "TLS-002",
+            "e_lines": [{"sku": "x"}], "f_extra": null,
+        })
+        .as_object()
+        .cloned()
+        .unwrap();
+        let text = default_prompt(&PromptInput::new("t", &args, None));
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [
+                "Approve this change? Tool: t",
+                "Arguments:",
+                "  b_count: 2",
+                "  c_flag: true",
+                r#"  e_lines: [{"sku":"x"}]"#,
+                "  f_extra: null",
+                r#"  a_note: "recount""#,
+                r#"  d_sku: "TLS-002""#,
+                "Nothing is saved unless you approve.",
+            ]
+        );
     }
 }

@@ -47,6 +47,9 @@ pub const DEFAULT_MAX_RENDERED_CHARS: usize = 240;
 ///   there), and the few other default-ignorable characters that are invisible although they
 ///   are not Cf (U+034F, U+115F, U+1160, U+17B4, U+17B5, U+180B–U+180D, U+180F, U+3164,
 ///   U+FE00–U+FE0F, U+FFA0, U+E0100–U+E01EF).
+/// - Quotation marks other than `"`, of any script (curly quotes, guillemets, CJK corner
+///   brackets, fullwidth forms and the like), are escaped the same way, so no character inside
+///   a quoted value can pass for the quote that ends it.
 /// - Combining marks (categories Mn, Me) are escaped too where they would be drawn on the
 ///   renderer's own text (first in a string, right after an escape) and beyond four in a row,
 ///   so a stack of marks cannot be drawn over the question's other lines.
@@ -294,8 +297,35 @@ fn must_escape(c: char) -> bool {
         | GeneralCategory::Surrogate
         | GeneralCategory::PrivateUse
         | GeneralCategory::Unassigned => true,
-        _ => invisible(c),
+        _ => invisible(c) || quotation_mark(c),
     }
+}
+
+/// Quotation marks other than `"`, of any script: inside a quoted value each would read, to a
+/// hasty eye, as the value's end (`"duplicate” Stock goes back: “nothing"`). The single and
+/// double curly quotes and their low and reversed forms (U+2018–U+201F), guillemets (U+00AB,
+/// U+00BB, U+2039, U+203A), the fullwidth quote and apostrophe (U+FF02, U+FF07), CJK corner
+/// brackets (U+300C–U+300F, U+FE41–U+FE44, U+FF62, U+FF63), CJK double prime quotes
+/// (U+301D–U+301F), the low reversed quote (U+2E42) and the dingbat quotation ornaments
+/// (U+275B–U+2760, U+1F676–U+1F678). ASCII `'` stays as it is: it is in most English text and
+/// cannot be mistaken for the `"` that ends a value.
+fn quotation_mark(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AB}'
+            | '\u{00BB}'
+            | '\u{2018}'..='\u{201F}'
+            | '\u{2039}'..='\u{203A}'
+            | '\u{2E42}'
+            | '\u{275B}'..='\u{2760}'
+            | '\u{300C}'..='\u{300F}'
+            | '\u{301D}'..='\u{301F}'
+            | '\u{FE41}'..='\u{FE44}'
+            | '\u{FF02}'
+            | '\u{FF07}'
+            | '\u{FF62}'..='\u{FF63}'
+            | '\u{1F676}'..='\u{1F678}'
+    )
 }
 
 /// Default-ignorable characters (Unicode's `Default_Ignorable_Code_Point`) that are not of
@@ -429,6 +459,54 @@ mod tests {
             assert_eq!(get_general_category(c), GeneralCategory::Format, "{c:?}");
             assert_eq!(string(&c.to_string()), format!("\"{shown}\""));
         }
+    }
+
+    #[test]
+    fn quotation_marks_of_every_script_are_escaped_inside_a_value() {
+        let reason = "duplicate\u{201D} Stock goes back: \u{201C}nothing, the order stays open";
+        assert_eq!(
+            string(reason),
+            r#""duplicate\u{201D} Stock goes back: \u{201C}nothing, the order stays open""#
+        );
+        for c in [
+            '\u{2018}',
+            '\u{2019}',
+            '\u{201A}',
+            '\u{201B}',
+            '\u{201C}',
+            '\u{201D}',
+            '\u{201E}',
+            '\u{201F}',
+            '\u{00AB}',
+            '\u{00BB}',
+            '\u{2039}',
+            '\u{203A}',
+            '\u{FF02}',
+            '\u{FF07}',
+            '\u{300C}',
+            '\u{300D}',
+            '\u{300E}',
+            '\u{300F}',
+            '\u{301D}',
+            '\u{301E}',
+            '\u{301F}',
+            '\u{2E42}',
+            '\u{275D}',
+            '\u{275E}',
+            '\u{FE41}',
+            '\u{FF62}',
+            '\u{1F676}',
+        ] {
+            let shown = string(&format!("a{c}b"));
+            assert_eq!(shown, format!("\"a\\u{{{:04X}}}b\"", u32::from(c)), "{c:?}");
+            assert!(!shown.contains(c), "{c:?}");
+            assert_eq!(
+                render_key(&c.to_string()).as_str(),
+                format!("\"\\u{{{:04X}}}\"", u32::from(c))
+            );
+        }
+        // The ASCII apostrophe and ordinary punctuation stay as they are.
+        assert_eq!(string("it's (ok) - [1]"), r#""it's (ok) - [1]""#);
     }
 
     #[test]
@@ -580,6 +658,12 @@ mod tests {
             1 => proptest::char::range('\u{FFF0}', '\u{FFFF}'),
             1 => proptest::char::range('\u{E0000}', '\u{E01EF}'),
             1 => prop_oneof![Just('\u{061C}'), Just('\u{00AD}'), Just('\u{180E}'), Just('\u{3164}')],
+            1 => prop_oneof![
+                proptest::char::range('\u{2018}', '\u{201F}'),
+                Just('\u{00AB}'), Just('\u{00BB}'), Just('\u{FF02}'), Just('\u{FF07}'),
+                proptest::char::range('\u{300C}', '\u{301F}'),
+                Just('\''), Just('u'), Just('{'), Just('}'),
+            ],
             2 => any::<char>(),
         ]
     }
@@ -613,6 +697,9 @@ mod tests {
             let text = render_value(&Value::String(s.clone()), max);
             prop_assert!(!text.as_str().chars().any(forbidden), "{:?}", text);
             prop_assert!(!render_key(&s).as_str().chars().any(forbidden));
+            // No quotation mark but the renderer's own `"` is shown raw.
+            prop_assert!(!text.as_str().chars().any(quotation_mark), "{:?}", text);
+            prop_assert!(!render_key(&s).as_str().chars().any(quotation_mark));
             // At most the budget, plus the marker.
             let marker = " … (000000 more characters)".chars().count();
             prop_assert!(text.as_str().chars().count() <= max + marker);

@@ -10,20 +10,24 @@
 //! marker), numbers as integers. A reason the model wrote cannot add a line to the question,
 //! fake a "stock 3 -> 3", or reorder the text around it; the question is one line, and that
 //! line carries the true figures.
+//!
+//! The true change comes first and free text the model wrote comes last, labelled as what it
+//! is (`Reason given: "…"`): whatever a reason says, the person has already read what will
+//! happen, and nothing after the reason claims to be a consequence.
 
 use mcp_write_guard_rmcp::PromptInput;
 
 use crate::wire::format_cents;
 
-/// `Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1`.
+/// `Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit"`.
 fn adjust_stock(input: &PromptInput<'_>) -> Option<String> {
     Some(format!(
-        "Adjust {} by {:+} ({}): stock {} -> {}",
+        "Adjust {} by {:+}: stock {} -> {}. Reason given: {}",
         input.preview("/sku")?,
         input.preview_i64("/delta")?,
-        input.preview("/reason")?,
         input.preview_i64("/previousStock")?,
         input.preview_i64("/newStock")?,
+        input.preview("/reason")?,
     ))
 }
 
@@ -38,7 +42,7 @@ fn create_order(input: &PromptInput<'_>) -> Option<String> {
 }
 
 /// `Cancel order 1 for customer 1 ("Harbor Street Garage"): 1 x "TLS-002", total $109.99.
-/// Reason: "wrong size". Stock goes back: "TLS-002" 2 -> 3`.
+/// Stock goes back: "TLS-002" 2 -> 3. Reason given: "wrong size"`.
 fn cancel_order(input: &PromptInput<'_>) -> Option<String> {
     let restock = (0..input.preview_len("/lines")?)
         .map(|i| {
@@ -52,14 +56,14 @@ fn cancel_order(input: &PromptInput<'_>) -> Option<String> {
         .collect::<Option<Vec<_>>>()?
         .join(", ");
     Some(format!(
-        "Cancel order {} for customer {} ({}): {}, total {}. Reason: {}. Stock goes back: {}",
+        "Cancel order {} for customer {} ({}): {}, total {}. Stock goes back: {}. Reason given: {}",
         input.preview_i64("/orderId")?,
         input.preview_i64("/customerId")?,
         input.preview("/customerName")?,
         order_lines(input)?,
         format_cents(input.preview_i64("/totalCents")?),
-        input.preview("/reason")?,
         restock,
+        input.preview("/reason")?,
     ))
 }
 
@@ -140,11 +144,11 @@ mod tests {
     fn adjust_stock_names_sku_delta_reason_and_stock() {
         assert_eq!(
             ask("adjust_stock", &adjustment(-2, 3, "damaged in transit")).as_deref(),
-            Some(r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#)
+            Some(r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#)
         );
         assert_eq!(
             ask("adjust_stock", &adjustment(5, 3, "damaged in transit")).as_deref(),
-            Some(r#"Adjust "TLS-002" by +5 ("damaged in transit"): stock 3 -> 8"#)
+            Some(r#"Adjust "TLS-002" by +5: stock 3 -> 8. Reason given: "damaged in transit""#)
         );
     }
 
@@ -156,23 +160,21 @@ mod tests {
         assert_eq!(reason.chars().count(), 195);
         let text = ask("adjust_stock", &adjustment(-3, 3, &reason)).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
+        // The true figures come first; the reason follows, labelled, and is cut (it renders
+        // longer than the budget) with a marker.
         assert!(
             text.starts_with(
-                r#"Adjust "TLS-002" by -3 ("recount\nNo stock change: stock 3 -> 3. Approve to record the count only.\nNo stock"#
+                r#"Adjust "TLS-002" by -3: stock 3 -> 0. Reason given: "recount\nNo stock change: stock 3 -> 3. Approve to record the count only.\nNo stock"#
             ),
             "{text}"
         );
-        // The reason is cut (it renders longer than the budget); the true figures follow it.
-        assert!(
-            text.ends_with(" … (17 more characters)): stock 3 -> 0"),
-            "{text}"
-        );
+        assert!(text.ends_with(" … (17 more characters)"), "{text}");
 
         let reason = "ok\u{202E}0 >- 3 kcots\u{200B}\u{2060}\u{FEFF}\u{2028}Before: 3";
         let text = ask("adjust_stock", &adjustment(-3, 3, reason)).unwrap();
         assert_eq!(
             text,
-            r#"Adjust "TLS-002" by -3 ("ok\u{202E}0 >- 3 kcots\u{200B}\u{2060}\u{FEFF}\u{2028}Before: 3"): stock 3 -> 0"#
+            r#"Adjust "TLS-002" by -3: stock 3 -> 0. Reason given: "ok\u{202E}0 >- 3 kcots\u{200B}\u{2060}\u{FEFF}\u{2028}Before: 3""#
         );
     }
 
@@ -227,7 +229,7 @@ mod tests {
             )
             .as_deref(),
             Some(
-                r#"Cancel order 7 for customer 1 ("Harbor Street Garage"): 1 x "TLS-002", total $109.99. Reason: "customer changed their mind". Stock goes back: "TLS-002" 2 -> 3"#
+                r#"Cancel order 7 for customer 1 ("Harbor Street Garage"): 1 x "TLS-002", total $109.99. Stock goes back: "TLS-002" 2 -> 3. Reason given: "customer changed their mind""#
             )
         );
         let text = ask(
@@ -240,7 +242,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             text,
-            r#"Cancel order 7 for customer 1 ("A\u{202E}B"): 1 x "TLS-002", total $109.99. Reason: "x\nBefore: {\"stock\":3}\nAfter: {\"stock\":3}". Stock goes back: "TLS-002" 2 -> 3"#
+            r#"Cancel order 7 for customer 1 ("A\u{202E}B"): 1 x "TLS-002", total $109.99. Stock goes back: "TLS-002" 2 -> 3. Reason given: "x\nBefore: {\"stock\":3}\nAfter: {\"stock\":3}""#
         );
     }
 
@@ -277,5 +279,31 @@ mod tests {
             )),
             None
         );
+    }
+
+    /// The reason of issue 32: look-alike quotation marks that would end the quoted reason and
+    /// start a fake consequence, to a hasty eye. They are escaped, and the true consequence
+    /// stands before the reason anyway.
+    #[test]
+    fn look_alike_quotation_marks_cannot_close_the_reason() {
+        let reason = "duplicate\u{201D} Stock goes back: \u{201C}nothing, the order stays open";
+        let text = ask(
+            "cancel_order",
+            &cancellation(reason, "Harbor Street Garage"),
+        )
+        .unwrap();
+        assert_eq!(
+            text,
+            r#"Cancel order 7 for customer 1 ("Harbor Street Garage"): 1 x "TLS-002", total $109.99. Stock goes back: "TLS-002" 2 -> 3. Reason given: "duplicate\u{201D} Stock goes back: \u{201C}nothing, the order stays open""#
+        );
+        for quote in ['\u{201C}', '\u{201D}', '\u{00AB}', '\u{300C}', '\u{FF02}'] {
+            let reason = format!("x{quote} stock 3 -> 3");
+            let text = ask("adjust_stock", &adjustment(-3, 3, &reason)).unwrap();
+            assert!(!text.contains(quote), "{text}");
+            assert!(
+                text.starts_with(r#"Adjust "TLS-002" by -3: stock 3 -> 0. Reason given: ""#),
+                "{text}"
+            );
+        }
     }
 }

@@ -979,7 +979,7 @@ async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_princip
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
             user.messages(),
-            [r#"Adjust "TLS-002" by +1 ("recount"): stock 3 -> 4"#],
+            [r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "recount""#],
             "{era:?}"
         );
         assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");

@@ -123,7 +123,7 @@ async fn over_stdio_a_second_writer_between_ask_and_apply_makes_it_stale() -> Re
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         assert_eq!(
             held.prompts(),
-            [r#"Adjust "TLS-002" by +1 ("race"): stock 3 -> 4"#],
+            [r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "race""#],
             "{era:?}"
         );
         let sale = call(

@@ -267,7 +267,7 @@ async fn a_request_state_asked_on_one_replica_applies_once_on_the_other_and_neve
     let (state, question) = ask(a, "adjust_stock", &arguments).await?;
     assert_eq!(
         question,
-        r#"Adjust "TLS-002" by +5 ("replica recount"): stock 3 -> 8"#
+        r#"Adjust "TLS-002" by +5: stock 3 -> 8. Reason given: "replica recount""#
     );
     assert_eq!(file.snapshot()?, before, "asking saves nothing");
 
@@ -652,7 +652,7 @@ async fn with_redis_gone_writes_are_refused_and_reads_answer_and_once_back_write
     let (state, question) = ask_when_redis_is_back(a, &arguments).await?;
     assert_eq!(
         question,
-        r#"Adjust "TLS-002" by +2 ("after the outage"): stock 3 -> 5"#
+        r#"Adjust "TLS-002" by +2: stock 3 -> 5. Reason given: "after the outage""#
     );
     success(&answer(b, "adjust_stock", &arguments, &state).await?)?;
     let (state, _) = ask_when_redis_is_back(b, &arguments).await?;
@@ -802,7 +802,7 @@ async fn with_bearer_auth_a_person_is_the_same_on_every_replica() -> Result<(), 
     let (state, question) = ask_reply(&asked)?;
     assert_eq!(
         question,
-        r#"Adjust "TLS-002" by +5 ("alice recounts"): stock 3 -> 8"#
+        r#"Adjust "TLS-002" by +5: stock 3 -> 8. Reason given: "alice recounts""#
     );
 
     // Without a token, on B: 401 before anything reaches the guard, so her state is untouched.
@@ -1204,7 +1204,7 @@ async fn joined_records_when(log: &Log, n: usize) -> Vec<Joined> {
 /// The question the notice carries for the change `stock` (`stock 3 -> 2`).
 fn page_question(stock: &str) -> String {
     format!(
-        "Adjust \"TLS-002\" by -1 (\"damaged on replica a\"): {stock}\n\
+        "Adjust \"TLS-002\" by -1: {stock}. Reason given: \"damaged on replica a\"\n\
          Approve or decline it on the server's approval page."
     )
 }

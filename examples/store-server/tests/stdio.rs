@@ -103,8 +103,8 @@ async fn the_decisive_case_as_a_child_process() -> Result<(), Failure> {
     assert_eq!(
         user.messages(),
         [
-            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#,
-            r#"Adjust "TLS-002" by -2 ("damaged in transit"): stock 3 -> 1"#
+            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#,
+            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#
         ]
     );
     assert!(!dir.path().join("store.db").exists(), "--db is honoured");

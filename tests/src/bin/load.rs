@@ -524,8 +524,9 @@ async fn drive(
             ));
         }
         if let Outcome::Applied { previous, new } = outcome {
-            let shown =
-                format!("Adjust \"{sku}\" by {delta:+} (\"{reason}\"): stock {previous} -> {new}");
+            let shown = format!(
+                "Adjust \"{sku}\" by {delta:+}: stock {previous} -> {new}. Reason given: \"{reason}\""
+            );
             let question = asked.last().map(|a| a.message.as_str());
             if question != Some(shown.as_str()) {
                 run.problems.push(format!(

@@ -145,8 +145,8 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
     assert_eq!(
         asked,
         [format!(
-            "{PREPARING}Approve this change? Tool: delete_row\nArguments:\n  name: \"a\"\n\
-             Before: 1\nAfter: null\nNothing is saved unless you approve."
+            "{PREPARING}Approve this change? Tool: delete_row\nBefore: 1\nAfter: null\n\
+             Arguments:\n  name: \"a\"\nNothing is saved unless you approve."
         )]
     );
     assert_eq!(

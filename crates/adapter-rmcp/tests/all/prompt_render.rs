@@ -99,22 +99,24 @@ proptest! {
         };
         let text = default_prompt(&PromptInput::new(&tool, &arguments, Some(&preview)));
         assert_clean(&text)?;
-        // Header, "Arguments:" (or "Arguments: none"), one line per argument, Before and
-        // After (or Preview), the closing line.
+        // Header, Before and After (or Preview): the true change first; then "Arguments:"
+        // (or "Arguments: none"), one line per argument, the closing line.
         let preview_lines = if with_before_after { 2 } else { 1 };
-        let expected = 1 + 1 + arguments.len() + preview_lines + 1;
+        let expected = 1 + preview_lines + 1 + arguments.len() + 1;
         prop_assert_eq!(text.split('\n').count(), expected, "{:?}", text);
         let lines: Vec<&str> = text.split('\n').collect();
         prop_assert!(lines[0].starts_with("Approve this change? Tool: "));
         prop_assert_eq!(*lines.last().unwrap(), "Nothing is saved unless you approve.");
-        let argument_lines = &lines[2..2 + arguments.len()];
-        prop_assert!(argument_lines.iter().all(|l| l.starts_with("  ")), "{:?}", text);
         if with_before_after {
-            prop_assert!(lines[2 + arguments.len()].starts_with("Before: "));
-            prop_assert!(lines[3 + arguments.len()].starts_with("After: "));
+            prop_assert!(lines[1].starts_with("Before: "));
+            prop_assert!(lines[2].starts_with("After: "));
         } else {
-            prop_assert!(lines[2 + arguments.len()].starts_with("Preview: "));
+            prop_assert!(lines[1].starts_with("Preview: "));
         }
+        prop_assert!(lines[1 + preview_lines].starts_with("Arguments:"));
+        let first = 2 + preview_lines;
+        let argument_lines = &lines[first..first + arguments.len()];
+        prop_assert!(argument_lines.iter().all(|l| l.starts_with("  ")), "{:?}", text);
     }
 
     #[test]
