@@ -41,7 +41,7 @@ use crate::elicit::Era;
 #[cfg(feature = "audit-jsonl")]
 mod jsonl;
 #[cfg(feature = "audit-jsonl")]
-pub use jsonl::JsonLinesSink;
+pub use jsonl::{CHAIN_START, JsonLinesSink};
 
 /// What happened to one write request (or one step of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -425,6 +425,15 @@ pub trait AuditSink: Send + Sync + 'static {
 impl<T: AuditSink + ?Sized> AuditSink for Arc<T> {
     fn record(&self, record: &AuditRecord) {
         (**self).record(record);
+    }
+}
+
+/// Both sinks, in order: `(TracingSink, JsonLinesSink::open(path)?)` logs every record and
+/// keeps it in a file of its own.
+impl<A: AuditSink, B: AuditSink> AuditSink for (A, B) {
+    fn record(&self, record: &AuditRecord) {
+        self.0.record(record);
+        self.1.record(record);
     }
 }
 

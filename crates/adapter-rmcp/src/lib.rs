@@ -19,9 +19,9 @@ pub mod test_util;
 mod tools;
 mod write_path;
 
-#[cfg(feature = "audit-jsonl")]
-pub use audit::JsonLinesSink;
 pub use audit::{Asked, AuditRecord, AuditSink, Channel, MemorySink, Outcome, TracingSink};
+#[cfg(feature = "audit-jsonl")]
+pub use audit::{CHAIN_START, JsonLinesSink};
 pub use builder::{DEFAULT_PROGRESS_EVERY, WriteGuardBuilder};
 pub use config_check::ConfigMistake;
 pub use elicit::{Era, INPUT_KEY};

@@ -43,6 +43,39 @@ pub enum Command {
     /// Fetch and check an MCP endpoint's OAuth protected resource metadata (RFC 9728).
     #[command(after_help = EXIT_CODES_HELP)]
     Metadata(MetadataArgs),
+    /// Check the chain of an audit file the guard wrote (store-server --audit-log): exit 0 when
+    /// intact, 1 naming the first record that was changed, removed, inserted, reordered or cut.
+    ///
+    /// Give a rotated log's files oldest first; they are checked as one chain. The last hash is
+    /// printed: keep it elsewhere to tell this file from a rewritten one.
+    #[command(name = "verify-log", after_help = EXIT_CODES_HELP)]
+    VerifyLog(VerifyLogArgs),
+    /// Print the records of one approval from audit files, in order: asked (with the question),
+    /// answered (how), applied, stale or refused. Check the files with verify-log first.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Story(StoryArgs),
+}
+
+/// `mcp-audit verify-log`.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyLogArgs {
+    /// The audit files, oldest first.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `mcp-audit story`.
+#[derive(Debug, Clone, Args)]
+pub struct StoryArgs {
+    /// The approval id (the `approval_id` of the records).
+    #[arg(value_name = "APPROVAL_ID")]
+    pub approval: String,
+    /// The audit files, oldest first.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 /// Flags shared by `stdio` and `http`.

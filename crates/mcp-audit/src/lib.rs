@@ -14,6 +14,8 @@
 //! mcp-audit stdio [--env NAME]... [FLAGS] -- COMMAND [ARGS...]
 //! mcp-audit http URL [--header 'Name: value']... [--ca-file FILE] [FLAGS]
 //! mcp-audit metadata URL [--ca-file FILE] [--json] [--strict] [--timeout SECONDS]
+//! mcp-audit verify-log FILE... [--json]
+//! mcp-audit story APPROVAL_ID FILE...
 //!
 //! FLAGS: --json  --contract FILE  --write-contract FILE  --pin FILE  --strict
 //!        --protocol legacy|2026-07-28|auto  --timeout SECONDS
@@ -42,6 +44,10 @@
 //!   tool all four hints.
 //! - `metadata` fetches the RFC 9728 protected resource metadata and flags what deserves a look
 //!   ([`Finding`]).
+//! - `verify-log` checks the chain of an audit file the guard's `JsonLinesSink` wrote
+//!   (`store-server --audit-log FILE`; a rotated log's files oldest first, as one chain) and
+//!   names the first record that was changed, removed, inserted, reordered or cut short
+//!   ([`verify_log`]); `story` prints one approval's records in order ([`story`]).
 //!
 //! TLS is rustls through reqwest's `rustls` feature, whose crypto provider is aws-lc-rs: it is
 //! the provider reqwest 0.13 installs itself, so no reqwest client anywhere in a build that
@@ -52,7 +58,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | audited; nothing the flags ask to fail on |
-//! | 1 | audited, and the flags ask to fail on what was found: contract drift, a pin change, or with `--strict` unannotated / partially annotated tools (`stdio`, `http`) or any finding (`metadata`) |
+//! | 1 | audited, and the flags ask to fail on what was found: contract drift, a pin change, or with `--strict` unannotated / partially annotated tools (`stdio`, `http`) or any finding (`metadata`); a broken chain (`verify-log`) |
 //! | 2 | could not audit: bad arguments, the server could not be started or reached or did not answer in time, a file could not be read or written, a malformed contract, pin or metadata document |
 //!
 //! # Example
@@ -86,12 +92,16 @@ mod metadata;
 mod pin;
 mod render;
 mod surface;
+mod verify_log;
 
 pub use audit::{
     AuditReport, ContractCheck, DriftEntry, PinCheck, PinStatus, ServerIdentity, Target,
     TaskSupport, audit_http, audit_stdio,
 };
-pub use cli::{AuditFlags, Cli, Command, EXIT_CODES_HELP, HttpArgs, MetadataArgs, StdioArgs};
+pub use cli::{
+    AuditFlags, Cli, Command, EXIT_CODES_HELP, HttpArgs, MetadataArgs, StdioArgs, StoryArgs,
+    VerifyLogArgs,
+};
 pub use connect::{
     BASE_ENV, Listing, Protocol, check_http_url, child_env, http_client, list_http, list_stdio,
     parse_header,
@@ -104,6 +114,7 @@ pub use metadata::{
 pub use pin::{HintChange, PIN_VERSION, PinChange, PinFile, TextChange, ToolPin, short_diff};
 pub use render::{audit_text, metadata_text, warnings};
 pub use surface::{ListedTool, ToolsList, surface_report};
+pub use verify_log::{LogReport, log_text, story, verify_log};
 
 /// How a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -172,6 +183,24 @@ pub async fn run(cli: &Cli) -> RunOutput {
                 metadata_text(&r)
             };
             (status, stdout)
+        }),
+        Command::VerifyLog(args) => verify_log::verify_log(&args.files).map(|report| {
+            let status = if report.broken.is_some() {
+                ExitStatus::Findings
+            } else {
+                ExitStatus::Clean
+            };
+            let stdout = if args.json {
+                json_text(&report)
+            } else {
+                verify_log::log_text(&report)
+            };
+            (status, stdout)
+        }),
+        Command::Story(args) => verify_log::story(&args.files, &args.approval).map(|lines| {
+            let mut stdout = lines.join("\n");
+            stdout.push('\n');
+            (ExitStatus::Clean, stdout)
         }),
     };
     match result {

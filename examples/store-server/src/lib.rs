@@ -104,8 +104,8 @@ use mcp_write_guard_http::{
 };
 use mcp_write_guard_redis::RedisStore;
 use mcp_write_guard_rmcp::{
-    FromAuthenticatedSubject, LocalMachine, PromptInput, WriteGuard, WriteGuardBuilder,
-    default_prompt,
+    FromAuthenticatedSubject, JsonLinesSink, LocalMachine, PromptInput, TracingSink, WriteGuard,
+    WriteGuardBuilder, default_prompt,
     page::{ApprovalPage, PAGE_PATH},
 };
 use mcp_write_guard_webhook::WebhookNotifier;
@@ -427,6 +427,9 @@ pub struct Config {
     pub notify: Option<NotifySettings>,
     /// Where approvals, round trips, pages and tokens live.
     pub store: StoreBackend,
+    /// A file of its own for the audit records (`--audit-log`), chained so that
+    /// `mcp-audit verify-log` shows any change; the records go to the log (stderr) too.
+    pub audit_log: Option<PathBuf>,
 }
 
 /// The webhook that tells a person about a question when the client cannot ask its user
@@ -558,12 +561,21 @@ impl Config {
             progress_every: None,
             notify: None,
             store: StoreBackend::Memory,
+            audit_log: None,
         }
     }
 
     /// Keeps approvals, round trips, pages and tokens in `store` (default: memory).
     pub fn with_store(mut self, store: StoreBackend) -> Self {
         self.store = store;
+        self
+    }
+
+    /// Also writes every audit record to `path`, one chained JSON line each
+    /// ([`mcp_write_guard_rmcp::JsonLinesSink`]): on disk before the call is answered.
+    #[must_use]
+    pub fn with_audit_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit_log = Some(path.into());
         self
     }
 
@@ -747,6 +759,11 @@ pub async fn run(config: Config) -> Result<(), Error> {
         .transpose()?;
     let db = Arc::new(Db::open(&config.db)?);
     let mut builder = guard_builder(StoreServer::new(db));
+    if let Some(path) = &config.audit_log {
+        let file =
+            JsonLinesSink::open(path).map_err(|e| Error::Config(format!("--audit-log: {e}")))?;
+        builder = builder.audit(Arc::new((TracingSink, file)));
+    }
     if let Some(every) = config.progress_every {
         builder = builder.progress_every(every);
     }

@@ -1,4 +1,4 @@
-//! `store-server [--db PATH] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
+//! `store-server [--db PATH] [--audit-log FILE] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
 //! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
 //! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]
 //! [--notify-webhook URL --notify-secret-file FILE]] [--approval-ttl SECS] [--progress-every SECS]
@@ -31,6 +31,11 @@ struct Cli {
     /// SQLite database file, created and seeded when missing.
     #[arg(long, value_name = "PATH", default_value = "store.db")]
     db: PathBuf,
+    /// Also write every audit record to FILE, one JSON line each, chained (each names the
+    /// SHA-256 of the line before it) and synced to disk before the call is answered; check it
+    /// with `mcp-audit verify-log FILE`. An existing file's chain is continued.
+    #[arg(long, value_name = "FILE")]
+    audit_log: Option<PathBuf>,
     /// Serve streamable HTTP at http://ADDR/mcp (for example 127.0.0.1:8080) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
@@ -142,6 +147,9 @@ impl Cli {
         }
         if let Some(secs) = self.progress_every {
             config = config.with_progress_every(std::time::Duration::from_secs(secs));
+        }
+        if let Some(path) = self.audit_log {
+            config = config.with_audit_log(path);
         }
         Ok(config.with_store(store))
     }

@@ -30,7 +30,8 @@ async fn start(dir: &Path, extra: &[&str]) -> Result<(HttpChild, PathBuf), Failu
 async fn the_python_sdk_writes_after_approval_in_both_eras_and_a_decline_writes_nothing()
 -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let (server, db) = start(dir.path(), &[]).await?;
+    let audit_log = dir.path().join("audit.jsonl");
+    let (server, db) = start(dir.path(), &["--audit-log", audit_log.to_str().unwrap()]).await?;
     let file = FileView::new(&db);
     let mut stock = file.stock("TLS-002")?;
     let mut movements = Vec::new();
@@ -79,6 +80,22 @@ async fn the_python_sdk_writes_after_approval_in_both_eras_and_a_decline_writes_
         audit.iter().all(|l| l.contains("principal=\"local\"")),
         "{audit:#?}"
     );
+    // --audit-log: the same records in a file of their own, numbered in order, each on disk
+    // before its call was answered.
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&audit_log)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let in_file: Vec<&str> = records
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap_or_default())
+        .filter(|o| *o != Outcome::Asked.as_str())
+        .collect();
+    assert_eq!(in_file, outcomes, "{records:#?}");
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record["seq"], i + 1, "{record}");
+        assert_eq!(record["principal"], "local", "{record}");
+    }
     Ok(())
 }
 

@@ -1,62 +1,194 @@
-//! [`JsonLinesSink`]: the audit trail as a JSON-lines file (feature `audit-jsonl`, on by default).
+//! [`JsonLinesSink`]: the audit trail as a tamper-evident JSON-lines file (feature
+//! `audit-jsonl`, on by default).
 
 use std::{
     fs::{File, OpenOptions},
-    io::{BufWriter, Write},
+    io::{self, Read, Seek, SeekFrom, Write},
     path::Path,
 };
 
 use parking_lot::Mutex;
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
 
 use super::{AuditRecord, AuditSink};
 use crate::Error;
 
-/// Appends one JSON object per decision to a file (JSON lines), flushing after each record.
+/// The `prev` of the first record of a chain that continues no earlier file: 64 zeros.
+pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The longest last line [`JsonLinesSink::open`] reads back to continue a file's chain.
+const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Appends one JSON object per audit record to a file of its own, chained so that a changed,
+/// removed, inserted or reordered record shows.
 ///
-/// The write and the flush happen synchronously, on the request's task, under a lock: every
-/// write call waits for the file system (and for other calls recording at the same moment).
-/// That is fine for a local disk and a modest rate of writes. For a slow or network file
-/// system, or many writes per second, implement [`AuditSink`] with a channel to a background
-/// writer instead.
+/// Each line is one record, its fields after two of the chain's: `seq`, counting from 1 (or on
+/// from the file it continues), and `prev`, the SHA-256 (hex) of the previous line's exact
+/// bytes without its line break ([`CHAIN_START`] for the first record of a chain). A file
+/// that [continues](Self::open_after) another starts with the next `seq` and the last hash of
+/// that file, so rotation keeps the chain. `mcp-audit verify-log FILE...` checks it.
+///
+/// **When a record is on disk.** Each record is written with one `write` to the file (opened
+/// for appending) and then `fdatasync`ed, before [`AuditSink::record`] returns, so before the
+/// guard answers the call: a write reported applied has its `applied` record on disk. That is
+/// synchronous file IO on the request's task (a few hundred microseconds on a local disk, per
+/// record; a write has three); for a slow or network file system, implement [`AuditSink`] with
+/// a channel to a background writer instead, and say what it guarantees.
+///
+/// What the chain does not do: someone who can rewrite the whole file can write a new chain
+/// that verifies. Keep the last hash somewhere else (`mcp-audit verify-log` prints it), or ship
+/// the file as it grows to a store they cannot write.
 #[derive(Debug)]
 pub struct JsonLinesSink {
-    file: Mutex<BufWriter<File>>,
+    chain: Mutex<Chain>,
+}
+
+#[derive(Debug)]
+struct Chain {
+    file: File,
+    /// The `seq` of the last record written (0: none yet).
+    seq: u64,
+    /// The hash the next record names as `prev`.
+    prev: String,
+}
+
+/// A record as one line of the file: the chain's fields first.
+#[derive(Serialize)]
+struct Line<'a> {
+    seq: u64,
+    prev: &'a str,
+    #[serde(flatten)]
+    record: &'a AuditRecord,
 }
 
 impl JsonLinesSink {
-    /// Opens (creating if needed) `path` for appending.
+    /// Opens (creating if needed) `path` for appending, continuing the chain of the records
+    /// already in it; an empty or new file starts a chain at `seq` 1.
     ///
     /// # Errors
-    /// [`Error::AuditFile`] when the file cannot be opened for appending.
+    /// [`Error::AuditFile`] when the file cannot be opened, or its last line is not a whole
+    /// chained record (cut short by a crash, or not written by this sink): verify the file and
+    /// start a new one with [`Self::open_after`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|source| Error::AuditFile {
-                path: path.to_owned(),
-                source,
-            })?;
-        Ok(Self {
-            file: Mutex::new(BufWriter::new(file)),
-        })
+        let error = |source| Error::AuditFile {
+            path: path.to_owned(),
+            source,
+        };
+        let mut file = append(path).map_err(error)?;
+        let (seq, prev) = last_link(&mut file)
+            .map_err(error)?
+            .unwrap_or_else(|| (0, CHAIN_START.to_owned()));
+        Ok(Self::new(file, seq, prev))
     }
+
+    /// Opens `path`, which must be empty or new, to continue the chain of `previous` (the file
+    /// it replaces when logs are rotated): its first record has the next `seq` and names the
+    /// last hash of `previous`.
+    ///
+    /// # Errors
+    /// [`Error::AuditFile`] when either file cannot be opened, `path` is not empty, or
+    /// `previous` holds no chained record or ends in a line that is not one.
+    pub fn open_after(path: impl AsRef<Path>, previous: impl AsRef<Path>) -> Result<Self, Error> {
+        let (path, previous) = (path.as_ref(), previous.as_ref());
+        let error = |path: &Path| {
+            let path = path.to_owned();
+            move |source| Error::AuditFile { path, source }
+        };
+        let mut before = File::open(previous).map_err(error(previous))?;
+        let (seq, prev) = last_link(&mut before)
+            .map_err(error(previous))?
+            .ok_or_else(|| invalid("it holds no audit record to continue"))
+            .map_err(error(previous))?;
+        let file = append(path).map_err(error(path))?;
+        if file.metadata().map_err(error(path))?.len() > 0 {
+            return Err(error(path)(invalid(
+                "it is not empty: a continuing file starts a chain",
+            )));
+        }
+        Ok(Self::new(file, seq, prev))
+    }
+
+    fn new(file: File, seq: u64, prev: String) -> Self {
+        Self {
+            chain: Mutex::new(Chain { file, seq, prev }),
+        }
+    }
+}
+
+fn append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+}
+
+fn invalid(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why.to_owned())
+}
+
+/// The SHA-256 (hex) of a line's bytes, without its line break.
+fn link_hash(line: &[u8]) -> String {
+    hex::encode(Sha256::digest(line))
+}
+
+/// The `seq` and hash of the file's last record; `None` for an empty file.
+fn last_link(file: &mut File) -> io::Result<Option<(u64, String)>> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let start = len.saturating_sub(MAX_TAIL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.take(MAX_TAIL_BYTES).read_to_end(&mut tail)?;
+    let Some(body) = tail.strip_suffix(b"\n") else {
+        return Err(invalid("its last line is cut short (no line break)"));
+    };
+    let line = match body.iter().rposition(|&b| b == b'\n') {
+        Some(at) => body.get(at + 1..).unwrap_or_default(),
+        None if start == 0 => body,
+        None => return Err(invalid("its last line is longer than 16 MiB")),
+    };
+    let seq = serde_json::from_slice::<serde_json::Value>(line)
+        .ok()
+        .and_then(|value| value.get("seq").and_then(serde_json::Value::as_u64))
+        .ok_or_else(|| invalid("its last line is not a chained audit record"))?;
+    Ok(Some((seq, link_hash(line))))
 }
 
 impl AuditSink for JsonLinesSink {
     fn record(&self, record: &AuditRecord) {
-        let line = match serde_json::to_string(record) {
-            Ok(line) => line,
+        let mut chain = self.chain.lock();
+        let seq = chain.seq.saturating_add(1);
+        let line = Line {
+            seq,
+            prev: &chain.prev,
+            record,
+        };
+        let mut bytes = match serde_json::to_vec(&line) {
+            Ok(bytes) => bytes,
             Err(error) => {
                 tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, "cannot serialise audit record");
                 return;
             }
         };
-        let mut file = self.file.lock();
-        let written = writeln!(file, "{line}").and_then(|()| file.flush());
-        if let Err(error) = written {
-            tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, "cannot write audit record");
+        let hash = link_hash(&bytes);
+        bytes.push(b'\n');
+        let written = chain
+            .file
+            .write_all(&bytes)
+            .and_then(|()| chain.file.sync_data());
+        match written {
+            Ok(()) => {
+                chain.seq = seq;
+                chain.prev = hash;
+            }
+            Err(error) => {
+                tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, seq, "cannot write audit record");
+            }
         }
     }
 }
@@ -68,22 +200,86 @@ mod tests {
     use crate::Outcome;
     use crate::audit::tests::record;
 
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn value(line: &str) -> serde_json::Value {
+        serde_json::from_str(line).unwrap()
+    }
+
     #[test]
-    fn json_lines_sink_appends_one_object_per_line() {
+    fn each_record_is_one_line_naming_the_hash_of_the_one_before() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let sink = JsonLinesSink::open(&path).unwrap();
         sink.record(&record(Outcome::Declined));
         sink.record(&record(Outcome::TokenRejected));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = lines(&path);
         assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["outcome"], "declined");
-        assert_eq!(lines[1]["outcome"], "token-rejected");
-        assert_eq!(lines[1]["tool"], "adjust_stock");
-        assert_eq!(lines[1]["time"], "1970-01-01T00:00:00Z");
+        assert!(
+            lines[0].starts_with(r#"{"seq":1,"prev":"0000"#),
+            "{}",
+            lines[0]
+        );
+        let (first, second) = (value(&lines[0]), value(&lines[1]));
+        assert_eq!(first["prev"], CHAIN_START);
+        assert_eq!(first["outcome"], "declined");
+        assert_eq!(second["seq"], 2);
+        assert_eq!(second["prev"], link_hash(lines[0].as_bytes()));
+        assert_eq!(second["outcome"], "token-rejected");
+        assert_eq!(second["tool"], "adjust_stock");
+        assert_eq!(second["time"], "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn reopening_continues_the_chain_and_a_rotated_file_continues_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, new) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+        JsonLinesSink::open(&old)
+            .unwrap()
+            .record(&record(Outcome::Asked));
+        JsonLinesSink::open(&old)
+            .unwrap()
+            .record(&record(Outcome::Approved));
+        let kept = lines(&old);
+        assert_eq!(value(&kept[1])["seq"], 2);
+        assert_eq!(value(&kept[1])["prev"], link_hash(kept[0].as_bytes()));
+
+        JsonLinesSink::open_after(&new, &old)
+            .unwrap()
+            .record(&record(Outcome::Applied));
+        let next = lines(&new);
+        assert_eq!(value(&next[0])["seq"], 3);
+        assert_eq!(value(&next[0])["prev"], link_hash(kept[1].as_bytes()));
+        // A continuing file must be new: it cannot restart a chain in the middle of another.
+        assert!(JsonLinesSink::open_after(&new, &old).is_err());
+        // Nor can an empty file be continued.
+        let empty = dir.path().join("empty.jsonl");
+        std::fs::write(&empty, "").unwrap();
+        assert!(JsonLinesSink::open_after(dir.path().join("c.jsonl"), &empty).is_err());
+    }
+
+    #[test]
+    fn a_file_whose_last_line_is_not_a_whole_chained_record_is_not_continued() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        for content in [
+            "{\"seq\":1,\"prev\":\"00\"}\n{\"seq\":2,\"pr",
+            "{\"outcome\":\"applied\"}\n",
+            "not json\n",
+        ] {
+            std::fs::write(&path, content).unwrap();
+            let opened = JsonLinesSink::open(&path);
+            assert!(
+                matches!(opened, Err(Error::AuditFile { .. })),
+                "{content:?}"
+            );
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+        }
     }
 }
