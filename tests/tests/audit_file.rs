@@ -153,13 +153,13 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
     let approval = records[2]["approval_id"].as_str().unwrap();
     let story = mcp_write_guard_audit::story(std::slice::from_ref(&path), approval)?;
     assert_eq!(story.len(), 3, "{story:?}");
-    assert!(story[0].contains(" asked adjust_stock "), "{story:?}");
+    assert!(story[0].contains(r#""asked" "adjust_stock""#), "{story:?}");
     assert!(
         story[0].contains(r#"asked "Adjust \"TLS-001\" by +1: stock 12 -> 13. Reason given"#),
         "{story:?}"
     );
     assert!(
-        story[1].contains(" approved ") && story[2].contains(" applied "),
+        story[1].contains(r#""approved""#) && story[2].contains(r#""applied""#),
         "{story:?}"
     );
 

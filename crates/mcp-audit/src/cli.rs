@@ -51,7 +51,8 @@ pub enum Command {
     #[command(name = "verify-log", after_help = EXIT_CODES_HELP)]
     VerifyLog(VerifyLogArgs),
     /// Print the records of one approval from audit files, in order: asked (with the question),
-    /// answered (how), applied, stale or refused. Check the files with verify-log first.
+    /// answered (how), applied, stale or refused, every value quoted. A file whose chain is
+    /// broken tells no story (exit 2): run verify-log to see where.
     #[command(after_help = EXIT_CODES_HELP)]
     Story(StoryArgs),
 }

@@ -100,6 +100,9 @@ pub enum AuditError {
     /// The tool list could not be serialised to measure it.
     #[error("could not serialise the tool list: {0}")]
     Serialize(#[source] serde_json::Error),
+    /// An audit file's chain is broken, so no story is told from it.
+    #[error("the audit log's chain is broken ({0}); run verify-log")]
+    BrokenLog(String),
     /// Fetching the protected resource metadata failed.
     #[error("{0}")]
     Metadata(String),

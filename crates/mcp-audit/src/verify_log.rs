@@ -110,6 +110,10 @@ fn link(file: &Path, line: usize, bytes: &[u8]) -> Option<Link> {
     let record: Value = serde_json::from_slice(bytes).ok()?;
     let seq = record.get("seq")?.as_u64()?;
     let prev = record.get("prev")?.as_str()?.to_owned();
+    let hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
+    if prev.len() != 64 || !prev.chars().all(hex) {
+        return None;
+    }
     Some(Link {
         file: file.to_owned(),
         line,
@@ -180,35 +184,40 @@ pub fn log_text(report: &LogReport) -> String {
 }
 
 /// The records of `approval` in `files`, in order, one line each: what the person was asked
-/// (with the question), how they answered and what came of it.
+/// (with the question), how they answered and what came of it. Every value from the file is
+/// quoted and escaped, so a record cannot print a line that passes for another.
 ///
 /// # Errors
-/// [`AuditError::ReadFile`] when a file cannot be read.
+/// [`AuditError::ReadFile`] when a file cannot be read; [`AuditError::BrokenLog`] when the
+/// chain is broken (run `verify-log` to see where): a story is told only from an intact file.
 pub fn story(files: &[PathBuf], approval: &str) -> Result<Vec<String>, AuditError> {
-    let (links, _) = read_links(files)?;
+    let (links, cut) = read_links(files)?;
+    if let Some(broken) = cut.or_else(|| first_break(&links)) {
+        return Err(AuditError::BrokenLog(broken));
+    }
+    let quoted = |value: Option<&Value>| match value {
+        Some(Value::String(text)) => format!("{text:?}"),
+        Some(other) => other.to_string(),
+        None => "-".to_owned(),
+    };
     Ok(links
         .iter()
         .filter(|l| l.record.get("approval_id").and_then(Value::as_str) == Some(approval))
         .map(|l| {
-            let text = |key: &str| l.record.get(key).and_then(Value::as_str).unwrap_or("-");
+            let field = |key: &str| quoted(l.record.get(key));
             let mut line = format!(
-                "{} {} {} by {}",
-                text("time"),
-                text("outcome"),
-                text("tool"),
-                l.record
-                    .get("principal")
-                    .and_then(Value::as_str)
-                    .unwrap_or("nobody")
+                "{} {} {} by {} via {}",
+                field("time"),
+                field("outcome"),
+                field("tool"),
+                field("principal"),
+                field("channel"),
             );
-            if let Some(channel) = l.record.get("channel").and_then(Value::as_str) {
-                line.push_str(&format!(" ({channel})"));
+            if l.record.get("reason").is_some_and(|r| !r.is_null()) {
+                line.push_str(&format!(": {}", field("reason")));
             }
-            if let Some(reason) = l.record.get("reason").and_then(Value::as_str) {
-                line.push_str(&format!(": {reason:?}"));
-            }
-            if let Some(question) = l.record.pointer("/asked/prompt").and_then(Value::as_str) {
-                line.push_str(&format!("; asked {question:?}"));
+            if let Some(question) = l.record.pointer("/asked/prompt").filter(|q| !q.is_null()) {
+                line.push_str(&format!("; asked {}", quoted(Some(question))));
             }
             line
         })
@@ -304,8 +313,44 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
-        let told = story(&[path], "a0").unwrap();
+        let told = story(std::slice::from_ref(&path), "a0").unwrap();
         assert_eq!(told.len(), 2, "{told:?}");
-        assert!(told.iter().all(|l| l.contains("applied")), "{told:?}");
+        assert!(told.iter().all(|l| l.contains("\"applied\"")), "{told:?}");
+        // A broken file tells no story.
+        let mut broken = lines.clone();
+        broken.remove(1);
+        std::fs::write(&path, format!("{}\n", broken.join("\n"))).unwrap();
+        assert!(matches!(
+            story(std::slice::from_ref(&path), "a0"),
+            Err(AuditError::BrokenLog(_))
+        ));
+    }
+
+    #[test]
+    fn a_story_prints_every_value_quoted_so_no_record_passes_for_another_line() {
+        let line = format!(
+            r#"{{"seq":1,"prev":"{}","time":"t","outcome":"asked\nt applied \u001b[2K","tool":"x","approval_id":"a"}}"#,
+            "0".repeat(64)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, format!("{line}\n")).unwrap();
+        let told = story(&[path], "a").unwrap();
+        assert_eq!(told.len(), 1);
+        assert!(
+            !told[0].contains('\n') && !told[0].contains('\u{1b}'),
+            "{told:?}"
+        );
+        assert!(
+            told[0].contains(r#""asked\nt applied \u{1b}[2K""#),
+            "{told:?}"
+        );
+    }
+
+    #[test]
+    fn a_prev_that_is_not_64_hex_digits_is_not_a_chained_record() {
+        let line = r#"{"seq":1,"prev":"\u001b[2Kintact","outcome":"applied"}"#;
+        let report = check(&[line.to_owned()], "");
+        assert!(report.broken.unwrap().starts_with("line 1 of"));
     }
 }

@@ -64,7 +64,7 @@ fn verify_log_exits_0_1_or_2_and_says_why() {
             .lines()
             .next()
             .unwrap()
-            .contains("asked adjust_stock by local"),
+            .contains(r#""asked" "adjust_stock" by "local""#),
         "{stdout}"
     );
 
@@ -75,6 +75,11 @@ fn verify_log_exits_0_1_or_2_and_says_why() {
         stdout.starts_with("BROKEN: record 2 was removed"),
         "{stdout}"
     );
+
+    // No story from a broken file.
+    let (code, stdout, stderr) = mcp_audit(&["story", "ab12", file]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(stderr.contains("chain is broken"), "{stderr}");
 
     let (code, _, stderr) = mcp_audit(&["verify-log", dir.path().join("none").to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");

@@ -154,7 +154,16 @@ pub struct JsonLines<R, W> {
     /// The ids of the requests passed to rmcp and not yet answered (nor cancelled).
     in_flight: HashSet<RequestId>,
     max_in_flight: usize,
+    /// The ids of the last [`REMEMBERED_CANCELLED`] cancelled requests, oldest first: rmcp
+    /// answers a request by its id, so a new request with the id of a cancelled one whose
+    /// handler still runs could be given the old one's answer.
+    cancelled: HashSet<RequestId>,
+    /// The same ids, oldest first, to forget the oldest.
+    cancelled_order: std::collections::VecDeque<RequestId>,
 }
+
+/// How many cancelled requests' ids are refused when used again.
+const REMEMBERED_CANCELLED: usize = 1024;
 
 /// Counts the messages waiting to be written, and wakes the reading side when one was.
 #[derive(Debug, Default)]
@@ -239,6 +248,8 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
             max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
             in_flight: HashSet::new(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            cancelled: HashSet::new(),
+            cancelled_order: std::collections::VecDeque::new(),
         }
     }
 
@@ -248,7 +259,9 @@ impl<R: AsyncRead, W: AsyncWrite> JsonLines<R, W> {
     /// when a client sends faster than the server answers, however slow the handlers are.
     /// Reading goes on, so the client's answers to the server's own questions still arrive.
     /// At least 1; default [`DEFAULT_MAX_IN_FLIGHT`]. A cancelled request frees its place at
-    /// once (rmcp sends no answer for it).
+    /// once (rmcp sends no answer for it), so a handler should stop when its request is
+    /// cancelled (`RequestContext::ct`; the write guard drops a cancelled read's inner call);
+    /// the id of one of the last 1,024 cancelled requests is refused when used again.
     #[must_use]
     pub fn with_max_in_flight(mut self, max_in_flight: usize) -> Self {
         self.max_in_flight = max_in_flight.max(1);
@@ -407,11 +420,11 @@ impl<R, W> JsonLines<R, W> {
     fn admit(&mut self, message: &ClientJsonRpcMessage) -> Option<Refusal> {
         match message {
             JsonRpcMessage::Request(request) => {
-                if self.in_flight.contains(&request.id) {
+                if self.in_flight.contains(&request.id) || self.cancelled.contains(&request.id) {
                     return Some(Refusal::invalid_request(
                         Some(request.id.clone()),
-                        "a request with this id is still being answered; give each request \
-                         its own id",
+                        "a request with this id is still being answered, or was cancelled; \
+                         give each request its own id",
                     ));
                 }
                 if self.in_flight.len() >= self.max_in_flight {
@@ -427,8 +440,15 @@ impl<R, W> JsonLines<R, W> {
                 if let ClientNotification::CancelledNotification(cancelled) =
                     &notification.notification
                     && let Some(id) = &cancelled.params.request_id
+                    && self.in_flight.remove(id)
                 {
-                    self.in_flight.remove(id);
+                    if self.cancelled_order.len() >= REMEMBERED_CANCELLED
+                        && let Some(oldest) = self.cancelled_order.pop_front()
+                    {
+                        self.cancelled.remove(&oldest);
+                    }
+                    self.cancelled.insert(id.clone());
+                    self.cancelled_order.push_back(id.clone());
                 }
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
@@ -1518,9 +1538,18 @@ mod tests {
             .await;
             assert_eq!(peer.next().await["id"], id);
         }
-        // The cancelled id may be used again.
+        // The cancelled id may not be used again: its handler may still answer by it.
         peer.send(list_tools(11).as_bytes()).await;
+        let reused = peer.next().await;
+        assert_eq!(
+            (reused["id"].clone(), reused["error"]["code"].clone()),
+            (json!(11), json!(-32600))
+        );
+        // Room for one more (10, 12 and 13 still wait), then full again.
+        peer.send(list_tools(40).as_bytes()).await;
         peer.nothing_for_a_moment().await;
+        peer.send(list_tools(41).as_bytes()).await;
+        assert_eq!(peer.next().await["error"]["code"], -32000);
     }
 
     #[tokio::test]

@@ -30,15 +30,20 @@ const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
 /// that file, so rotation keeps the chain. `mcp-audit verify-log FILE...` checks it.
 ///
 /// **When a record is on disk.** Each record is written with one `write` to the file (opened
-/// for appending) and then `fdatasync`ed, before [`AuditSink::record`] returns, so before the
-/// guard answers the call: a write reported applied has its `applied` record on disk. That is
-/// synchronous file IO on the request's task (a few hundred microseconds on a local disk, per
-/// record; a write has three); for a slow or network file system, implement [`AuditSink`] with
-/// a channel to a background writer instead, and say what it guarantees.
+/// for appending, and locked: one process per file) and then `fdatasync`ed, before
+/// [`AuditSink::record`] returns, so before the guard answers the call: a write reported
+/// applied has its `applied` record on disk, unless writing or syncing the file failed. A
+/// failure is logged (target `mcp_write_guard_rmcp::audit`, level error) and does not change
+/// the call's answer: the record comes after the apply it reports. A line that could not be
+/// written whole is cut off again. That is synchronous file IO on the request's task (a few
+/// hundred microseconds on a local disk, per record; a write has three); for a slow or network
+/// file system, implement [`AuditSink`] with a channel to a background writer instead, and say
+/// what it guarantees.
 ///
-/// What the chain does not do: someone who can rewrite the whole file can write a new chain
-/// that verifies. Keep the last hash somewhere else (`mcp-audit verify-log` prints it), or ship
-/// the file as it grows to a store they cannot write.
+/// What the chain does not do: it shows a change, removal or insertion between records, but not
+/// records removed from the end or the start, nor a whole new chain written by someone who can
+/// rewrite the file. Keep the last hash somewhere else (`mcp-audit verify-log` prints it, and
+/// the first record's `prev`), or ship the file as it grows to a store they cannot write.
 #[derive(Debug)]
 pub struct JsonLinesSink {
     chain: Mutex<Chain>,
@@ -117,12 +122,22 @@ impl JsonLinesSink {
     }
 }
 
+/// Opens `path` for appending, and locks it: one writer per file, or two processes would
+/// write records with the same `seq`.
 fn append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .read(true)
         .append(true)
-        .open(path)
+        .open(path)?;
+    file.try_lock().map_err(|error| match error {
+        std::fs::TryLockError::WouldBlock => io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another writer holds it (one process per audit file)",
+        ),
+        std::fs::TryLockError::Error(error) => error,
+    })?;
+    Ok(file)
 }
 
 fn invalid(why: &str) -> io::Error {
@@ -177,18 +192,21 @@ impl AuditSink for JsonLinesSink {
         };
         let hash = link_hash(&bytes);
         bytes.push(b'\n');
-        let written = chain
-            .file
-            .write_all(&bytes)
-            .and_then(|()| chain.file.sync_data());
-        match written {
-            Ok(()) => {
-                chain.seq = seq;
-                chain.prev = hash;
-            }
-            Err(error) => {
-                tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, seq, "cannot write audit record");
-            }
+        let Chain { file, .. } = &mut *chain;
+        let before = file.metadata().map(|m| m.len());
+        if let Err(error) = file.write_all(&bytes) {
+            // A part of the line may be in the file: cut it off, so the next record follows a
+            // whole line. If that fails too, the next open refuses the file (its last line is
+            // cut short) and verify-log names the line.
+            let cut = before.and_then(|len| file.set_len(len));
+            tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, seq, cut_back = cut.is_ok(), "cannot write audit record");
+            return;
+        }
+        // The line is in the file: the chain moves on, whatever the sync says.
+        chain.seq = seq;
+        chain.prev = hash;
+        if let Err(error) = chain.file.sync_data() {
+            tracing::error!(target: "mcp_write_guard_rmcp::audit", %error, seq, "cannot sync audit record to disk");
         }
     }
 }
@@ -281,5 +299,19 @@ mod tests {
             );
             assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
         }
+    }
+
+    #[test]
+    fn one_writer_per_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let first = JsonLinesSink::open(&path).unwrap();
+        let second = JsonLinesSink::open(&path);
+        assert!(
+            matches!(&second, Err(Error::AuditFile { source, .. }) if source.kind() == io::ErrorKind::WouldBlock),
+            "{second:?}"
+        );
+        drop(first);
+        assert!(JsonLinesSink::open(&path).is_ok());
     }
 }

@@ -93,9 +93,17 @@ impl<S: ServerHandler> WriteGuard<S> {
         if class.class.is_write() {
             return Ok(Box::pin(self.write(request, class, context)).await);
         }
-        // A read goes straight to the inner server, then into the envelope.
+        // A read goes straight to the inner server, then into the envelope. A read the client
+        // cancelled is dropped: nobody reads its answer, and a transport that counts requests
+        // in flight has already freed its place.
         let name = request.name.clone();
-        let response = self.shared.inner.call_tool(request, context).await?;
+        let cancelled = context.ct.clone();
+        let response = tokio::select! {
+            response = self.shared.inner.call_tool(request, context) => response?,
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
         Ok(match response {
             CallToolResponse::Complete(result) => self.wrap(&name, class, result).into(),
             other => other,

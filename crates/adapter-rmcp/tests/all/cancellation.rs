@@ -87,3 +87,83 @@ async fn cancelled_after_approval_spends_no_token_and_deletes_nothing() {
     assert!(!h.state().rows.contains_key("a"));
     assert_eq!(h.state().applies, 1);
 }
+
+/// A read tool that never answers on its own, and says when its call was dropped.
+#[derive(Clone, Default)]
+struct Hanging {
+    dropped: Arc<tokio::sync::Notify>,
+}
+
+/// Notifies when the call's future is dropped.
+struct OnDrop(Arc<tokio::sync::Notify>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+impl rmcp::ServerHandler for Hanging {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        (name == "slow_read").then(|| {
+            rmcp::model::Tool::new("slow_read", "A read that never ends", Arc::default())
+                .with_annotations(rmcp::model::ToolAnnotations::new().read_only(true))
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        _request: rmcp::model::CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        // Ignores its cancellation token, as many handlers do.
+        let _on_drop = OnDrop(Arc::clone(&self.dropped));
+        std::future::pending().await
+    }
+}
+
+/// A read the client cancelled is dropped by the guard, even when the inner handler ignores
+/// its cancellation: nobody reads its answer, and a transport that bounds the requests in
+/// flight has already freed its place (so a client cancelling call after call cannot pile up
+/// work).
+#[tokio::test]
+async fn a_cancelled_read_is_dropped_even_if_the_inner_handler_ignores_it() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    let inner = Hanging::default();
+    let dropped = Arc::clone(&inner.dropped);
+    let guard = mcp_write_guard_rmcp::WriteGuard::builder(inner).build();
+    let client = mcp_write_guard_rmcp::test_util::connect(
+        guard,
+        mcp_write_guard_rmcp::Era::Legacy,
+        crate::common::SilentClient::default(),
+    )
+    .await
+    .unwrap();
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+                "slow_read",
+            ))),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let was_dropped = dropped.notified();
+    // The call is running (not dropped) until it is cancelled.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    handle
+        .cancel(Some("the user gave up".into()))
+        .await
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), was_dropped)
+        .await
+        .expect("the inner call is dropped once the request is cancelled");
+}
