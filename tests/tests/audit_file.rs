@@ -151,7 +151,7 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
     // One approval's story: asked (with the question) -> approved -> applied, joined by its
     // id. (The cancellation's question is not kept: its arguments hold a token, redacted.)
     let approval = records[2]["approval_id"].as_str().unwrap();
-    let story = mcp_write_guard_audit::story(std::slice::from_ref(&path), approval)?;
+    let story = mcp_write_guard_audit::story(std::slice::from_ref(&path), approval, None)?;
     assert_eq!(story.len(), 3, "{story:?}");
     assert!(story[0].contains(r#""asked" "adjust_stock""#), "{story:?}");
     assert!(

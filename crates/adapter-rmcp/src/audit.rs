@@ -462,12 +462,12 @@ impl AuditSink for TracingSink {
             ($level:ident, $message:literal) => {
                 tracing::$level!(
                     target: "mcp_write_guard_rmcp::audit",
-                    time = %time,
+                    time = time.as_str(),
                     principal,
-                    tool = %record.tool,
+                    tool = record.tool.as_str(),
                     args_digest = digest,
                     approval_id,
-                    outcome = %record.outcome,
+                    outcome = record.outcome.as_str(),
                     reason = record.reason.as_deref(),
                     expires_at,
                     era,

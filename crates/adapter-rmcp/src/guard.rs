@@ -458,7 +458,7 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
         async move {
             if misfit {
                 tracing::warn!(
-                    method = %notification.method,
+                    method = ?notification.method,
                     "dropped a notification named after one of rmcp's own methods"
                 );
             } else {

@@ -63,6 +63,10 @@ pub struct VerifyLogArgs {
     /// The audit files, oldest first.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+    /// The chain's key, for a file written with one (store-server --audit-log-key-file): the
+    /// file's bytes are the key.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
     /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -77,6 +81,9 @@ pub struct StoryArgs {
     /// The audit files, oldest first.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+    /// The chain's key, for a file written with one.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
 }
 
 /// Flags shared by `stdio` and `http`.

@@ -14,8 +14,8 @@
 //! mcp-audit stdio [--env NAME]... [FLAGS] -- COMMAND [ARGS...]
 //! mcp-audit http URL [--header 'Name: value']... [--ca-file FILE] [FLAGS]
 //! mcp-audit metadata URL [--ca-file FILE] [--json] [--strict] [--timeout SECONDS]
-//! mcp-audit verify-log FILE... [--json]
-//! mcp-audit story APPROVAL_ID FILE...
+//! mcp-audit verify-log FILE... [--key-file KEY] [--json]
+//! mcp-audit story APPROVAL_ID FILE... [--key-file KEY]
 //!
 //! FLAGS: --json  --contract FILE  --write-contract FILE  --pin FILE  --strict
 //!        --protocol legacy|2026-07-28|auto  --timeout SECONDS
@@ -114,7 +114,7 @@ pub use metadata::{
 pub use pin::{HintChange, PIN_VERSION, PinChange, PinFile, TextChange, ToolPin, short_diff};
 pub use render::{audit_text, metadata_text, warnings};
 pub use surface::{ListedTool, ToolsList, surface_report};
-pub use verify_log::{LogReport, log_text, story, verify_log};
+pub use verify_log::{LogReport, log_text, story, verify_log, verify_log_keyed};
 
 /// How a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -184,24 +184,28 @@ pub async fn run(cli: &Cli) -> RunOutput {
             };
             (status, stdout)
         }),
-        Command::VerifyLog(args) => verify_log::verify_log(&args.files).map(|report| {
-            let status = if report.broken.is_some() {
-                ExitStatus::Findings
-            } else {
-                ExitStatus::Clean
-            };
-            let stdout = if args.json {
-                json_text(&report)
-            } else {
-                verify_log::log_text(&report)
-            };
-            (status, stdout)
-        }),
-        Command::Story(args) => verify_log::story(&args.files, &args.approval).map(|lines| {
-            let mut stdout = lines.join("\n");
-            stdout.push('\n');
-            (ExitStatus::Clean, stdout)
-        }),
+        Command::VerifyLog(args) => key(args.key_file.as_deref())
+            .and_then(|key| verify_log::verify_log_keyed(&args.files, key.as_deref()))
+            .map(|report| {
+                let status = if report.broken.is_some() {
+                    ExitStatus::Findings
+                } else {
+                    ExitStatus::Clean
+                };
+                let stdout = if args.json {
+                    json_text(&report)
+                } else {
+                    verify_log::log_text(&report)
+                };
+                (status, stdout)
+            }),
+        Command::Story(args) => key(args.key_file.as_deref())
+            .and_then(|key| verify_log::story(&args.files, &args.approval, key.as_deref()))
+            .map(|lines| {
+                let mut stdout = lines.join("\n");
+                stdout.push('\n');
+                (ExitStatus::Clean, stdout)
+            }),
     };
     match result {
         Ok((status, stdout)) => RunOutput {
@@ -215,6 +219,17 @@ pub async fn run(cli: &Cli) -> RunOutput {
             stderr: format!("mcp-audit: could not audit: {e}\n"),
         },
     }
+}
+
+/// The bytes of `--key-file`, if given.
+fn key(file: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AuditError> {
+    file.map(|path| {
+        std::fs::read(path).map_err(|source| AuditError::ReadFile {
+            path: path.to_owned(),
+            source,
+        })
+    })
+    .transpose()
 }
 
 fn audit_output(report: &AuditReport, json: bool) -> (ExitStatus, String) {

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hmac::{Hmac, KeyInit, Mac};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -53,7 +54,17 @@ impl Link {
 /// # Errors
 /// [`AuditError::ReadFile`] when a file cannot be read.
 pub fn verify_log(files: &[PathBuf]) -> Result<LogReport, AuditError> {
-    let (links, cut) = read_links(files)?;
+    verify_log_keyed(files, None)
+}
+
+/// [`verify_log`] for a chain written with a key (`JsonLinesSink::open_keyed`): each `prev` is
+/// the HMAC-SHA-256 of the line before under `key`. A wrong key breaks the chain at its second
+/// record.
+///
+/// # Errors
+/// [`AuditError::ReadFile`] when a file cannot be read.
+pub fn verify_log_keyed(files: &[PathBuf], key: Option<&[u8]>) -> Result<LogReport, AuditError> {
+    let (links, cut) = read_links(files, key)?;
     let broken = cut.or_else(|| first_break(&links));
     Ok(LogReport {
         records: links.len(),
@@ -65,7 +76,10 @@ pub fn verify_log(files: &[PathBuf]) -> Result<LogReport, AuditError> {
 
 /// Every record of `files` whose chain fields can be read, and the first line that cannot be
 /// (not JSON, no `seq` or `prev`, cut short): the report names it, and reading stops there.
-fn read_links(files: &[PathBuf]) -> Result<(Vec<Link>, Option<String>), AuditError> {
+fn read_links(
+    files: &[PathBuf],
+    key: Option<&[u8]>,
+) -> Result<(Vec<Link>, Option<String>), AuditError> {
     let mut links = Vec::new();
     for file in files {
         let bytes = read(file)?;
@@ -74,7 +88,7 @@ fn read_links(files: &[PathBuf]) -> Result<(Vec<Link>, Option<String>), AuditErr
         lines.pop(); // after the last line break: empty, or a cut line (below)
         for (i, line) in lines.iter().enumerate() {
             let at = format!("line {} of {}", i + 1, file.display());
-            let Some(link) = link(file, i + 1, line) else {
+            let Some(link) = link(file, i + 1, line, key) else {
                 return Ok((
                     links,
                     Some(format!(
@@ -106,7 +120,7 @@ fn read(file: &Path) -> Result<Vec<u8>, AuditError> {
     })
 }
 
-fn link(file: &Path, line: usize, bytes: &[u8]) -> Option<Link> {
+fn link(file: &Path, line: usize, bytes: &[u8], key: Option<&[u8]>) -> Option<Link> {
     let record: Value = serde_json::from_slice(bytes).ok()?;
     let seq = record.get("seq")?.as_u64()?;
     let prev = record.get("prev")?.as_str()?.to_owned();
@@ -119,7 +133,13 @@ fn link(file: &Path, line: usize, bytes: &[u8]) -> Option<Link> {
         line,
         seq,
         prev,
-        hash: hex::encode(Sha256::digest(bytes)),
+        hash: match key.and_then(|key| <Hmac<Sha256> as KeyInit>::new_from_slice(key).ok()) {
+            Some(mut mac) => {
+                mac.update(bytes);
+                hex::encode(mac.finalize().into_bytes())
+            }
+            None => hex::encode(Sha256::digest(bytes)),
+        },
         record,
     })
 }
@@ -190,8 +210,12 @@ pub fn log_text(report: &LogReport) -> String {
 /// # Errors
 /// [`AuditError::ReadFile`] when a file cannot be read; [`AuditError::BrokenLog`] when the
 /// chain is broken (run `verify-log` to see where): a story is told only from an intact file.
-pub fn story(files: &[PathBuf], approval: &str) -> Result<Vec<String>, AuditError> {
-    let (links, cut) = read_links(files)?;
+pub fn story(
+    files: &[PathBuf],
+    approval: &str,
+    key: Option<&[u8]>,
+) -> Result<Vec<String>, AuditError> {
+    let (links, cut) = read_links(files, key)?;
     if let Some(broken) = cut.or_else(|| first_break(&links)) {
         return Err(AuditError::BrokenLog(broken));
     }
@@ -313,7 +337,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
-        let told = story(std::slice::from_ref(&path), "a0").unwrap();
+        let told = story(std::slice::from_ref(&path), "a0", None).unwrap();
         assert_eq!(told.len(), 2, "{told:?}");
         assert!(told.iter().all(|l| l.contains("\"applied\"")), "{told:?}");
         // A broken file tells no story.
@@ -321,7 +345,7 @@ mod tests {
         broken.remove(1);
         std::fs::write(&path, format!("{}\n", broken.join("\n"))).unwrap();
         assert!(matches!(
-            story(std::slice::from_ref(&path), "a0"),
+            story(std::slice::from_ref(&path), "a0", None),
             Err(AuditError::BrokenLog(_))
         ));
     }
@@ -335,7 +359,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, format!("{line}\n")).unwrap();
-        let told = story(&[path], "a").unwrap();
+        let told = story(&[path], "a", None).unwrap();
         assert_eq!(told.len(), 1);
         assert!(
             !told[0].contains('\n') && !told[0].contains('\u{1b}'),
@@ -352,5 +376,32 @@ mod tests {
         let line = r#"{"seq":1,"prev":"\u001b[2Kintact","outcome":"applied"}"#;
         let report = check(&[line.to_owned()], "");
         assert!(report.broken.unwrap().starts_with("line 1 of"));
+    }
+
+    #[test]
+    fn a_keyed_chain_verifies_only_with_its_key() {
+        let key = b"k";
+        let mut prev = "0".repeat(64);
+        let lines: Vec<String> = (1..=3)
+            .map(|seq| {
+                let line = format!(r#"{{"seq":{seq},"prev":"{prev}","outcome":"asked"}}"#);
+                let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
+                mac.update(line.as_bytes());
+                prev = hex::encode(mac.finalize().into_bytes());
+                line
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
+        let files = std::slice::from_ref(&path);
+        assert_eq!(verify_log_keyed(files, Some(key)).unwrap().broken, None);
+        assert!(
+            verify_log_keyed(files, Some(b"other"))
+                .unwrap()
+                .broken
+                .is_some()
+        );
+        assert!(verify_log(files).unwrap().broken.is_some());
     }
 }

@@ -85,3 +85,27 @@ fn verify_log_exits_0_1_or_2_and_says_why() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("could not read"), "{stderr}");
 }
+
+#[test]
+fn a_keyed_chain_needs_its_key_file() {
+    use hmac::{Hmac, KeyInit, Mac};
+    let dir = tempfile::tempdir().unwrap();
+    let (path, key_path) = (dir.path().join("audit.jsonl"), dir.path().join("key"));
+    std::fs::write(&key_path, b"secret").unwrap();
+    let mut prev = "0".repeat(64);
+    let mut text = String::new();
+    for seq in 1..=2 {
+        let line = format!(r#"{{"seq":{seq},"prev":"{prev}","outcome":"asked"}}"#);
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(b"secret").unwrap();
+        mac.update(line.as_bytes());
+        prev = hex::encode(mac.finalize().into_bytes());
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    let (file, key) = (path.to_str().unwrap(), key_path.to_str().unwrap());
+    let (code, stdout, _) = mcp_audit(&["verify-log", "--key-file", key, file]);
+    assert_eq!(code, 0, "{stdout}");
+    let (code, stdout, _) = mcp_audit(&["verify-log", file]);
+    assert_eq!(code, 1, "{stdout}");
+}

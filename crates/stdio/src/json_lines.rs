@@ -375,7 +375,7 @@ where
                     );
                     self.answer = Some(refusal.to_line());
                 }
-                Verdict::Drop(why) => tracing::warn!(%why, "dropped a message from the client"),
+                Verdict::Drop(why) => tracing::warn!(?why, "dropped a message from the client"),
             }
         }
     }

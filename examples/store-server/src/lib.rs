@@ -430,6 +430,8 @@ pub struct Config {
     /// A file of its own for the audit records (`--audit-log`), chained so that
     /// `mcp-audit verify-log` shows any change; the records go to the log (stderr) too.
     pub audit_log: Option<PathBuf>,
+    /// The key of the audit file's chain (`--audit-log-key-file`): each link an HMAC under it.
+    pub audit_log_key: Option<PathBuf>,
 }
 
 /// The webhook that tells a person about a question when the client cannot ask its user
@@ -562,6 +564,7 @@ impl Config {
             notify: None,
             store: StoreBackend::Memory,
             audit_log: None,
+            audit_log_key: None,
         }
     }
 
@@ -576,6 +579,14 @@ impl Config {
     #[must_use]
     pub fn with_audit_log(mut self, path: impl Into<PathBuf>) -> Self {
         self.audit_log = Some(path.into());
+        self
+    }
+
+    /// Links the audit file's chain by HMAC-SHA-256 under the bytes of `key_file`
+    /// ([`mcp_write_guard_rmcp::JsonLinesSink::open_keyed`]); needs [`Config::with_audit_log`].
+    #[must_use]
+    pub fn with_audit_log_key(mut self, key_file: impl Into<PathBuf>) -> Self {
+        self.audit_log_key = Some(key_file.into());
         self
     }
 

@@ -1,4 +1,4 @@
-//! `store-server [--db PATH] [--audit-log FILE] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
+//! `store-server [--db PATH] [--audit-log FILE [--audit-log-key-file FILE]] [--http ADDR] [--auth-issuer URL --auth-audience AUD --auth-jwks
 //! FILE_OR_URL [--auth-write-scope SCOPE] [--auth-jwks-ca PEM_FILE]] [--allow-origin URL]...
 //! [--public-url URL] [--max-sessions N] [--approval-page [--approval-page-addr ADDR]
 //! [--notify-webhook URL --notify-secret-file FILE]] [--approval-ttl SECS] [--progress-every SECS]
@@ -36,6 +36,11 @@ struct Cli {
     /// with `mcp-audit verify-log FILE`. An existing file's chain is continued.
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
+    /// Link the audit file's chain by HMAC-SHA-256 under the bytes of KEY_FILE, so that someone
+    /// who can rewrite the file but not read the key cannot forge it (`mcp-audit verify-log
+    /// --key-file KEY_FILE`).
+    #[arg(long, value_name = "KEY_FILE", requires = "audit_log")]
+    audit_log_key_file: Option<PathBuf>,
     /// Serve streamable HTTP at http://ADDR/mcp (for example 127.0.0.1:8080) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
@@ -151,7 +156,65 @@ impl Cli {
         if let Some(path) = self.audit_log {
             config = config.with_audit_log(path);
         }
+        if let Some(key_file) = self.audit_log_key_file {
+            config = config.with_audit_log_key(key_file);
+        }
         Ok(config.with_store(store))
+    }
+}
+
+/// Fields written so that every event is one line whatever it carries: each value as its `Debug`
+/// form (strings quoted and escaped), and any control character left in it (from a value
+/// logged with `Display`, by this server or a library, such as a request id a client chose)
+/// written as an escape (`\n`, `\u{1b}`). So no text a client sends can start a line of its
+/// own, and a line that passes for an audit record can only come from the audit sink (README,
+/// "Reading the audit records in the log").
+fn one_line_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt as _;
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let shown = format!("{value:?}");
+        let shown: String = shown
+            .chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect();
+        if field.name() == "message" {
+            write!(writer, "{shown}")
+        } else {
+            write!(writer, "{}={shown}", field.name())
+        }
+    })
+    .delimited(" ")
+}
+
+/// Each event as `TIME LEVEL TARGET: MESSAGE FIELDS`, one line, without the span list (whose
+/// fields would come before the target): the target is always the third token, so a reader
+/// tells an audit record (`mcp_write_guard_rmcp::audit:`) from any other line by position.
+struct OneLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for OneLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing_subscriber::fmt::time::FormatTime as _;
+        tracing_subscriber::fmt::time::SystemTime.format_time(&mut writer)?;
+        let meta = event.metadata();
+        write!(writer, " {:>5} {}: ", meta.level(), meta.target())?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
     }
 }
 
@@ -160,6 +223,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        .event_format(OneLine)
+        .fmt_fields(one_line_fields())
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
@@ -204,6 +269,14 @@ mod tests {
         assert_eq!(config.http, None);
         assert_eq!(config.auth, None);
         config.check().unwrap();
+    }
+
+    #[test]
+    fn takes_an_audit_log_and_its_key_only_with_it() {
+        let config = parse(&["--audit-log", "a.jsonl", "--audit-log-key-file", "k"]).unwrap();
+        assert_eq!(config.audit_log, Some(PathBuf::from("a.jsonl")));
+        assert_eq!(config.audit_log_key, Some(PathBuf::from("k")));
+        assert!(parse(&["--audit-log-key-file", "k"]).is_err());
     }
 
     #[test]

@@ -146,7 +146,7 @@ fn read_error(err: StoreError) -> String {
     match err {
         StoreError::Rule(_) | StoreError::Changed => err.to_string(),
         StoreError::Storage(err) => {
-            tracing::error!(error = %err, "store read failed");
+            tracing::error!(error = ?err.to_string(), "store read failed");
             "the store's database failed; try again later".to_owned()
         }
     }
@@ -157,7 +157,7 @@ fn write_error(err: StoreError) -> String {
     match err {
         StoreError::Rule(_) | StoreError::Changed => format!("{err}; nothing was changed"),
         StoreError::Storage(err) => {
-            tracing::error!(error = %err, "store write failed");
+            tracing::error!(error = ?err.to_string(), "store write failed");
             "the store's database failed; nothing was changed".to_owned()
         }
     }

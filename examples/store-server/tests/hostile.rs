@@ -208,7 +208,7 @@ async fn audit_lines_until_applied(log: &Log) -> Vec<String> {
     let audit = || -> Vec<String> {
         log.lines()
             .into_iter()
-            .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
+            .filter(|line| common::audit_fields(line).is_some())
             .collect()
     };
     for _ in 0..100 {

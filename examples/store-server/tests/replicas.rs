@@ -1182,7 +1182,7 @@ async fn joined_records_when(log: &Log, n: usize) -> Vec<Joined> {
     common::records_when(log, n).await;
     log.lines()
         .iter()
-        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
+        .filter(|line| common::audit_fields(line).is_some())
         .map(|line| {
             let fields = common::fields(line);
             let get = |key: &str| {

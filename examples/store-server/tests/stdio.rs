@@ -696,3 +696,91 @@ fn input_closed_and_answers_never_read_the_server_still_ends() -> Result<(), Fai
     );
     Ok(())
 }
+
+/// Text a client chooses (a tool's name, a method, request ids) that imitates an audit record,
+/// with quotes, a line break and an ANSI escape, reaches the log only escaped on the line of
+/// the event that carries it: the documented reader (`common::audit_fields`) finds no record,
+/// no line starts with the client's text, and the audit file holds nothing.
+#[test]
+fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let audit_log = dir.path().join("audit.jsonl");
+    let fake = "IMITATION outcome=\"applied\" tool=\"adjust_stock\"\n2026-01-01T00:00:00.000000Z  \
+                INFO mcp_write_guard_rmcp::audit: write decision outcome=\"applied\" \
+                tool=\"adjust_stock\"\u{1b}[2K";
+    let mut child = StdCommand::new(EXE)
+        .current_dir(dir.path())
+        .args(["--audit-log", audit_log.to_str().unwrap()])
+        .env("MCP_WRITES_ENABLED", "true")
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": fake, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": fake, "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": fake, "params": {}}),
+        json!({"jsonrpc": "2.0", "method": fake}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": fake, "reason": fake}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ];
+    stdin.write_all(handshake().as_bytes())?;
+    for line in &lines {
+        writeln!(stdin, "{line}")?;
+    }
+    stdin.flush()?;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The last ping's answer: everything before it was read and handled.
+    loop {
+        let line = stdout.next().ok_or("stdout closed early")??;
+        if serde_json::from_str::<Value>(&line)?["id"] == 4 {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait()?;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
+    assert!(status.success(), "{status:?}\n{stderr}");
+
+    // The client's text reached the log (escaped), so the reader had something to be fooled by.
+    assert!(stderr.contains("IMITATION"), "{stderr}");
+    assert!(stderr.contains(r#"outcome=\"applied\""#), "{stderr}");
+    for line in stderr.lines() {
+        assert!(
+            !line.starts_with("IMITATION") && !line.contains('\u{1b}'),
+            "{line}"
+        );
+        assert!(
+            !line.starts_with("2026-01-01T00:00:00.000000Z"),
+            "a line of the client's: {line}"
+        );
+        assert_eq!(common::audit_fields(line), None, "read as a record: {line}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&audit_log)?,
+        "",
+        "no write, no record"
+    );
+    Ok(())
+}
+
+/// The documented reader takes the target by its position, the third token: a line of another
+/// target that quotes the audit target and an outcome is not a record.
+#[test]
+fn the_documented_reader_reads_the_target_by_position() {
+    let record = r#"2026-12-02T10:00:00.000000Z  INFO mcp_write_guard_rmcp::audit: write decision time="2026-12-02T10:00:00Z" principal="local" tool="adjust_stock" outcome="applied""#;
+    let fields = common::audit_fields(record).unwrap();
+    assert!(fields.contains(&("outcome".to_owned(), "applied".to_owned())));
+    for other in [
+        r#"2026-12-02T10:00:00.000000Z  WARN rmcp::service: response error id=mcp_write_guard_rmcp::audit: outcome="applied""#,
+        r#"2026-12-02T10:00:00.000000Z  INFO mcp_write_guard_rmcp::audit: cannot write audit record seq=3"#,
+        r#"mcp_write_guard_rmcp::audit: write decision outcome="applied""#,
+    ] {
+        assert_eq!(common::audit_fields(other), None, "{other}");
+    }
+}

@@ -7,6 +7,7 @@ use std::{
     path::Path,
 };
 
+use hmac::{Hmac, KeyInit, Mac};
 use parking_lot::Mutex;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -43,15 +44,26 @@ const MAX_TAIL_BYTES: u64 = 16 * 1024 * 1024;
 /// What the chain does not do: it shows a change, removal or insertion between records, but not
 /// records removed from the end or the start, nor a whole new chain written by someone who can
 /// rewrite the file. Keep the last hash somewhere else (`mcp-audit verify-log` prints it, and
-/// the first record's `prev`), or ship the file as it grows to a store they cannot write.
-#[derive(Debug)]
+/// the first record's `prev`), ship the file as it grows to a store they cannot write, or
+/// [open it with a key](Self::open_keyed): each link is then an HMAC under it.
 pub struct JsonLinesSink {
     chain: Mutex<Chain>,
 }
 
-#[derive(Debug)]
+impl std::fmt::Debug for JsonLinesSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let chain = self.chain.lock();
+        f.debug_struct("JsonLinesSink")
+            .field("seq", &chain.seq)
+            .field("keyed", &chain.key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Chain {
     file: File,
+    /// With a key, each link is HMAC-SHA-256 under it instead of SHA-256.
+    key: Option<Vec<u8>>,
     /// The `seq` of the last record written (0: none yet).
     seq: u64,
     /// The hash the next record names as `prev`.
@@ -76,16 +88,7 @@ impl JsonLinesSink {
     /// chained record (cut short by a crash, or not written by this sink): verify the file and
     /// start a new one with [`Self::open_after`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
-        let path = path.as_ref();
-        let error = |source| Error::AuditFile {
-            path: path.to_owned(),
-            source,
-        };
-        let mut file = append(path).map_err(error)?;
-        let (seq, prev) = last_link(&mut file)
-            .map_err(error)?
-            .unwrap_or_else(|| (0, CHAIN_START.to_owned()));
-        Ok(Self::new(file, seq, prev))
+        Self::open_chain(path.as_ref(), None, None)
     }
 
     /// Opens `path`, which must be empty or new, to continue the chain of `previous` (the file
@@ -96,29 +99,68 @@ impl JsonLinesSink {
     /// [`Error::AuditFile`] when either file cannot be opened, `path` is not empty, or
     /// `previous` holds no chained record or ends in a line that is not one.
     pub fn open_after(path: impl AsRef<Path>, previous: impl AsRef<Path>) -> Result<Self, Error> {
-        let (path, previous) = (path.as_ref(), previous.as_ref());
+        Self::open_chain(path.as_ref(), Some(previous.as_ref()), None)
+    }
+
+    /// [`Self::open`] with a key: each `prev` is the HMAC-SHA-256 of the line before under
+    /// `key`, so someone who can rewrite the whole file but does not hold the key cannot write
+    /// a chain that verifies (`mcp-audit verify-log --key-file`). Keep the key away from the
+    /// file; the same key must open the file again.
+    ///
+    /// # Errors
+    /// As [`Self::open`]; and an empty key.
+    pub fn open_keyed(path: impl AsRef<Path>, key: &[u8]) -> Result<Self, Error> {
+        Self::open_chain(path.as_ref(), None, Some(key))
+    }
+
+    /// [`Self::open_after`] with a key (see [`Self::open_keyed`]).
+    ///
+    /// # Errors
+    /// As [`Self::open_after`]; and an empty key.
+    pub fn open_after_keyed(
+        path: impl AsRef<Path>,
+        previous: impl AsRef<Path>,
+        key: &[u8],
+    ) -> Result<Self, Error> {
+        Self::open_chain(path.as_ref(), Some(previous.as_ref()), Some(key))
+    }
+
+    fn open_chain(path: &Path, previous: Option<&Path>, key: Option<&[u8]>) -> Result<Self, Error> {
         let error = |path: &Path| {
             let path = path.to_owned();
             move |source| Error::AuditFile { path, source }
         };
-        let mut before = File::open(previous).map_err(error(previous))?;
-        let (seq, prev) = last_link(&mut before)
-            .map_err(error(previous))?
-            .ok_or_else(|| invalid("it holds no audit record to continue"))
-            .map_err(error(previous))?;
-        let file = append(path).map_err(error(path))?;
-        if file.metadata().map_err(error(path))?.len() > 0 {
-            return Err(error(path)(invalid(
-                "it is not empty: a continuing file starts a chain",
-            )));
+        if key.is_some_and(<[u8]>::is_empty) {
+            return Err(error(path)(invalid("the chain's key is empty")));
         }
-        Ok(Self::new(file, seq, prev))
-    }
-
-    fn new(file: File, seq: u64, prev: String) -> Self {
-        Self {
-            chain: Mutex::new(Chain { file, seq, prev }),
-        }
+        let key = key.map(<[u8]>::to_vec);
+        let mut file = append(path).map_err(error(path))?;
+        let (seq, prev) = match previous {
+            None => last_link(&mut file, key.as_deref())
+                .map_err(error(path))?
+                .unwrap_or_else(|| (0, CHAIN_START.to_owned())),
+            Some(previous) => {
+                let mut before = File::open(previous).map_err(error(previous))?;
+                let link = last_link(&mut before, key.as_deref())
+                    .map_err(error(previous))?
+                    .ok_or_else(|| invalid("it holds no audit record to continue"))
+                    .map_err(error(previous))?;
+                if file.metadata().map_err(error(path))?.len() > 0 {
+                    return Err(error(path)(invalid(
+                        "it is not empty: a continuing file starts a chain",
+                    )));
+                }
+                link
+            }
+        };
+        Ok(Self {
+            chain: Mutex::new(Chain {
+                file,
+                key,
+                seq,
+                prev,
+            }),
+        })
     }
 }
 
@@ -144,13 +186,20 @@ fn invalid(why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why.to_owned())
 }
 
-/// The SHA-256 (hex) of a line's bytes, without its line break.
-fn link_hash(line: &[u8]) -> String {
-    hex::encode(Sha256::digest(line))
+/// The link to a line (its bytes, without the line break): SHA-256, or HMAC-SHA-256 under
+/// `key`, in hex.
+fn link_hash(key: Option<&[u8]>, line: &[u8]) -> String {
+    match key.and_then(|key| <Hmac<Sha256> as KeyInit>::new_from_slice(key).ok()) {
+        Some(mut mac) => {
+            mac.update(line);
+            hex::encode(mac.finalize().into_bytes())
+        }
+        None => hex::encode(Sha256::digest(line)),
+    }
 }
 
 /// The `seq` and hash of the file's last record; `None` for an empty file.
-fn last_link(file: &mut File) -> io::Result<Option<(u64, String)>> {
+fn last_link(file: &mut File, key: Option<&[u8]>) -> io::Result<Option<(u64, String)>> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(None);
@@ -171,7 +220,7 @@ fn last_link(file: &mut File) -> io::Result<Option<(u64, String)>> {
         .ok()
         .and_then(|value| value.get("seq").and_then(serde_json::Value::as_u64))
         .ok_or_else(|| invalid("its last line is not a chained audit record"))?;
-    Ok(Some((seq, link_hash(line))))
+    Ok(Some((seq, link_hash(key, line))))
 }
 
 impl AuditSink for JsonLinesSink {
@@ -190,7 +239,7 @@ impl AuditSink for JsonLinesSink {
                 return;
             }
         };
-        let hash = link_hash(&bytes);
+        let hash = link_hash(chain.key.as_deref(), &bytes);
         bytes.push(b'\n');
         let Chain { file, .. } = &mut *chain;
         let before = file.metadata().map(|m| m.len());
@@ -248,7 +297,7 @@ mod tests {
         assert_eq!(first["prev"], CHAIN_START);
         assert_eq!(first["outcome"], "declined");
         assert_eq!(second["seq"], 2);
-        assert_eq!(second["prev"], link_hash(lines[0].as_bytes()));
+        assert_eq!(second["prev"], link_hash(None, lines[0].as_bytes()));
         assert_eq!(second["outcome"], "token-rejected");
         assert_eq!(second["tool"], "adjust_stock");
         assert_eq!(second["time"], "1970-01-01T00:00:00Z");
@@ -266,14 +315,14 @@ mod tests {
             .record(&record(Outcome::Approved));
         let kept = lines(&old);
         assert_eq!(value(&kept[1])["seq"], 2);
-        assert_eq!(value(&kept[1])["prev"], link_hash(kept[0].as_bytes()));
+        assert_eq!(value(&kept[1])["prev"], link_hash(None, kept[0].as_bytes()));
 
         JsonLinesSink::open_after(&new, &old)
             .unwrap()
             .record(&record(Outcome::Applied));
         let next = lines(&new);
         assert_eq!(value(&next[0])["seq"], 3);
-        assert_eq!(value(&next[0])["prev"], link_hash(kept[1].as_bytes()));
+        assert_eq!(value(&next[0])["prev"], link_hash(None, kept[1].as_bytes()));
         // A continuing file must be new: it cannot restart a chain in the middle of another.
         assert!(JsonLinesSink::open_after(&new, &old).is_err());
         // Nor can an empty file be continued.
@@ -313,5 +362,26 @@ mod tests {
         );
         drop(first);
         assert!(JsonLinesSink::open(&path).is_ok());
+    }
+
+    #[test]
+    fn a_keyed_chain_links_by_hmac_and_only_the_same_key_continues_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let key = b"kept away from the file";
+        let sink = JsonLinesSink::open_keyed(&path, key).unwrap();
+        sink.record(&record(Outcome::Asked));
+        sink.record(&record(Outcome::Declined));
+        drop(sink);
+        let kept = lines(&path);
+        let second = value(&kept[1]);
+        assert_eq!(second["prev"], link_hash(Some(key), kept[0].as_bytes()));
+        assert_ne!(second["prev"], link_hash(None, kept[0].as_bytes()));
+        JsonLinesSink::open_keyed(&path, key)
+            .unwrap()
+            .record(&record(Outcome::Asked));
+        let third = value(&lines(&path)[2]);
+        assert_eq!(third["prev"], link_hash(Some(key), kept[1].as_bytes()));
+        assert!(JsonLinesSink::open_keyed(&path, b"").is_err());
     }
 }

@@ -170,7 +170,7 @@ fn both_sinks_print_time_in_rfc_3339() {
         TracingSink.record(&a_record());
     });
     let line = captured.text();
-    assert!(line.contains("time=2025-11-30T12:07:56.74Z"), "{line}");
+    assert!(line.contains(r#"time="2025-11-30T12:07:56.74Z""#), "{line}");
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");

@@ -49,14 +49,9 @@ impl Log {
     /// The audit decisions logged so far, in order: the `outcome=` field of each line the
     /// default audit sink (`mcp_write_guard_rmcp::audit`) wrote, except the `asked` records.
     pub fn outcomes(&self) -> Vec<String> {
-        self.lines()
-            .iter()
-            .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
-            .filter_map(|line| {
-                line.split_whitespace()
-                    .find_map(|field| field.strip_prefix("outcome="))
-                    .map(str::to_owned)
-            })
+        records(self)
+            .into_iter()
+            .map(|record| record.outcome)
             .filter(|outcome| outcome != mcp_write_guard_rmcp::Outcome::Asked.as_str())
             .collect()
     }
@@ -297,13 +292,29 @@ pub fn fields(line: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The fields of `line` if it is an audit record, read the one way the README gives
+/// ("Reading the audit records in the log"): the token after the time and the level is the
+/// target `mcp_write_guard_rmcp::audit:`, and the record has an `outcome`; every value is quoted.
+/// Any other line is not a record, whatever text it holds.
+pub fn audit_fields(line: &str) -> Option<Vec<(String, String)>> {
+    let mut tokens = line.split_whitespace();
+    let (_time, _level) = (tokens.next()?, tokens.next()?);
+    if tokens.next()? != "mcp_write_guard_rmcp::audit:" {
+        return None;
+    }
+    let fields = fields(line);
+    fields
+        .iter()
+        .any(|(key, _)| key == "outcome")
+        .then_some(fields)
+}
+
 /// Every audit record logged so far, `asked` included, in order.
 pub fn records(log: &Log) -> Vec<Record> {
     log.lines()
         .iter()
-        .filter(|line| line.contains("mcp_write_guard_rmcp::audit"))
-        .map(|line| {
-            let fields = fields(line);
+        .filter_map(|line| audit_fields(line))
+        .map(|fields| {
             let get = |k: &str| {
                 fields
                     .iter()
