@@ -148,8 +148,19 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
     }
     // A record carries no token: the one spent is redacted.
     assert!(!lines.iter().any(|l| l.contains(&token)));
+    // The token's spend keeps its question too (no question shows a token).
+    let spend_story = mcp_write_guard_audit::story(
+        std::slice::from_ref(&path),
+        records[11]["approval_id"].as_str().unwrap(),
+        None,
+    )?;
+    assert!(
+        spend_story[0].contains("asked \"Cancel order "),
+        "{spend_story:?}"
+    );
+    assert!(!spend_story.iter().any(|l| l.contains(&token)));
     // One approval's story: asked (with the question) -> approved -> applied, joined by its
-    // id. (The cancellation's question is not kept: its arguments hold a token, redacted.)
+    // id.
     let approval = records[2]["approval_id"].as_str().unwrap();
     let story = mcp_write_guard_audit::story(std::slice::from_ref(&path), approval, None)?;
     assert_eq!(story.len(), 3, "{story:?}");

@@ -18,9 +18,10 @@
 //! [`WriteGuardBuilder::redact`](crate::WriteGuardBuilder::redact) (per tool and argument name)
 //! or [`redact_with`](crate::WriteGuardBuilder::redact_with) (any rule). A redacted argument is
 //! recorded as `{"redacted": "<sha-256 of its canonical JSON>"}`, so a value produced later can
-//! still be checked against it, and a call with any redacted argument records no question text
-//! (the question may quote the value), only its digest. `confirmationToken` is always
-//! redacted: it is a bearer secret until spent. The default logs everything else because an
+//! still be checked against it, and a call with any argument redacted this way records no
+//! question text (the question may quote the value), only its digest. `confirmationToken` is
+//! always redacted: it is a bearer secret until spent; no question ever shows it, so the
+//! question of a token-gated call is kept. The default logs everything else because an
 //! approval trail that cannot say what was approved does not do its job; redact what your
 //! tools take that is secret or personal.
 
@@ -308,7 +309,8 @@ pub struct Asked {
     pub channel: Channel,
     /// SHA-256 of the question exactly as sent, as 64 lowercase hex digits.
     pub prompt_digest: String,
-    /// The question as sent; `None` when an argument of the call is redacted.
+    /// The question as sent; `None` when an argument of the call is redacted by the server's
+    /// rules (the confirmation token, which no question shows, does not count).
     pub prompt: Option<String>,
     /// The captured arguments (keys sorted), redacted values replaced by
     /// `{"redacted": "<sha-256 of the value's canonical JSON>"}`.
@@ -326,12 +328,17 @@ impl Asked {
         channel: Channel,
         redaction: &Redaction,
     ) -> Self {
-        let mut redacted_any = false;
+        // A value redacted by the server's rules may be quoted in the question, so the question
+        // is then not kept. The confirmation token is redacted too, but it never reaches a
+        // question (every wording gets the arguments without it), so it does not hide one.
+        let mut redacted_by_rule = false;
         let mut redact_map = |tool: &str, map: &Map<String, Value>| -> Map<String, Value> {
             map.iter()
                 .map(|(name, value)| {
-                    if name == CONFIRMATION_TOKEN_ARG || redaction.redacts(tool, name) {
-                        redacted_any = true;
+                    if redaction.redacts(tool, name) {
+                        redacted_by_rule = true;
+                        (name.clone(), redacted(value))
+                    } else if name == CONFIRMATION_TOKEN_ARG {
                         (name.clone(), redacted(value))
                     } else {
                         (name.clone(), value.clone())
@@ -354,7 +361,7 @@ impl Asked {
             era,
             channel,
             prompt_digest: hex_sha256(prompt.as_bytes()),
-            prompt: (!redacted_any).then(|| prompt.to_owned()),
+            prompt: (!redacted_by_rule).then(|| prompt.to_owned()),
             arguments: Value::Object(arguments),
         }
     }
