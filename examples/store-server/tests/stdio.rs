@@ -143,18 +143,24 @@ async fn only_the_exact_value_true_enables_writes() -> Result<(), Failure> {
     Ok(())
 }
 
-/// In stdio mode every line on stdout is a JSON-RPC message: logs go to stderr.
-#[test]
-fn stdout_carries_protocol_messages_only() -> Result<(), Failure> {
-    let dir = tempfile::tempdir()?;
-    let mut child = StdCommand::new(EXE)
-        .current_dir(dir.path())
+/// The binary in `dir` with writes on, logging at debug level, its three streams piped.
+fn verbose(dir: &Path) -> StdCommand {
+    let mut command = StdCommand::new(EXE);
+    command
+        .current_dir(dir)
         .env("MCP_WRITES_ENABLED", "true")
         .env("RUST_LOG", "debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        .stderr(Stdio::piped());
+    command
+}
+
+/// In stdio mode every line on stdout is a JSON-RPC message: logs go to stderr.
+#[test]
+fn stdout_carries_protocol_messages_only() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let mut child = verbose(dir.path()).spawn()?;
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -708,14 +714,8 @@ fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), 
     let fake = "IMITATION outcome=\"applied\" tool=\"adjust_stock\"\n2026-01-01T00:00:00.000000Z  \
                 INFO mcp_write_guard_rmcp::audit: write decision outcome=\"applied\" \
                 tool=\"adjust_stock\"\u{1b}[2K";
-    let mut child = StdCommand::new(EXE)
-        .current_dir(dir.path())
+    let mut child = verbose(dir.path())
         .args(["--audit-log", audit_log.to_str().unwrap()])
-        .env("MCP_WRITES_ENABLED", "true")
-        .env("RUST_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()?;
     let mut stdin = child.stdin.take().unwrap();
     let lines = [
