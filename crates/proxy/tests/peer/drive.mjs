@@ -11,10 +11,12 @@
 //   MCP_WRITES_ENABLED=true PROXY --trust-read list_allowed_directories -- node <server-filesystem> <tmp dir>
 // or
 //   MCP_WRITES_ENABLED=true MEMORY_FILE_PATH=<tmp file> PROXY -- node <server-memory>
-// (the proxy must pass its environment on to the upstream). --direct starts the same upstream
-// with no proxy: nobody is asked and the write expectations are skipped; the writes are called
-// directly, to show their arguments do what the case expects. The proxy's and upstream's stderr
-// go to a file, whose tail is printed under a failed case.
+// (the proxy must pass its environment on to the upstream; server-filesystem keeps the directory
+// on its command line unless its client declares `roots` and answers roots/list with other
+// directories, which then replace it). --direct starts the same upstream with no proxy: nobody
+// is asked and the write expectations are skipped; the writes are called directly, to show their
+// arguments do what the case expects. The proxy's and upstream's stderr go to a file, whose tail
+// is printed under a failed case.
 //
 // Prints "ok NAME (elicitations: N)" or "FAIL NAME: why (elicitations: N)" per case (N: the
 // approval questions the client got; each write call must be asked exactly once, a read never),
@@ -31,34 +33,35 @@
 // (t true, f false, - absent). Every tool has an outputSchema (additionalProperties false) and
 // returns structuredContent; `?` marks an optional argument.
 //
-//   server-filesystem            input                                        ro de id ow  out     kind
-//   read_file (deprecated)       path, tail?:number, head?:number             t  -  -  f   content read
-//   read_text_file               path, tail?:number, head?:number             t  -  -  f   content read
-//   read_media_file              path                                         t  -  -  f   content[] read
-//   read_multiple_files          paths:string[] (min 1)                       t  -  -  f   content read
-//   write_file                   path, content                                f  t  t  f   content WRITE
-//   edit_file                    path, edits:[{oldText,newText}], dryRun?:bool f  t  f  f   content WRITE
-//   create_directory             path                                         f  f  t  f   content WRITE
-//   list_directory               path                                         t  -  -  f   content read
-//   list_directory_with_sizes    path, sortBy?:"name"|"size"                  t  -  -  f   content read
-//   directory_tree               path, excludePatterns?:string[]              t  -  -  f   content read
-//   move_file                    source, destination                          f  t  f  f   content WRITE
-//   search_files                 path, pattern, excludePatterns?:string[]     t  -  -  f   content read
-//   get_file_info                path                                         t  -  -  f   content read
-//   list_allowed_directories     (none)                                       t  -  -  f   content read
-//   (all strings unless said; `content` is {content: string}, content[] an array of media blocks;
-//   edit_file with dryRun true changes nothing but is still a write by its annotations)
+//   server-filesystem          kind   ro de id ow  input                                         output
+//   read_file (deprecated)     read   t  -  -  f   path, tail?:number, head?:number              content
+//   read_text_file             read   t  -  -  f   path, tail?:number, head?:number              content
+//   read_media_file            read   t  -  -  f   path                                          content[]
+//   read_multiple_files        read   t  -  -  f   paths:string[] (at least 1)                   content
+//   write_file                 WRITE  f  t  t  f   path, content                                 content
+//   edit_file                  WRITE  f  t  f  f   path, edits:[{oldText,newText}], dryRun?:bool content
+//   create_directory           WRITE  f  f  t  f   path                                          content
+//   list_directory             read   t  -  -  f   path                                          content
+//   list_directory_with_sizes  read   t  -  -  f   path, sortBy?:"name"|"size"                   content
+//   directory_tree             read   t  -  -  f   path, excludePatterns?:string[]               content
+//   move_file                  WRITE  f  t  f  f   source, destination                           content
+//   search_files               read   t  -  -  f   path, pattern, excludePatterns?:string[]      content
+//   get_file_info              read   t  -  -  f   path                                          content
+//   list_allowed_directories   read   t  -  -  f   (none)                                        content
+//   (arguments are strings unless said; output `content` is {content: string}, content[] is
+//   {content: [image/audio/resource blocks]}; edit_file with dryRun true changes nothing but is
+//   still a write by its annotations)
 //
-//   server-memory                input                                        ro de id ow  out
-//   create_entities              entities:[{name,entityType,observations[]}]  f  f  f  f   entities   WRITE
-//   create_relations             relations:[{from,to,relationType}]           f  f  f  f   relations  WRITE
-//   add_observations             observations:[{entityName,contents[]}]       f  f  f  f   results    WRITE
-//   delete_entities              entityNames:string[]                         f  t  t  f   success,message WRITE
-//   delete_observations          deletions:[{entityName,observations[]}]      f  t  t  f   success,message WRITE
-//   delete_relations             relations:[{from,to,relationType}]           f  t  t  f   success,message WRITE
-//   read_graph                   (none)                                       t  f  t  f   entities,relations read
-//   search_nodes                 query                                        t  f  t  f   entities,relations read
-//   open_nodes                   names:string[]                               t  f  t  f   entities,relations read
+//   server-memory              kind   ro de id ow  input                                         output
+//   create_entities            WRITE  f  f  f  f   entities:[{name,entityType,observations[]}]   {entities}
+//   create_relations           WRITE  f  f  f  f   relations:[{from,to,relationType}]            {relations}
+//   add_observations           WRITE  f  f  f  f   observations:[{entityName,contents[]}]        {results}
+//   delete_entities            WRITE  f  t  t  f   entityNames:string[]                          {success,message}
+//   delete_observations        WRITE  f  t  t  f   deletions:[{entityName,observations[]}]       {success,message}
+//   delete_relations           WRITE  f  t  t  f   relations:[{from,to,relationType}]            {success,message}
+//   read_graph                 read   t  f  t  f   (none)                                        {entities,relations}
+//   search_nodes               read   t  f  t  f   query                                         {entities,relations}
+//   open_nodes                 read   t  f  t  f   names:string[]                                {entities,relations}
 //   (server-memory also serves the resource memory://knowledge-graph, with subscribe.)
 //
 // server-memory's create_entities skips a name it already holds, so a second application of the
