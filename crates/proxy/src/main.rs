@@ -1,0 +1,151 @@
+//! `mcp-write-guard-proxy [OPTIONS] -- COMMAND [ARGS...]` or `mcp-write-guard-proxy [OPTIONS]
+//! --upstream-url URL`: the guard in front of any MCP server. See the README.
+
+use std::{ffi::OsString, path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::Parser;
+use mcp_write_guard_audit::PinFile;
+use mcp_write_guard_proxy::{ProxyOptions, ProxyServer, UpstreamSpec};
+use mcp_write_guard_rmcp::WriteGuard;
+use rmcp::ServiceExt as _;
+
+/// Puts the write guard in front of any MCP server: every write needs a person's approval of
+/// its exact arguments, untrusted output is wrapped, and a pinned tool surface is enforced.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-write-guard-proxy", version)]
+struct Cli {
+    /// Connect to a streamable-HTTP upstream at URL instead of starting COMMAND.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    upstream_url: Option<String>,
+    /// Send the bearer token in FILE (one trailing line break dropped) to the --upstream-url.
+    #[arg(long, value_name = "FILE", requires = "upstream_url")]
+    upstream_bearer_file: Option<PathBuf>,
+    /// mcp-audit's pin file (`mcp-audit --pin FILE ...`): refuse to start when the upstream's
+    /// tools differ from it, and refuse calls to a tool that changes later.
+    #[arg(long, value_name = "FILE")]
+    pin: Option<PathBuf>,
+    /// A read whose output is the upstream's own trusted data, returned without the
+    /// untrusted-data envelope (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    trust_read: Vec<String>,
+    /// Cancel a request the upstream has not answered after SECS seconds (default 300).
+    #[arg(long, value_name = "SECS")]
+    upstream_timeout: Option<u64>,
+    /// The upstream server's command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+fn upstream(cli: &Cli) -> Result<UpstreamSpec, String> {
+    if let Some(url) = &cli.upstream_url {
+        let bearer = match &cli.upstream_bearer_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--upstream-bearer-file {}: {e}", path.display()))?;
+                let token = text.strip_suffix('\n').unwrap_or(&text);
+                let token = token.strip_suffix('\r').unwrap_or(token);
+                if token.is_empty() {
+                    return Err(format!(
+                        "--upstream-bearer-file {}: the file is empty",
+                        path.display()
+                    ));
+                }
+                Some(token.to_owned())
+            }
+            None => None,
+        };
+        return Ok(UpstreamSpec::Http {
+            url: url.clone(),
+            bearer,
+        });
+    }
+    let mut command = cli.command.iter();
+    let Some(program) = command.next() else {
+        return Err(
+            "name the upstream server: mcp-write-guard-proxy [OPTIONS] -- COMMAND [ARGS...], or \
+             --upstream-url URL"
+                .to_owned(),
+        );
+    };
+    Ok(UpstreamSpec::Command {
+        program: program.clone(),
+        args: command.cloned().collect(),
+    })
+}
+
+fn options(cli: &Cli) -> Result<ProxyOptions, String> {
+    let mut options = ProxyOptions::default();
+    if let Some(path) = &cli.pin {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("--pin {}: {e}", path.display()))?;
+        let pin =
+            PinFile::from_json(&text).map_err(|e| format!("--pin {}: {e}", path.display()))?;
+        options = options.with_pin(pin);
+    }
+    if let Some(secs) = cli.upstream_timeout {
+        if secs == 0 {
+            return Err("--upstream-timeout must be at least 1 second".to_owned());
+        }
+        options = options.with_timeout(Duration::from_secs(secs));
+    }
+    Ok(options)
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let spec = upstream(&cli)?;
+    let options = options(&cli)?;
+    let proxy = ProxyServer::connect(spec, options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut builder = WriteGuard::builder(proxy.clone()).server_name(proxy.upstream_name());
+    for tool in &cli.trust_read {
+        builder = builder.trust_read(tool);
+    }
+    let guard = builder.build();
+    tracing::info!(
+        upstream = proxy.upstream_name(),
+        writes_enabled = guard.writes_enabled(),
+        "mcp-write-guard-proxy starting"
+    );
+    let transport = mcp_write_guard_stdio::stdio().map_err(|e| e.to_string())?;
+    let running = match guard.serve(transport).await {
+        Ok(running) => running,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    running.waiting().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn tracing_subscriber_init() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+}

@@ -1,0 +1,313 @@
+//! The upstream server: started as a child process over stdio or reached over streamable HTTP,
+//! with the proxy as its MCP client. Its own requests to the client (elicitation, sampling,
+//! `roots/list`) go to the downstream client; its notifications go to every connected client.
+
+// Sampling, roots, logging and resource subscriptions are deprecated by SEP-2577, yet they are
+// what clients and servers of the handshake era speak: the proxy forwards them.
+#![expect(deprecated)]
+
+use std::{ffi::OsString, sync::Arc, time::Duration};
+
+use rmcp::{
+    ClientHandler, ErrorData, Peer, RoleClient, ServiceExt as _,
+    model::{
+        ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+        CustomNotification, ElicitRequestParams, ElicitResult, Implementation, ListRootsResult,
+        LoggingMessageNotificationParam, ProgressNotificationParam,
+        ResourceUpdatedNotificationParam, ServerPeerInfo,
+    },
+    service::{NotificationContext, RequestContext, RunningService, ServiceError},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+
+use crate::{
+    downstream::{Downstream, token_text},
+    tools::Tools,
+};
+
+/// How to reach the upstream server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamSpec {
+    /// Start `program` with `args` and speak MCP over its stdin and stdout; it inherits the
+    /// proxy's environment and its stderr.
+    Command {
+        /// The program.
+        program: OsString,
+        /// Its arguments.
+        args: Vec<OsString>,
+    },
+    /// Connect to a streamable-HTTP endpoint.
+    Http {
+        /// The endpoint's URL (`https://host/mcp`).
+        url: String,
+        /// A bearer token sent with every request, if any.
+        bearer: Option<String>,
+    },
+}
+
+impl UpstreamSpec {
+    /// What the logs call it: the program, or the URL (never the token).
+    pub fn shown(&self) -> String {
+        match self {
+            Self::Command { program, .. } => program.to_string_lossy().into_owned(),
+            Self::Http { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// Why the upstream could not be reached.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// The command could not be started.
+    #[error("could not start the upstream server {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The MCP handshake with the upstream failed.
+    #[error("the upstream server {upstream} did not complete the MCP handshake: {reason}")]
+    Handshake {
+        /// The program or URL.
+        upstream: String,
+        /// Why.
+        reason: String,
+    },
+    /// The upstream's tool list could not be read or fingerprinted.
+    #[error("the upstream server's tool list: {0}")]
+    Tools(String),
+    /// The upstream's tools differ from the pin file.
+    #[error("the upstream server's tools differ from the pin file:\n{0}")]
+    PinMismatch(String),
+}
+
+/// The proxy's MCP client towards the upstream.
+pub(crate) struct UpstreamClient {
+    pub(crate) downstream: Arc<Downstream>,
+    pub(crate) tools: Arc<Tools>,
+    /// How the question of an upstream is labelled for the person.
+    pub(crate) name: Arc<parking_lot::RwLock<String>>,
+}
+
+/// What the proxy tells the upstream it can do: everything a client can, each forwarded to the
+/// downstream client (which may still refuse).
+fn client_config() -> ClientConfig {
+    let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
+        "roots": { "listChanged": true },
+        "sampling": {},
+        "elicitation": { "form": {}, "url": {} },
+    }))
+    .unwrap_or_default();
+    ClientConfig::new(
+        capabilities,
+        Implementation::new("mcp-write-guard-proxy", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+fn service_error(error: ServiceError) -> ErrorData {
+    match error {
+        ServiceError::McpError(error) => error,
+        other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
+    }
+}
+
+impl ClientHandler for UpstreamClient {
+    fn get_info(&self) -> ClientConfig {
+        client_config()
+    }
+
+    async fn create_elicitation(
+        &self,
+        mut request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let peer = self
+            .downstream
+            .target()
+            .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
+        // The person sees who asks: the upstream, not the guard.
+        let label = format!("The server {} asks: ", self.name.read());
+        match &mut request {
+            ElicitRequestParams::FormElicitationParams { message, .. }
+            | ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                message.insert_str(0, &label);
+            }
+            _ => {}
+        }
+        tokio::select! {
+            answer = peer.create_elicitation(request) => answer.map_err(service_error),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let peer = self
+            .downstream
+            .target()
+            .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
+        let answer = peer.create_message(params);
+        tokio::select! {
+            answer = answer => answer.map_err(service_error),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let peer = self
+            .downstream
+            .target()
+            .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
+        let answer = peer.list_roots();
+        tokio::select! {
+            answer = answer => answer.map_err(service_error),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some((peer, token)) = self.downstream.progress_target(&params.progress_token) else {
+            tracing::debug!(
+                token = token_text(&params.progress_token),
+                "progress from the upstream for no request in flight; dropped"
+            );
+            return;
+        };
+        let mut forwarded = params;
+        forwarded.progress_token = token;
+        let _ = peer.notify_progress(forwarded).await;
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        for peer in self.downstream.everyone() {
+            let _ = peer.notify_logging_message(params.clone()).await;
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        for peer in self.downstream.everyone() {
+            let _ = peer.notify_resource_updated(params.clone()).await;
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        for peer in self.downstream.everyone() {
+            let _ = peer.notify_resource_list_changed().await;
+        }
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        for peer in self.downstream.everyone() {
+            let _ = peer.notify_prompt_list_changed().await;
+        }
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        // Read the new list before telling anyone, so that the next call is checked against it.
+        if let Err(e) = self.tools.refresh(&context.peer).await {
+            tracing::warn!("the upstream's tools changed and could not be read again: {e}");
+        }
+        for peer in self.downstream.everyone() {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        for peer in self.downstream.everyone() {
+            let _ = peer
+                .send_notification(rmcp::model::ServerNotification::CustomNotification(
+                    notification.clone(),
+                ))
+                .await;
+        }
+    }
+}
+
+/// A live connection to the upstream.
+pub(crate) struct Connection {
+    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) info: ServerPeerInfo,
+}
+
+/// Connects to the upstream described by `spec`, with `client` answering its requests. The
+/// connection lives until the upstream ends it (a task waits for that and logs it).
+pub(crate) async fn connect(
+    spec: &UpstreamSpec,
+    client: UpstreamClient,
+) -> Result<Connection, UpstreamError> {
+    let shown = spec.shown();
+    let handshake = |e: &dyn std::fmt::Display| UpstreamError::Handshake {
+        upstream: shown.clone(),
+        reason: e.to_string(),
+    };
+    let running: RunningService<RoleClient, UpstreamClient> = match spec {
+        UpstreamSpec::Command { program, args } => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args).kill_on_drop(true);
+            let (transport, _) = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map_err(|source| UpstreamError::Spawn {
+                    program: shown.clone(),
+                    source,
+                })?;
+            client.serve(transport).await.map_err(|e| handshake(&e))?
+        }
+        UpstreamSpec::Http { url, bearer } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(token) = bearer {
+                config = config.auth_header(token.clone());
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            client.serve(transport).await.map_err(|e| handshake(&e))?
+        }
+    };
+    let peer = running.peer().clone();
+    let info = peer
+        .peer_info()
+        .map(|info| (*info).clone())
+        .ok_or_else(|| handshake(&"no server information after the handshake"))?;
+    tokio::spawn(async move {
+        match running.waiting().await {
+            Ok(reason) => tracing::error!(
+                ?reason,
+                upstream = %shown,
+                "the upstream server's connection ended: every call is now refused; restart \
+                 the proxy to start it again"
+            ),
+            Err(e) => tracing::error!(upstream = %shown, "the upstream connection failed: {e}"),
+        }
+    });
+    Ok(Connection { peer, info })
+}
+
+/// How long a request to the upstream may take unless `--upstream-timeout` says otherwise.
+pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(300);
