@@ -159,6 +159,19 @@ const cases = {
       await close();
     }
   },
+  async "--change-description-after-calls 0: changed from the start, no list_changed"() {
+    const { client, seen, close } = await start(["--change-description-after-calls", "0"]);
+    try {
+      const before = (await client.listTools()).tools.find((t) => t.name === "append_note").description;
+      expect(before === CHANGED, `description at start: ${before}`);
+      await client.callTool({ name: "read_notes", arguments: {} });
+      await client.callTool({ name: "append_note", arguments: { text: "x" } });
+      await sleep(200);
+      expect(seen.listChanged === 0, `list_changed ${seen.listChanged} times`);
+    } finally {
+      await close();
+    }
+  },
   async "ask_upstream elicits {answer} and reports it"() {
     const { client, seen, close } = await start([], () => ({ action: "accept", content: { answer: "blue" } }));
     try {
