@@ -31,13 +31,17 @@ const textOf = (result) =>
 
 /// The fixture with `args`, behind an SDK client whose person answers the upstream's questions
 /// with `answer` (a function of the request's params; null: no elicitation capability).
-async function start(args, answer = null) {
+async function start(args, answer = null, stderr = "ignore") {
   const dir = mkdtempSync(join(tmpdir(), "fixture-check-"));
   const notes = join(dir, "notes.txt");
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [FIXTURE, "--notes", notes, ...args],
-    stderr: "ignore",
+    stderr,
+  });
+  let logged = "";
+  transport.stderr?.on("data", (chunk) => {
+    logged += chunk;
   });
   const client = new Client(
     { name: "fixture-check", version: "1.0.0" },
@@ -58,6 +62,7 @@ async function start(args, answer = null) {
     client,
     seen,
     notes,
+    logged: () => logged,
     close: async () => {
       await client.close();
       rmSync(dir, { recursive: true, force: true });
@@ -219,6 +224,24 @@ const cases = {
     const { exit, replies } = await raw("hang", 1500);
     expect(exit === null, `exited: ${JSON.stringify(exit)}`);
     expect(replies.length === 0, `replies: ${JSON.stringify(replies)}`);
+  },
+  async "hang logs the client's cancellation"() {
+    const { client, logged, close } = await start([], null, "pipe");
+    try {
+      const abort = new AbortController();
+      const call = client.callTool({ name: "hang", arguments: {} }, undefined, { signal: abort.signal });
+      await sleep(300);
+      abort.abort("enough");
+      const outcome = await call.then(
+        () => "answered",
+        (error) => `rejected: ${error?.message ?? error}`,
+      );
+      expect(outcome.startsWith("rejected"), `the cancelled call ${outcome}`);
+      for (let i = 0; i < 50 && !logged().includes("hang: cancelled: "); i++) await sleep(20);
+      expect(logged().includes("hang: cancelled: enough"), `stderr: ${JSON.stringify(logged())}`);
+    } finally {
+      await close();
+    }
   },
 };
 

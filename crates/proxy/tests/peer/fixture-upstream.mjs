@@ -35,7 +35,8 @@
 //                                    `answer` here, `approve` there.
 //   die          {}                  a write: the process exits with code 3 mid-call, writing
 //                                    nothing (no response, no note).
-//   hang         {}                  a write: never answers.
+//   hang         {}                  a write: never answers. When the client cancels the call
+//                                    (`notifications/cancelled`), logs "hang: cancelled: <reason>".
 //
 // Anything the fixture has to say goes to stderr, prefixed "fixture-upstream: ".
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -174,6 +175,7 @@ async function call(name, args, extra) {
       break;
     case "hang":
       log("hang: never answering");
+      extra.signal.addEventListener("abort", () => log(`hang: cancelled: ${extra.signal.reason}`));
       return new Promise(() => {});
     default:
       throw new McpError(ErrorCode.InvalidParams, `unknown tool ${name}`);
