@@ -8,7 +8,6 @@
 use std::{sync::Arc, time::Duration};
 
 use mcp_write_guard_audit::{PinChange, PinFile};
-use mcp_write_guard_rmcp::{WriteStep, write_step};
 use rmcp::{
     ErrorData, Peer, RoleClient, RoleServer, ServerHandler,
     model::{
@@ -302,8 +301,15 @@ impl ServerHandler for ProxyServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        // Every page at once, read afresh: the guard classifies what the upstream says now.
-        Ok(ListToolsResult::with_all_items(self.fresh_tools().await?))
+        // Every page at once, read afresh: the guard classifies what the upstream says now. A
+        // tool the pin withdrew is not offered: its new description never reaches the model.
+        let tools = self.fresh_tools().await?;
+        Ok(ListToolsResult::with_all_items(
+            tools
+                .into_iter()
+                .filter(|t| self.shared.tools.withdrawn(&t.name).is_none())
+                .collect(),
+        ))
     }
 
     async fn call_tool(
@@ -311,15 +317,29 @@ impl ServerHandler for ProxyServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let write = matches!(
-            write_step(&context),
-            WriteStep::Apply(_) | WriteStep::Direct
-        );
+        if self.shared.upstream.is_transport_closed() {
+            return Ok(refused(format!(
+                "`{}` was not called: the upstream server is not running (it stopped or closed \
+                 its connection); nothing was sent to it. The proxy has to be restarted.",
+                request.name
+            )));
+        }
+        // A write (the policy's rule: anything not marked `readOnlyHint: true`) reads the tool
+        // list again first, so that a change the upstream made since the guard last looked
+        // (with or without telling) is seen before anything is sent.
+        let before = self.shared.tools.get(&request.name);
+        let write = before
+            .as_ref()
+            .and_then(|t| t.annotations.as_ref())
+            .and_then(|a| a.read_only_hint)
+            != Some(true);
         if write {
-            // The guard compared the definition it asked about with the tool as last read; a
-            // write reads the list again first, so a change the upstream made meanwhile is seen.
-            let before = self.shared.tools.get(&request.name);
-            self.fresh_tools().await?;
+            if let Err(e) = self.fresh_tools().await {
+                return Ok(refused(format!(
+                    "`{}` was not called: {}; nothing was sent to the server.",
+                    request.name, e.message
+                )));
+            }
             if before != self.shared.tools.get(&request.name) {
                 return Ok(refused(format!(
                     "The tool `{}` changed while this call was on its way to the server; nothing \

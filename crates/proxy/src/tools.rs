@@ -101,6 +101,10 @@ impl Tools {
     /// Takes `tools` as the upstream's current list: fingerprints it, compares it with the pin
     /// (or, without one, logs what changed since the last list).
     pub(crate) fn update(&self, tools: Vec<Tool>) -> Result<(), String> {
+        if self.current.read().fingerprints.is_some() && self.current.read().list == tools {
+            // The same list as last read: the same fingerprints, the same verdicts.
+            return Ok(());
+        }
         let listed: Vec<ListedTool> = tools
             .iter()
             .map(|t| match serde_json::to_value(t) {
@@ -115,7 +119,10 @@ impl Tools {
             Some(pin) => {
                 for change in pin.changes(&now) {
                     if !matches!(change, PinChange::Removed { .. }) {
-                        if !current.withdrawn.contains_key(change.tool()) {
+                        // The first list is checked by the caller, which refuses to start.
+                        if current.fingerprints.is_some()
+                            && !current.withdrawn.contains_key(change.tool())
+                        {
                             tracing::warn!(
                                 change = %change,
                                 "a tool differs from the pin: its calls are refused"

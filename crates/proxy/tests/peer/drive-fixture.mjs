@@ -9,6 +9,9 @@
 //   node crates/proxy/tests/peer/drive-fixture.mjs --proxy target/debug/mcp-write-guard-proxy \
 //     --audit target/debug/mcp-audit --case all
 //
+// or, with a pin of the unchanged fixture made beforehand (crates/proxy/tests/peers.rs makes it
+// with mcp-write-guard-audit's library), `--pin-from PIN` instead of `--audit`.
+//
 // --case NAME runs one case (or `all`): pin-refuses-changed-tool, pin-mismatch-refuses-start,
 // no-pin-logs-change, upstream-elicitation, upstream-dies-mid-call, upstream-hangs,
 // definition-changes-while-asked, cancel-forwarded. Each case gets a temporary directory with
@@ -31,7 +34,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,7 +49,7 @@ const REQUEST = { timeout: 15_000 };
 const APPROVE = { action: "accept", content: { approve: true } };
 
 function options(argv) {
-  const o = { proxy: null, audit: null, case: "all" };
+  const o = { proxy: null, audit: null, pinFrom: null, case: "all" };
   for (let i = 0; i < argv.length; i++) {
     switch (argv[i]) {
       case "--proxy":
@@ -55,6 +58,9 @@ function options(argv) {
       case "--audit":
         o.audit = argv[++i];
         break;
+      case "--pin-from":
+        o.pinFrom = argv[++i];
+        break;
       case "--case":
         o.case = argv[++i];
         break;
@@ -62,13 +68,14 @@ function options(argv) {
         usage(`unknown argument ${argv[i]}`);
     }
   }
-  if (!o.proxy || !o.audit) usage("give --proxy PATH and --audit PATH");
+  if (!o.proxy || !(o.audit || o.pinFrom)) usage("give --proxy PATH and --audit PATH or --pin-from PIN");
   if (o.case !== "all" && !(o.case in cases)) usage(`no case ${o.case}; cases: ${Object.keys(cases).join(", ")}, all`);
   for (const [flag, path] of [
     ["--proxy", o.proxy],
     ["--audit", o.audit],
+    ["--pin-from", o.pinFrom],
   ]) {
-    if (!existsSync(path)) usage(`${flag} ${path}: no such file`);
+    if (path && !existsSync(path)) usage(`${flag} ${path}: no such file`);
   }
   if (!existsSync(join(HERE, "node_modules/@modelcontextprotocol/sdk"))) usage(`run npm ci --prefix ${HERE}`);
   return o;
@@ -76,7 +83,7 @@ function options(argv) {
 
 function usage(problem) {
   console.error(`drive-fixture.mjs: ${problem}`);
-  console.error("usage: node drive-fixture.mjs --proxy PATH --audit PATH_TO_MCP_AUDIT [--case NAME|all]");
+  console.error("usage: node drive-fixture.mjs --proxy PATH (--audit PATH_TO_MCP_AUDIT | --pin-from PIN) [--case NAME|all]");
   process.exit(2);
 }
 
@@ -127,6 +134,10 @@ function stderrOf(s) {
 /// Pins the unchanged fixture with mcp-audit's first run; the pin file's path.
 function pin(o, s) {
   const file = join(s.dir, "pin.json");
+  if (o.pinFrom) {
+    copyFileSync(o.pinFrom, file);
+    return file;
+  }
   const run = spawnSync(o.audit, ["stdio", "--pin", file, "--", process.execPath, FIXTURE, "--notes", s.notes], {
     encoding: "utf8",
     timeout: 30_000,
