@@ -27,7 +27,9 @@ use std::sync::Arc;
 
 use common::{audit, counts, names};
 use serde_json::{Value, json};
-use store_server::{AuthSettings, Config, Db, StoreServer, guard_builder, http_router};
+use store_server::{
+    AuthSettings, Config, Db, ServeConfig, StoreServer, guard_builder, http_router,
+};
 
 const SERVE_STDIO: &str = "serve-store-stdio";
 
@@ -276,8 +278,7 @@ async fn the_metadata_of_the_reference_server_with_auth() {
     let auth = AuthSettings::new("https://auth.example", "store", jwks.to_str().unwrap())
         .with_write_scope("store:write");
     let config = Config::new(dir.path().join("auth.db"))
-        .with_http(addr)
-        .with_auth(auth);
+        .with_serve(ServeConfig::new().with_http(addr).with_auth(auth));
     tokio::spawn(store_server::run(config));
     for _ in 0..200 {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
