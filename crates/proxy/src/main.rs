@@ -1,5 +1,7 @@
 //! `mcp-write-guard-proxy [OPTIONS] -- COMMAND [ARGS...]` or `mcp-write-guard-proxy [OPTIONS]
-//! --upstream-url URL`: the guard in front of any MCP server. See the README.
+//! --upstream-url URL`: the guard in front of any MCP server. See the README. Every serving flag
+//! (`--http`, `--auth-*`, `--approval-page`, `--store`, `--audit-log`, ...) is
+//! [`mcp_write_guard_serve::ServeArgs`], shared with the reference server.
 
 use std::{ffi::OsString, path::PathBuf, process::ExitCode, time::Duration};
 
@@ -7,12 +9,21 @@ use clap::Parser;
 use mcp_write_guard_audit::PinFile;
 use mcp_write_guard_proxy::{ProxyOptions, ProxyServer, UpstreamSpec};
 use mcp_write_guard_rmcp::WriteGuard;
-use rmcp::ServiceExt as _;
+use mcp_write_guard_serve::{ENVIRONMENT_HELP, ServeArgs, Service, Started, store_prefix_help};
+
+/// The Redis key prefix of `--store redis://...` unless `--store-prefix` says otherwise.
+const DEFAULT_STORE_PREFIX: &str = "mcp-write-guard-proxy";
+
+/// What the proxy says on stderr when a person, not a client, is at the other end of stdin.
+const TERMINAL_HINT: &str = "mcp-write-guard-proxy speaks MCP (JSON-RPC) on stdin and stdout; \
+typed text is not a command. Start it from an MCP client's configuration instead (see the \
+README), or serve HTTP with --http 127.0.0.1:8080. End with Ctrl-D.";
 
 /// Puts the write guard in front of any MCP server: every write needs a person's approval of
 /// its exact arguments, untrusted output is wrapped, and a pinned tool surface is enforced.
 #[derive(Debug, Parser)]
-#[command(name = "mcp-write-guard-proxy", version)]
+#[command(name = "mcp-write-guard-proxy", version, after_help = ENVIRONMENT_HELP)]
+#[command(mut_arg("store_prefix", |arg| arg.help(store_prefix_help(DEFAULT_STORE_PREFIX))))]
 struct Cli {
     /// Connect to a streamable-HTTP upstream at URL instead of starting COMMAND.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
@@ -34,6 +45,8 @@ struct Cli {
     /// The upstream server's command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 fn upstream(cli: &Cli) -> Result<UpstreamSpec, String> {
@@ -91,7 +104,11 @@ fn options(cli: &Cli) -> Result<ProxyOptions, String> {
     Ok(options)
 }
 
-async fn run(cli: Cli) -> Result<(), String> {
+async fn run(
+    cli: Cli,
+    serve: &mcp_write_guard_serve::ServeConfig,
+) -> Result<(), String> {
+    let prepared = serve.prepare().map_err(|e| e.to_string())?;
     let spec = upstream(&cli)?;
     let options = options(&cli)?;
     let proxy = ProxyServer::connect(spec, options)
@@ -101,51 +118,38 @@ async fn run(cli: Cli) -> Result<(), String> {
     for tool in &cli.trust_read {
         builder = builder.trust_read(tool);
     }
-    let guard = builder.build();
-    tracing::info!(
-        upstream = proxy.upstream_name(),
-        writes_enabled = guard.writes_enabled(),
-        "mcp-write-guard-proxy starting"
-    );
-    let transport = mcp_write_guard_stdio::stdio().map_err(|e| e.to_string())?;
-    let running = match guard.serve(transport).await {
-        Ok(running) => running,
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-        Err(e) => return Err(e.to_string()),
+    let upstream = proxy.upstream_name().to_owned();
+    let log_start = move |started: Started| {
+        tracing::info!(
+            upstream,
+            writes_enabled = started.writes_enabled,
+            principal = started.principal,
+            "mcp-write-guard-proxy starting"
+        );
     };
-    running.waiting().await.map_err(|e| e.to_string())?;
-    Ok(())
+    let service = Service::new(TERMINAL_HINT, &log_start);
+    prepared
+        .serve(builder, &service)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber_init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            tracing::error!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli)) {
+    if let Err(err) = mcp_write_guard_serve::init_logging() {
+        eprintln!("mcp-write-guard-proxy: {err}");
+        return ExitCode::FAILURE;
+    }
+    let serve = cli.serve.clone().config(DEFAULT_STORE_PREFIX);
+    let served = serve.map_err(|e| e.to_string()).and_then(|serve| {
+        let runtime = serve.runtime().map_err(|e| e.to_string())?;
+        runtime.block_on(run(cli, &serve))
+    });
+    match served {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
+        Err(err) => {
+            tracing::error!("{err}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn tracing_subscriber_init() {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
 }
