@@ -4,11 +4,12 @@
 //! # What this crate decides, and what it does not
 //!
 //! It decides: the canonical form and digest of tool arguments ([`canonical_json`],
-//! [`CapturedArgs`]); whether the user's answer approves ([`decide_answer`]: only `accept` with
-//! `approve` equal to the boolean `true`); whether an approval is still live (the approval clock,
-//! [`PendingApproval`]); whether a confirmation token may be spent ([`spend_token`]); whether a
-//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]); and in which
-//! order the gates of a write refuse ([`admit`]).
+//! [`CapturedArgs`]) and of a tool's definition ([`ToolDefinition`]); whether the tool is still
+//! the one the person approved ([`check_definition`]); whether the user's answer approves
+//! ([`decide_answer`]: only `accept` with `approve` equal to the boolean `true`); whether an
+//! approval is still live (the approval clock, [`PendingApproval`]); whether a confirmation token
+//! may be spent ([`spend_token`]); whether a round-trip `requestState` is genuine, current and
+//! unused ([`take_round_trip`]); and in which order the gates of a write refuse ([`admit`]).
 //!
 //! It does not read a clock (every function takes `now`; the caller owns a [`Clock`]), does no
 //! IO, knows nothing of MCP transports, and does not talk to the user. Storage is behind the
@@ -118,6 +119,7 @@ mod bound;
 mod canonical;
 mod clock;
 pub mod danger;
+mod definition;
 mod error;
 mod ids;
 mod page;
@@ -144,9 +146,13 @@ pub use canonical::{
 #[cfg(any(test, feature = "test-util"))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
+pub use definition::{
+    DEFINITION_LIMITS, DefinitionError, ToolChanged, ToolDefinition, check_definition,
+};
 pub use error::Error;
 pub use ids::{
-    ApprovalId, ArgsDigest, ConfirmationToken, IdError, Principal, StateId, TokenId, ToolName,
+    ApprovalId, ArgsDigest, ConfirmationToken, DefinitionDigest, IdError, Principal, StateId,
+    TokenId, ToolName,
 };
 pub use page::{
     CsrfToken, OpenPage, PageAnswered, PageChoice, PageId, PageOutcome, PagePerson, PageRefusal,
