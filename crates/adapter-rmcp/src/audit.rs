@@ -78,6 +78,11 @@ pub enum Outcome {
     StateRejected,
     /// The data changed between the preview the user approved and the apply.
     Stale,
+    /// The tool changed between the question and the apply: its definition (name, title,
+    /// description, input or output schema, annotations) is not the one the person approved a
+    /// call of, or the server no longer offers it (reason: `changed (approved <digest>, now
+    /// <digest>)`, `gone`, `unreadable: <why>`). The approval is used up; nothing written.
+    ToolChanged,
     /// The approval store failed, or the user has too many open approvals; nothing written.
     StoreFailed,
     /// The request lets the inner server answer with a task (the tasks extension is declared by
@@ -87,8 +92,9 @@ pub enum Outcome {
     /// The client cancelled the request after the user approved; nothing spent, issued or
     /// written.
     RequestCancelled,
-    /// The inner server's tool list could not be read, so the tool named for
-    /// `prepare_admin_action` could not be checked; no token issued, nothing written.
+    /// The inner server's tool list could not be read (the tool named for
+    /// `prepare_admin_action`, or the tool just before the apply, could not be checked), or a
+    /// tool's definition has no digest to bind a question to; no token issued, nothing written.
     LookupFailed,
     /// The user approved this exact change.
     Approved,
@@ -141,6 +147,7 @@ impl Outcome {
             Self::AskFailed => "ask-failed",
             Self::StateRejected => "state-rejected",
             Self::Stale => "stale",
+            Self::ToolChanged => "tool-changed",
             Self::StoreFailed => "store-failed",
             Self::RefusedTask => "refused-task",
             Self::RequestCancelled => "request-cancelled",
@@ -578,6 +585,8 @@ pub(crate) mod tests {
     #[test]
     fn refusals_are_told_apart_from_approvals() {
         assert!(Outcome::Stale.is_refusal());
+        assert!(Outcome::ToolChanged.is_refusal());
+        assert_eq!(Outcome::ToolChanged.as_str(), "tool-changed");
         assert!(Outcome::RefusedTask.is_refusal());
         assert!(Outcome::RequestCancelled.is_refusal());
         assert!(Outcome::LookupFailed.is_refusal());

@@ -5,6 +5,9 @@
 
 use std::{borrow::Cow, sync::Arc};
 
+use mcp_write_guard_core::{
+    Approved, DefinitionDigest, DefinitionError, ToolChanged, ToolDefinition,
+};
 use mcp_write_guard_envelope::EnvelopePolicy;
 use mcp_write_guard_policy::{
     Annotations, Classification, ToolFacts, advertised_annotations, classify,
@@ -15,6 +18,7 @@ use rmcp::{
     schemars::JsonSchema,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The tool the guard adds when any tool is token-gated: it asks the user, then returns a
 /// confirmation token bound to one tool and its exact arguments.
@@ -39,6 +43,46 @@ fn to_rmcp(a: Annotations) -> ToolAnnotations {
         a.idempotent_hint,
         a.open_world_hint,
     )
+}
+
+/// `tool`'s annotations as the protocol's JSON object, for its definition's digest.
+fn annotations_json(tool: &Tool) -> Result<Option<Value>, DefinitionError> {
+    tool.annotations
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|error| DefinitionError::Unrepresentable(error.to_string()))
+}
+
+/// mcp-write-guard-core's view of `tool`'s definition (what its digest counts), with its
+/// annotations as JSON.
+fn definition_view<'a>(tool: &'a Tool, annotations: Option<&'a Value>) -> ToolDefinition<'a> {
+    ToolDefinition::new(&tool.name, &tool.input_schema)
+        .with_title(tool.title.as_deref())
+        .with_description(tool.description.as_deref())
+        .with_output_schema(tool.output_schema.as_deref())
+        .with_annotations(annotations)
+}
+
+/// The digest of `tool`'s definition as the inner server hands it out (what the guard
+/// advertises is derived from it).
+pub(crate) fn definition_digest(tool: &Tool) -> Result<DefinitionDigest, DefinitionError> {
+    let annotations = annotations_json(tool)?;
+    definition_view(tool, annotations.as_ref()).digest()
+}
+
+/// Whether `current`, the tool as the inner server hands it out just before the apply (`None`:
+/// it has no such tool any more), is the one `approved` was approved for (mcp-write-guard-core
+/// decides).
+pub(crate) fn check_definition(
+    approved: &Approved,
+    current: Option<&Tool>,
+) -> Result<(), ToolChanged> {
+    let Some(tool) = current else {
+        return approved.check_definition(None);
+    };
+    let annotations = annotations_json(tool).map_err(ToolChanged::Unreadable)?;
+    approved.check_definition(Some(&definition_view(tool, annotations.as_ref())))
 }
 
 /// Classifies an rmcp tool.

@@ -20,11 +20,14 @@ mod fixtures;
 
 use fixtures::ready;
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, Store, ToolName,
-    issue_token, spend_token, store_approval, take_approval,
+    ApprovalPolicy, CapturedArgs, DefinitionDigest, MemoryStore, PendingApproval, Principal, Store,
+    ToolName, issue_token, spend_token, store_approval, take_approval,
 };
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
+
+/// The definition of the tool the records are for (the adapter digests the real one).
+const DEFINITION: DefinitionDigest = DefinitionDigest::from_bytes([7; 32]);
 
 const RECORDS: usize = 1_000_000;
 const PRINCIPALS: usize = 1_000;
@@ -74,9 +77,18 @@ fn main() {
         for i in 0..RECORDS {
             now += Duration::milliseconds(20);
             let (p, a) = (&principals[i % PRINCIPALS], &args[i % 7]);
-            let token = ready(issue_token(&store, p, &tool, a, now, &policy)).unwrap();
+            let token = ready(issue_token(&store, p, &tool, DEFINITION, a, now, &policy)).unwrap();
             if i % 2 == 0 {
-                ready(spend_token(&store, token.as_str(), p, &tool, a, now)).unwrap();
+                ready(spend_token(
+                    &store,
+                    token.as_str(),
+                    p,
+                    &tool,
+                    DEFINITION,
+                    a,
+                    now,
+                ))
+                .unwrap();
             }
             if i % 10_000 == 0 {
                 peak = peak.max(rss_kib());
@@ -91,8 +103,15 @@ fn main() {
         for i in 0..RECORDS {
             now += Duration::milliseconds(10);
             let (p, a) = (&principals[i % PRINCIPALS], &args[i % 7]);
-            let pending =
-                PendingApproval::new(p.clone(), tool.clone(), a.clone(), json!(i), now, &policy);
+            let pending = PendingApproval::new(
+                p.clone(),
+                tool.clone(),
+                DEFINITION,
+                a.clone(),
+                json!(i),
+                now,
+                &policy,
+            );
             let id = ready(store_approval(&store, &pending, now)).unwrap();
             if i % 2 == 0 {
                 ready(take_approval(&store, &id.to_string(), p, &tool, a, now)).unwrap();
@@ -119,6 +138,7 @@ fn main() {
             forged,
             &principals[0],
             &tool,
+            DEFINITION,
             &args[0],
             now,
         ));

@@ -6,12 +6,13 @@ use time::OffsetDateTime;
 use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::args::CapturedArgs;
 use crate::canonical::{ArgLimits, canonical_json};
-use crate::ids::{ApprovalId, ArgsDigest, Principal, ToolName};
+use crate::definition::{ToolChanged, ToolDefinition, check_definition};
+use crate::ids::{ApprovalId, ArgsDigest, DefinitionDigest, Principal, ToolName};
 use crate::page::PageId;
 use crate::policy::ApprovalPolicy;
 
-/// A question put to the user: who asked, which tool, the arguments captured for it, the preview
-/// the user was shown, and when they were asked.
+/// A question put to the user: who asked, which tool (and its definition as the guard saw it),
+/// the arguments captured for it, the preview the user was shown, and when they were asked.
 ///
 /// The approval clock: an approval is **live while `now < expires_at`**, where
 /// `expires_at = asked_at + approval_ttl` (default 120 s). An answer at 119.999 s counts; an
@@ -33,6 +34,8 @@ pub struct PendingApproval {
     id: ApprovalId,
     principal: Principal,
     tool: ToolName,
+    /// The tool's definition when the person was asked.
+    definition: DefinitionDigest,
     args: CapturedArgs,
     preview: Value,
     asked_at: OffsetDateTime,
@@ -42,10 +45,13 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
-    /// Opens an approval at `now` with the approval lifetime of `policy`.
+    /// Opens an approval at `now` with the approval lifetime of `policy`, for `principal` to
+    /// call `tool`, whose definition as the question is put has the digest `definition` (see
+    /// [`ToolDefinition`]), with `args`; `preview` is what the person is shown.
     pub fn new(
         principal: Principal,
         tool: ToolName,
+        definition: DefinitionDigest,
         args: CapturedArgs,
         preview: Value,
         now: OffsetDateTime,
@@ -55,6 +61,7 @@ impl PendingApproval {
             id: ApprovalId::random(),
             principal,
             tool,
+            definition,
             args,
             preview,
             asked_at: now,
@@ -63,10 +70,12 @@ impl PendingApproval {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         id: ApprovalId,
         principal: Principal,
         tool: ToolName,
+        definition: DefinitionDigest,
         args: CapturedArgs,
         preview: Value,
         asked_at: OffsetDateTime,
@@ -76,6 +85,7 @@ impl PendingApproval {
             id,
             principal,
             tool,
+            definition,
             args,
             preview,
             asked_at,
@@ -149,6 +159,11 @@ impl PendingApproval {
     /// The tool to run.
     pub fn tool(&self) -> &ToolName {
         &self.tool
+    }
+
+    /// The digest of the tool's definition when the person was asked.
+    pub fn definition(&self) -> DefinitionDigest {
+        self.definition
     }
 
     /// The arguments captured for the call: the ones that will be applied.
@@ -241,6 +256,25 @@ impl Approved {
         &self.pending.tool
     }
 
+    /// The digest of the tool's definition when the person was asked: the definition they
+    /// approved a call of.
+    pub fn definition(&self) -> DefinitionDigest {
+        self.pending.definition
+    }
+
+    /// Whether `current`, the tool's definition read again just before the apply (`None`: the
+    /// server no longer offers the tool), is still the one the person approved
+    /// ([`check_definition`]). Anything else is [`ToolChanged`]: apply nothing.
+    ///
+    /// # Errors
+    /// [`ToolChanged`]: the tool is gone, its definition differs, or it has no digest.
+    pub fn check_definition(
+        &self,
+        current: Option<&ToolDefinition<'_>>,
+    ) -> Result<(), ToolChanged> {
+        check_definition(self.pending.definition, current)
+    }
+
     /// The arguments captured when the user was asked: apply exactly these.
     pub fn args(&self) -> &CapturedArgs {
         &self.pending.args
@@ -317,6 +351,7 @@ mod tests {
         PendingApproval::new(
             Principal::new("alice"),
             ToolName::new("adjust_stock"),
+            crate::test_support::definition(),
             args,
             json!({"before": 5, "after": 25}),
             now,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::ids::{ArgsDigest, Principal, ToolName};
+use crate::ids::{ArgsDigest, DefinitionDigest, Principal, ToolName};
 use crate::store::{Held, Store, StoreError, StoreKey};
 
 /// A stored record.
@@ -53,6 +53,11 @@ pub(crate) struct LiveRecord {
     pub(crate) principal: Principal,
     pub(crate) tool: ToolName,
     pub(crate) digest: ArgsDigest,
+    /// The tool's definition when the record was made (see
+    /// [`ToolDefinition`](crate::ToolDefinition)). Required: a record written before
+    /// definitions were bound cannot be read, and is refused like any record the store cannot
+    /// read.
+    pub(crate) definition: DefinitionDigest,
     pub(crate) issued_at_ns: i64,
     pub(crate) expires_at_ns: i64,
     pub(crate) retain_until_ns: i64,
@@ -135,12 +140,13 @@ pub(crate) struct NewRecord {
     record: LiveRecord,
 }
 
-/// A live record for `principal` calling `tool` with arguments of `digest`, issued at
-/// `issued_at` and live until `expires_at`, retained one more lifetime after that (as
-/// [`retain_until`] says, here in nanoseconds).
+/// A live record for `principal` calling `tool` (whose definition has the digest `definition`)
+/// with arguments of `digest`, issued at `issued_at` and live until `expires_at`, retained one
+/// more lifetime after that (as [`retain_until`] says, here in nanoseconds).
 pub(crate) fn new_record(
     principal: &Principal,
     tool: &ToolName,
+    definition: DefinitionDigest,
     digest: ArgsDigest,
     issued_at: OffsetDateTime,
     expires_at: OffsetDateTime,
@@ -163,6 +169,7 @@ pub(crate) fn new_record(
         principal: principal.clone(),
         tool: tool.clone(),
         digest,
+        definition,
         issued_at_ns,
         expires_at_ns,
         retain_until_ns,
@@ -397,23 +404,9 @@ pub(crate) async fn take<S: Store + ?Sized>(
 }
 
 /// Reads the record under `key` without taking it and checks it against the caller exactly as
-/// [`take`] would. Nothing changes in the store, so this may only be used to refuse early: the
-/// grant itself is always a [`take`].
-pub(crate) async fn check<S: Store + ?Sized>(
-    store: &S,
-    key: &StoreKey,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: ArgsDigest,
-    now: OffsetDateTime,
-) -> Result<(), Refusal> {
-    peek(store, key, principal, tool, digest, now)
-        .await
-        .map(drop)
-}
-
-/// [`check`], handing back a copy of the live record it read. Grants nothing: the record stays
-/// in the store, to be taken once.
+/// [`take`] would, handing back a copy of the live record it read. Nothing changes in the store,
+/// so this may only be used to refuse early (or to put the same question again): the grant
+/// itself is always a [`take`].
 pub(crate) async fn peek<S: Store + ?Sized>(
     store: &S,
     key: &StoreKey,
@@ -619,6 +612,7 @@ mod tests {
                     store,
                     &principal(p),
                     &tool,
+                    crate::test_support::definition(),
                     &arguments(a),
                     now,
                     &policy,
@@ -643,6 +637,7 @@ mod tests {
                         &t,
                         &principal(p),
                         &tool,
+                        crate::test_support::definition(),
                         &arguments(a),
                         now
                     ))
@@ -661,6 +656,7 @@ mod tests {
                         &t,
                         &principal(p),
                         &tool,
+                        crate::test_support::definition(),
                         &arguments(a),
                         now
                     ))
@@ -674,6 +670,7 @@ mod tests {
                     &forged,
                     &principal(0),
                     &tool,
+                    crate::test_support::definition(),
                     &arguments(0),
                     now,
                 ));
@@ -687,6 +684,7 @@ mod tests {
                 let pending = PendingApproval::new(
                     principal(p),
                     tool.clone(),
+                    crate::test_support::definition(),
                     arguments(a),
                     json!({"p": p}),
                     now,
@@ -759,18 +757,60 @@ mod tests {
         let (alice, tool, args) = (Principal::new("alice"), ToolName::new("t"), arguments(1));
         let now = ManualClock::default().now();
         // Issued as JSON, spent as it is; issued as it is, spent as JSON.
-        let a = ready(issue_token(&json, &alice, &tool, &args, now, &policy)).unwrap();
-        let b = ready(issue_token(&*shared, &alice, &tool, &args, now, &policy)).unwrap();
+        let a = ready(issue_token(
+            &json,
+            &alice,
+            &tool,
+            crate::test_support::definition(),
+            &args,
+            now,
+            &policy,
+        ))
+        .unwrap();
+        let b = ready(issue_token(
+            &*shared,
+            &alice,
+            &tool,
+            crate::test_support::definition(),
+            &args,
+            now,
+            &policy,
+        ))
+        .unwrap();
         assert_eq!(
-            ready(check_token(&*shared, a.as_str(), &alice, &tool, &args, now)),
+            ready(check_token(
+                &*shared,
+                a.as_str(),
+                &alice,
+                &tool,
+                crate::test_support::definition(),
+                &args,
+                now
+            )),
             Ok(())
         );
         assert_eq!(
-            ready(spend_token(&*shared, a.as_str(), &alice, &tool, &args, now)),
+            ready(spend_token(
+                &*shared,
+                a.as_str(),
+                &alice,
+                &tool,
+                crate::test_support::definition(),
+                &args,
+                now
+            )),
             Ok(())
         );
         assert_eq!(
-            ready(spend_token(&json, b.as_str(), &alice, &tool, &args, now)),
+            ready(spend_token(
+                &json,
+                b.as_str(),
+                &alice,
+                &tool,
+                crate::test_support::definition(),
+                &args,
+                now
+            )),
             Ok(())
         );
         for token in [&a, &b] {
@@ -781,6 +821,7 @@ mod tests {
                         token.as_str(),
                         &alice,
                         &tool,
+                        crate::test_support::definition(),
                         &args,
                         now
                     )),
@@ -789,12 +830,25 @@ mod tests {
             }
         }
         // A record kept as it is reads back through the Store methods as the JSON it stands for.
-        let c = ready(issue_token(&*shared, &alice, &tool, &args, now, &policy)).unwrap();
+        let c = ready(issue_token(
+            &*shared,
+            &alice,
+            &tool,
+            crate::test_support::definition(),
+            &args,
+            now,
+            &policy,
+        ))
+        .unwrap();
         let key = StoreKey::new(crate::RecordKind::Token, c.as_str());
         let value = ready(shared.get(&key, now)).unwrap().unwrap();
         assert_eq!(value["status"], json!("live"));
         assert_eq!(value["principal"], json!("alice"));
         assert_eq!(value["digest"], json!(args.token_digest().to_string()));
+        assert_eq!(
+            value["definition"],
+            json!(crate::test_support::definition().to_string())
+        );
         let receipt = ready(shared.get(&receipt_key(&key), now)).unwrap().unwrap();
         assert_eq!(receipt["status"], json!("receipt"));
         let expires_ns = i64::try_from(c.expires_at().unix_timestamp_nanos()).unwrap();
@@ -817,7 +871,7 @@ mod tests {
             let expires_at = issued_at.saturating_add(time::Duration::nanoseconds(lifetime));
             let (p, t) = (Principal::new("p"), ToolName::new("t"));
             let digest = ArgsDigest::from_bytes([7; 32]);
-            let got = new_record(&p, &t, digest, issued_at, expires_at, None).map(|n| n.record);
+            let got = new_record(&p, &t, crate::test_support::definition(), digest, issued_at, expires_at, None).map(|n| n.record);
             let want = (|| Ok::<_, StoreError>((
                 to_ns(issued_at)?,
                 to_ns(expires_at)?,

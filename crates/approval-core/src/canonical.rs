@@ -232,6 +232,30 @@ pub(crate) fn digest_object_and_without(
     Ok((all, without, out.len()))
 }
 
+/// The SHA-256 bytes of the canonical form of `whole`, an object (depth 1) whose members are
+/// strings, the JSON objects `maps` (each a container at depth 2) and the JSON `values`: the
+/// checks [`canonical_json`] makes, over each part where it lies, then the same serializer over
+/// the whole, with no copy of any part. (A tool's definition: its name and texts, its schemas,
+/// its annotations.)
+pub(crate) fn digest_members(
+    whole: &impl Serialize,
+    maps: &[&Map<String, Value>],
+    values: &[&Value],
+    limits: &ArgLimits,
+) -> Result<[u8; 32], ArgsError> {
+    let depth = enter(0, limits)?;
+    let mut stack = Vec::with_capacity(64);
+    for map in maps {
+        let inner = enter(depth, limits)?;
+        stack.extend(map.values().map(|v| (v, inner)));
+    }
+    stack.extend(values.iter().map(|v| (*v, depth)));
+    check(stack, limits)?;
+    let out = jcs(whole)?;
+    within(out.len(), limits)?;
+    Ok(*sha256(&[&out]).as_bytes())
+}
+
 fn sha256(parts: &[&[u8]]) -> ArgsDigest {
     let mut hasher = Sha256::new();
     for part in parts {

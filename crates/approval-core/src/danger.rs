@@ -36,6 +36,7 @@ mod tests {
         let pending = PendingApproval::new(
             Principal::new("local"),
             ToolName::new("t"),
+            crate::test_support::definition(),
             args.clone(),
             json!({"after": 1}),
             t0 - Duration::seconds(500),

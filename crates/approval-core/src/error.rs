@@ -1,6 +1,7 @@
 //! The crate's error type: misuse and malformed input, never a denial.
 
 use crate::canonical::ArgsError;
+use crate::definition::DefinitionError;
 use crate::ids::IdError;
 use crate::store::StoreError;
 
@@ -19,6 +20,9 @@ pub enum Error {
     /// The arguments were refused.
     #[error(transparent)]
     Args(#[from] ArgsError),
+    /// A tool definition has no digest.
+    #[error(transparent)]
+    Definition(#[from] DefinitionError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -23,6 +23,9 @@ pub enum IdError {
     /// A string that should hold a 64-digit lowercase hex argument digest does not.
     #[error("malformed argument digest")]
     MalformedDigest,
+    /// A string that should hold a 64-digit lowercase hex tool definition digest does not.
+    #[error("malformed tool definition digest")]
+    MalformedDefinitionDigest,
 }
 
 macro_rules! string_newtype {
@@ -91,79 +94,101 @@ string_newtype!(
     ToolName
 );
 
-/// The SHA-256 digest of a canonical argument object (see `canonical_json`).
-///
-/// Displays and serialises as 64 lowercase hex digits.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ArgsDigest([u8; 32]);
+macro_rules! sha256_digest {
+    ($(#[$meta:meta])* $name:ident, $malformed:expr) => {
+        $(#[$meta])*
+        ///
+        /// Displays and serialises as 64 lowercase hex digits.
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name([u8; 32]);
 
-impl ArgsDigest {
-    /// Wraps raw digest bytes.
-    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(bytes)
-    }
+        impl $name {
+            /// Wraps raw digest bytes.
+            pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+                Self(bytes)
+            }
 
-    /// The raw digest bytes.
-    pub const fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
+            /// The raw digest bytes.
+            pub const fn as_bytes(&self) -> &[u8; 32] {
+                &self.0
+            }
 
-    /// The digest as 64 lowercase hex digits.
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-}
-
-impl fmt::Display for ArgsDigest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-impl fmt::Debug for ArgsDigest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ArgsDigest({})", self.to_hex())
-    }
-}
-
-impl FromStr for ArgsDigest {
-    type Err = IdError;
-
-    /// Parses exactly 64 lowercase hex digits.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bytes = s.as_bytes();
-        if bytes.len() != 64 {
-            return Err(IdError::MalformedDigest);
+            /// The digest as 64 lowercase hex digits.
+            pub fn to_hex(&self) -> String {
+                hex::encode(self.0)
+            }
         }
-        let mut out = [0u8; 32];
-        for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-            let [hi, lo] = pair else {
-                return Err(IdError::MalformedDigest);
-            };
-            *slot = (lower_hex_value(*hi)? << 4) | lower_hex_value(*lo)?;
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.to_hex())
+            }
         }
-        Ok(Self(out))
-    }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($name), "({})"), self.to_hex())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+
+            /// Parses exactly 64 lowercase hex digits.
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                parse_lower_hex(s).map(Self).ok_or($malformed)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.to_hex())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(deserializer)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
 }
 
-fn lower_hex_value(c: u8) -> Result<u8, IdError> {
+sha256_digest!(
+    /// The SHA-256 digest of a canonical argument object (see `canonical_json`).
+    ArgsDigest,
+    IdError::MalformedDigest
+);
+
+sha256_digest!(
+    /// The SHA-256 digest of a tool's definition as the person approved it (see
+    /// [`ToolDefinition`](crate::ToolDefinition)).
+    DefinitionDigest,
+    IdError::MalformedDefinitionDigest
+);
+
+/// Exactly 64 lowercase hex digits, as 32 bytes.
+fn parse_lower_hex(s: &str) -> Option<[u8; 32]> {
+    let bytes = s.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let [hi, lo] = pair else {
+            return None;
+        };
+        *slot = (lower_hex_value(*hi)? << 4) | lower_hex_value(*lo)?;
+    }
+    Some(out)
+}
+
+fn lower_hex_value(c: u8) -> Option<u8> {
     match c {
-        b'0'..=b'9' => Ok(c - b'0'),
-        b'a'..=b'f' => Ok(c - b'a' + 10),
-        _ => Err(IdError::MalformedDigest),
-    }
-}
-
-impl Serialize for ArgsDigest {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_hex())
-    }
-}
-
-impl<'de> Deserialize<'de> for ArgsDigest {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        s.parse().map_err(serde::de::Error::custom)
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
     }
 }
 
@@ -341,7 +366,25 @@ mod tests {
                 Err(IdError::MalformedDigest),
                 "{bad}"
             );
+            assert_eq!(
+                bad.parse::<DefinitionDigest>(),
+                Err(IdError::MalformedDefinitionDigest),
+                "{bad}"
+            );
         }
+    }
+
+    #[test]
+    fn definition_digest_hex_round_trips() {
+        let d = DefinitionDigest::from_bytes([0x0f; 32]);
+        assert_eq!(d.to_string(), "0f".repeat(32));
+        assert_eq!(
+            format!("{d:?}"),
+            format!("DefinitionDigest({})", "0f".repeat(32))
+        );
+        assert_eq!(d.to_string().parse::<DefinitionDigest>().unwrap(), d);
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(serde_json::from_str::<DefinitionDigest>(&json).unwrap(), d);
     }
 
     #[test]

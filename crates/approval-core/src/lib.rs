@@ -4,11 +4,12 @@
 //! # What this crate decides, and what it does not
 //!
 //! It decides: the canonical form and digest of tool arguments ([`canonical_json`],
-//! [`CapturedArgs`]); whether the user's answer approves ([`decide_answer`]: only `accept` with
-//! `approve` equal to the boolean `true`); whether an approval is still live (the approval clock,
-//! [`PendingApproval`]); whether a confirmation token may be spent ([`spend_token`]); whether a
-//! round-trip `requestState` is genuine, current and unused ([`take_round_trip`]); and in which
-//! order the gates of a write refuse ([`admit`]).
+//! [`CapturedArgs`]) and of a tool's definition ([`ToolDefinition`]); whether the tool is still
+//! the one the person approved ([`check_definition`]); whether the user's answer approves
+//! ([`decide_answer`]: only `accept` with `approve` equal to the boolean `true`); whether an
+//! approval is still live (the approval clock, [`PendingApproval`]); whether a confirmation token
+//! may be spent ([`spend_token`]); whether a round-trip `requestState` is genuine, current and
+//! unused ([`take_round_trip`]); and in which order the gates of a write refuse ([`admit`]).
 //!
 //! It does not read a clock (every function takes `now`; the caller owns a [`Clock`]), does no
 //! IO, knows nothing of MCP transports, and does not talk to the user. Storage is behind the
@@ -37,20 +38,24 @@
 //!    (private fields, not `Clone`, made only by `decide` or, loudly, by
 //!    [`danger::approve_without_asking`]) is what the apply takes, and it applies
 //!    [`Approved::args`], the arguments captured when the user was asked.
-//! 4. **Apply** as a compare-and-apply: recompute the preview inside the transaction that applies
-//!    and commit only if [`previews_match`] the approved [`Approved::preview`].
+//! 4. **Apply**, if the tool is still the one the person approved: the pending approval binds
+//!    the digest of the tool's definition when they were asked ([`ToolDefinition`]), and just
+//!    before the apply [`Approved::check_definition`] compares it with the definition read again
+//!    (a tool that is gone or changed is [`ToolChanged`]: apply nothing). Then as a
+//!    compare-and-apply: recompute the preview inside the transaction that applies and commit
+//!    only if [`previews_match`] the approved [`Approved::preview`].
 //!
 //! # Lifecycle of a confirmation token
 //!
 //! 1. **Issue** (after the user approved the intent): [`issue_token`] binds a fresh random
-//!    token to the principal, the tool and [`CapturedArgs::token_digest`] (the arguments without
-//!    `confirmationToken`). It is live while `now < issued_at + 300 s`
+//!    token to the principal, the tool, the tool's definition ([`ToolDefinition`]) and
+//!    [`CapturedArgs::token_digest`] (the arguments without `confirmationToken`). It is live while `now < issued_at + 300 s`
 //!    ([`ApprovalPolicy::token_ttl`]): at 299 s it spends, at exactly 300 s it does not.
 //! 2. **Check** when the destructive call arrives, before anyone is asked: [`check_token`] (or
 //!    [`check_token_from_args`]) refuses a token that could not spend, and spends nothing.
 //! 3. **Spend** after the user approved the act: [`spend_token`] (or
 //!    [`spend_token_from_args`]) succeeds once, atomically. Any attempt that finds the live token uses it up, including one with
-//!    another principal, tool or arguments (fail closed). Every failure has its own
+//!    another principal, tool, definition or arguments (fail closed). Every failure has its own
 //!    [`TokenRejection`] for the audit trail, and all render the same text.
 //! 4. **Forget**: a token counts towards its principal's cap
 //!    ([`ApprovalPolicy::per_principal_cap`]) only while it is live: until it is spent or for
@@ -75,13 +80,18 @@
 //! let at = |s: i64| t0 + Duration::seconds(s);
 //! let alice = Principal::new("alice");
 //! let tool = ToolName::new("delete_order");
+//! // The tool as the server defines it when the person is asked.
+//! let schema = json!({"type": "object", "properties": {"orderId": {"type": "integer"}}});
+//! let asked = ToolDefinition::new("delete_order", schema.as_object().unwrap())
+//!     .with_description(Some("Delete one order."));
+//! let definition = asked.digest()?;
 //!
 //! // Approval: capture once, ask, decide.
 //! let raw = json!({"orderId": 42});
 //! let args = CapturedArgs::capture(raw.as_object(), &policy.limits)?;
 //! let pending = PendingApproval::new(
-//!     alice.clone(), tool.clone(), args.clone(), json!({"order": 42, "status": "open"}),
-//!     t0, &policy,
+//!     alice.clone(), tool.clone(), definition, args.clone(),
+//!     json!({"order": 42, "status": "open"}), t0, &policy,
 //! );
 //! let answer = json!({"approve": true});
 //! assert_eq!(
@@ -93,14 +103,19 @@
 //!     Verdict::Denied(reason) => unreachable!("refuse and record {reason}; nothing is applied"),
 //! };
 //! assert_eq!(approved.args().arguments(), raw.as_object().unwrap()); // apply exactly these
+//! // Just before the apply, the tool as the server defines it now must be the one approved.
+//! assert_eq!(approved.check_definition(Some(&asked)), Ok(()));
+//! let rewritten = asked.with_description(Some("Delete every order."));
+//! assert!(approved.check_definition(Some(&rewritten)).is_err()); // refuse, apply nothing
 //! assert!(previews_match(approved.preview(), &json!({"status": "open", "order": 42.0})));
 //!
 //! // Token: issue, then spend once with the same arguments plus the token.
-//! let token = block_on(issue_token(&store, &alice, &tool, &args, at(0), &policy))?;
+//! let token = block_on(issue_token(&store, &alice, &tool, definition, &args, at(0), &policy))?;
 //! let call = json!({"orderId": 42, "confirmationToken": token.as_str()});
 //! let call_args = CapturedArgs::capture(call.as_object(), &policy.limits)?;
-//! assert_eq!(block_on(spend_token_from_args(&store, &alice, &tool, &call_args, at(299))), Ok(()));
-//! let again = block_on(spend_token_from_args(&store, &alice, &tool, &call_args, at(299)));
+//! let spend = |at| block_on(spend_token_from_args(&store, &alice, &tool, definition, &call_args, at));
+//! assert_eq!(spend(at(299)), Ok(()));
+//! let again = spend(at(299));
 //! assert_eq!(again, Err(TokenRejection::AlreadySpent));
 //! // The text is the same for every reason; the reason goes to the audit trail.
 //! assert_eq!(again.unwrap_err().to_string(), TokenRejection::Unknown.to_string());
@@ -118,6 +133,7 @@ mod bound;
 mod canonical;
 mod clock;
 pub mod danger;
+mod definition;
 mod error;
 mod ids;
 mod page;
@@ -144,9 +160,13 @@ pub use canonical::{
 #[cfg(any(test, feature = "test-util"))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
+pub use definition::{
+    DEFINITION_LIMITS, DefinitionError, ToolChanged, ToolDefinition, check_definition,
+};
 pub use error::Error;
 pub use ids::{
-    ApprovalId, ArgsDigest, ConfirmationToken, IdError, Principal, StateId, TokenId, ToolName,
+    ApprovalId, ArgsDigest, ConfirmationToken, DefinitionDigest, IdError, Principal, StateId,
+    TokenId, ToolName,
 };
 pub use page::{
     CsrfToken, OpenPage, PageAnswered, PageChoice, PageId, PageOutcome, PagePerson, PageRefusal,

@@ -638,6 +638,7 @@ mod tests {
         let pending = PendingApproval::new(
             Principal::new("alice"),
             ToolName::new("adjust_stock"),
+            crate::test_support::definition(),
             args,
             json!({"before": 5, "after": 25}),
             clock.now(),

@@ -519,6 +519,7 @@ mod tests {
         PendingApproval::new(
             Principal::new(who),
             ToolName::new("adjust_stock"),
+            crate::test_support::definition(),
             CapturedArgs::capture(args.as_object(), &ApprovalPolicy::default().limits)
                 .unwrap_or_else(|e| panic!("{e}")),
             json!({"before": 3, "after": 3 + delta}),

@@ -204,6 +204,7 @@ async fn put_pending<S: Store + ?Sized>(
     let record = bound::new_record(
         pending.principal(),
         pending.tool(),
+        pending.definition(),
         pending.args().digest(),
         pending.asked_at(),
         pending.expires_at(),
@@ -236,6 +237,7 @@ fn restore(live: LiveRecord) -> Option<PendingApproval> {
         id,
         live.principal,
         live.tool,
+        live.definition,
         args,
         stored.preview,
         bound::from_ns(live.issued_at_ns).ok()?,
@@ -292,6 +294,7 @@ mod tests {
         let pending = PendingApproval::new(
             Principal::new("alice"),
             ToolName::new("adjust_stock"),
+            crate::test_support::definition(),
             args(json!({"sku": "A-1", "delta": 20})),
             json!({"before": 5, "after": 25}),
             clock.now(),
@@ -395,6 +398,7 @@ mod tests {
             let pending = PendingApproval::new(
                 p.principal().clone(),
                 p.tool().clone(),
+                crate::test_support::definition(),
                 p.args().clone(),
                 p.preview().clone(),
                 now,
@@ -451,6 +455,7 @@ mod tests {
             PendingApproval::new(
                 p.principal().clone(),
                 p.tool().clone(),
+                crate::test_support::definition(),
                 p.args().clone(),
                 p.preview().clone(),
                 t0 + Duration::seconds(s),
@@ -616,6 +621,7 @@ mod tests {
             "principal": "alice",
             "tool": "adjust_stock",
             "digest": p.args().digest(),
+            "definition": p.definition(),
             "issuedAtNs": bound::to_ns(now).unwrap(),
             "expiresAtNs": expires,
             "retainUntilNs": expires,

@@ -1259,7 +1259,15 @@ mod tests {
             clock.advance(Duration::seconds(2 * lifetime + 1));
             let forged = crate::TokenId::random().to_string();
             let (p, t) = (Principal::new("late"), ToolName::new("t"));
-            let refused = ready(spend_token(store, &forged, &p, &t, &args(0), clock.now()));
+            let refused = ready(spend_token(
+                store,
+                &forged,
+                &p,
+                &t,
+                crate::test_support::definition(),
+                &args(0),
+                clock.now(),
+            ));
             assert_eq!(refused, Err(TokenRejection::Unknown));
             assert_eq!(store.len(), 0);
             let (entries, index, principals) = held(store);
@@ -1295,13 +1303,23 @@ mod tests {
             let clock = ManualClock::default();
             let (p, tool, a) = (Principal::new("alice"), ToolName::new("t"), args(0));
             let mallory = Principal::new("mallory");
-            let token = ready(issue_token(&store, &p, &tool, &a, clock.now(), &policy)).unwrap();
+            let token = ready(issue_token(
+                &store,
+                &p,
+                &tool,
+                crate::test_support::definition(),
+                &a,
+                clock.now(),
+                &policy,
+            ))
+            .unwrap();
             let spend = |who: &Principal| {
                 ready(spend_token(
                     &store,
                     token.as_str(),
                     who,
                     &tool,
+                    crate::test_support::definition(),
                     &a,
                     clock.now(),
                 ))
@@ -1334,9 +1352,26 @@ mod tests {
                 clock.advance(Duration::milliseconds(20));
                 let (p, a) = (&principals[i % PRINCIPALS], &argument_sets[i % 7]);
                 let now = clock.now();
-                let token = ready(issue_token(&store, p, &tool, a, now, &policy)).unwrap();
+                let token = ready(issue_token(
+                    &store,
+                    p,
+                    &tool,
+                    crate::test_support::definition(),
+                    a,
+                    now,
+                    &policy,
+                ))
+                .unwrap();
                 if i % 2 == 0 {
-                    let spent = ready(spend_token(&store, token.as_str(), p, &tool, a, now));
+                    let spent = ready(spend_token(
+                        &store,
+                        token.as_str(),
+                        p,
+                        &tool,
+                        crate::test_support::definition(),
+                        a,
+                        now,
+                    ));
                     assert_eq!(spent, Ok(()));
                 }
                 peak = peak.max(store.len());
@@ -1366,6 +1401,7 @@ mod tests {
                 let pending = PendingApproval::new(
                     p.clone(),
                     tool.clone(),
+                    crate::test_support::definition(),
                     a.clone(),
                     json!(i),
                     now,

@@ -115,3 +115,13 @@ impl Store for JsonOnly {
         self.0.purge_expired(now)
     }
 }
+
+/// The digest of a tool definition, for records whose definition the test does not change.
+pub(crate) fn definition() -> crate::ids::DefinitionDigest {
+    crate::ids::DefinitionDigest::from_bytes([0xd1; 32])
+}
+
+/// The digest of another definition of the same tool.
+pub(crate) fn other_definition() -> crate::ids::DefinitionDigest {
+    crate::ids::DefinitionDigest::from_bytes([0xd2; 32])
+}

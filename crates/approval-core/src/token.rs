@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use crate::approval::expiry;
 use crate::args::CapturedArgs;
 use crate::bound::{self, Refusal};
-use crate::ids::{ConfirmationToken, Principal, TokenId, ToolName};
+use crate::ids::{ConfirmationToken, DefinitionDigest, Principal, TokenId, ToolName};
 use crate::policy::ApprovalPolicy;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
@@ -36,6 +36,9 @@ pub enum TokenRejection {
     OtherTool,
     /// Issued for other arguments. The attempt burns the token.
     OtherArguments,
+    /// Issued while the tool had another definition (its description, schema or annotations
+    /// changed since; see [`ToolDefinition`](crate::ToolDefinition)). A spend burns the token.
+    ToolChanged,
     /// Not a well-formed token (or not a string).
     Malformed,
     /// The call carried no `confirmationToken` at all.
@@ -54,6 +57,7 @@ impl TokenRejection {
             Self::OtherPrincipal => "other-principal",
             Self::OtherTool => "other-tool",
             Self::OtherArguments => "other-arguments",
+            Self::ToolChanged => "tool-changed",
             Self::Malformed => "malformed",
             Self::Missing => "missing",
             Self::Store => "store",
@@ -90,7 +94,10 @@ impl From<Refusal> for TokenRejection {
 
 /// Issues a confirmation token for `principal` to call `tool` with exactly `args` (bound to
 /// [`CapturedArgs::token_digest`], so a `confirmationToken` member in `args` is ignored), live
-/// from `now` for [`ApprovalPolicy::token_ttl`] (default 300 s).
+/// from `now` for [`ApprovalPolicy::token_ttl`] (default 300 s). The token is bound to the
+/// tool's `definition` too, as the person saw it when they approved issuing it (see
+/// [`ToolDefinition`](crate::ToolDefinition)): it spends only while the tool still has that
+/// definition.
 ///
 /// The token is a fresh random version 4 UUID, never derived from its inputs. A token is live
 /// while `now < issued_at + token_ttl`: at 299 s it spends, at exactly 300 s it does not.
@@ -99,6 +106,7 @@ pub async fn issue_token<S: Store + ?Sized>(
     store: &S,
     principal: &Principal,
     tool: &ToolName,
+    definition: DefinitionDigest,
     args: &CapturedArgs,
     now: OffsetDateTime,
     policy: &ApprovalPolicy,
@@ -106,17 +114,27 @@ pub async fn issue_token<S: Store + ?Sized>(
     let text: Arc<str> = TokenId::random().with_text(|text| Arc::from(text));
     let key = StoreKey::from_shared(RecordKind::Token, Arc::clone(&text));
     let expires_at = expiry(now, policy.token_ttl);
-    let record = bound::new_record(principal, tool, args.token_digest(), now, expires_at, None)?;
+    let record = bound::new_record(
+        principal,
+        tool,
+        definition,
+        args.token_digest(),
+        now,
+        expires_at,
+        None,
+    )?;
     bound::put(store, key, principal, record, now).await?;
     Ok(ConfirmationToken::new(text, expires_at))
 }
 
-/// Spends `token` for `principal` calling `tool` with `args` at `now`: `Ok(())` exactly once, for
-/// a live token issued for this principal, this tool and these arguments (compared by
+/// Spends `token` for `principal` calling `tool`, whose definition now has the digest
+/// `definition`, with `args` at `now`: `Ok(())` exactly once, for a live token issued for this
+/// principal, this tool while it had this definition, and these arguments (compared by
 /// [`CapturedArgs::token_digest`]).
 ///
 /// Atomic: of concurrent attempts, at most one succeeds. **Any attempt that finds a live token
-/// uses it up**, including one with another principal, tool or arguments (fail closed: there is
+/// uses it up**, including one with another principal, tool, definition or arguments (fail
+/// closed: there is
 /// no put-back, so there is no moment when a token is both checked and still spendable; the cost
 /// is that a mistaken attempt means asking the user again). Every failure is a
 /// [`TokenRejection`]; a store error is [`TokenRejection::Store`].
@@ -125,12 +143,13 @@ pub async fn spend_token<S: Store + ?Sized>(
     token: &str,
     principal: &Principal,
     tool: &ToolName,
+    definition: DefinitionDigest,
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
     // Only the one spelling of a token parses, so `token` is the key's id as issued.
     let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
-    bound::take(
+    let live = bound::take(
         store,
         token_key(token),
         principal,
@@ -139,8 +158,9 @@ pub async fn spend_token<S: Store + ?Sized>(
         now,
     )
     .await
-    .map(|_| ())
-    .map_err(TokenRejection::from)
+    .map_err(TokenRejection::from)?;
+    // Taken: a token issued for another definition of the tool is used up too.
+    same_definition(live.definition, definition)
 }
 
 /// Like [`spend_token`], reading the token from the `confirmationToken` member of `args`: absent
@@ -149,11 +169,12 @@ pub async fn spend_token_from_args<S: Store + ?Sized>(
     store: &S,
     principal: &Principal,
     tool: &ToolName,
+    definition: DefinitionDigest,
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
     let token = token_in(args)?;
-    spend_token(store, token, principal, tool, args, now).await
+    spend_token(store, token, principal, tool, definition, args, now).await
 }
 
 /// Checks `token` exactly as [`spend_token`] would, **without spending it**: `Ok(())` means a
@@ -167,11 +188,12 @@ pub async fn check_token<S: Store + ?Sized>(
     token: &str,
     principal: &Principal,
     tool: &ToolName,
+    definition: DefinitionDigest,
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
     let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
-    bound::check(
+    let live = bound::peek(
         store,
         &token_key(token),
         principal,
@@ -180,7 +202,8 @@ pub async fn check_token<S: Store + ?Sized>(
         now,
     )
     .await
-    .map_err(TokenRejection::from)
+    .map_err(TokenRejection::from)?;
+    same_definition(live.definition, definition)
 }
 
 /// Like [`check_token`], reading the token from the `confirmationToken` member of `args`, as
@@ -189,11 +212,25 @@ pub async fn check_token_from_args<S: Store + ?Sized>(
     store: &S,
     principal: &Principal,
     tool: &ToolName,
+    definition: DefinitionDigest,
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
     let token = token_in(args)?;
-    check_token(store, token, principal, tool, args, now).await
+    check_token(store, token, principal, tool, definition, args, now).await
+}
+
+/// Whether a token issued while the tool had the definition `issued_for` may spend now that it
+/// has `now`.
+fn same_definition(
+    issued_for: DefinitionDigest,
+    now: DefinitionDigest,
+) -> Result<(), TokenRejection> {
+    if issued_for == now {
+        Ok(())
+    } else {
+        Err(TokenRejection::ToolChanged)
+    }
 }
 
 /// The `confirmationToken` member of `args`: absent is [`TokenRejection::Missing`], not a string
@@ -250,6 +287,7 @@ mod tests {
                 &self.store,
                 &self.alice,
                 &self.tool,
+                crate::test_support::definition(),
                 &self.args,
                 self.clock.now(),
                 &self.policy,
@@ -273,6 +311,7 @@ mod tests {
                 token,
                 p,
                 tool,
+                crate::test_support::definition(),
                 args,
                 self.clock.now(),
             ))
@@ -330,6 +369,7 @@ mod tests {
                 &f.store,
                 &f.alice,
                 &f.tool,
+                crate::test_support::definition(),
                 &f.args,
                 f.clock.now(),
                 &f.policy,
@@ -409,6 +449,52 @@ mod tests {
         );
     }
 
+    /// A token spends only while the tool has the definition it was issued for: a check
+    /// refuses another definition and burns nothing, a spend refuses it and burns the token.
+    #[test]
+    fn a_token_is_bound_to_the_tools_definition() {
+        let f = fixture();
+        let token = f.issue();
+        let now = f.clock.now();
+        let check = |definition| {
+            ready(check_token(
+                &f.store,
+                token.as_str(),
+                &f.alice,
+                &f.tool,
+                definition,
+                &f.args,
+                now,
+            ))
+        };
+        let changed = crate::test_support::other_definition();
+        assert_eq!(check(changed), Err(TokenRejection::ToolChanged));
+        assert_eq!(
+            check(crate::test_support::definition()),
+            Ok(()),
+            "not burned"
+        );
+        let spent = ready(spend_token(
+            &f.store,
+            token.as_str(),
+            &f.alice,
+            &f.tool,
+            changed,
+            &f.args,
+            now,
+        ));
+        assert_eq!(spent, Err(TokenRejection::ToolChanged));
+        // Fail closed: the spend with another definition used the token up.
+        assert_eq!(f.spend(token.as_str()), Err(TokenRejection::AlreadySpent));
+        assert_eq!(f.store.live_count(&f.alice, now), 0);
+        assert_eq!(TokenRejection::ToolChanged.as_str(), "tool-changed");
+        assert_eq!(
+            TokenRejection::ToolChanged.to_string(),
+            TokenRejection::Unknown.to_string(),
+            "the same text as every other rejection"
+        );
+    }
+
     #[test]
     fn a_check_refuses_like_a_spend_but_spends_nothing() {
         let f = fixture();
@@ -420,6 +506,7 @@ mod tests {
                 token.as_str(),
                 p,
                 tool,
+                crate::test_support::definition(),
                 a,
                 f.clock.now(),
             ))
@@ -444,7 +531,13 @@ mod tests {
         let forged = TokenId::random().to_string();
         assert_eq!(
             ready(check_token(
-                &f.store, &forged, &f.alice, &f.tool, &f.args, t0
+                &f.store,
+                &forged,
+                &f.alice,
+                &f.tool,
+                crate::test_support::definition(),
+                &f.args,
+                t0
             )),
             Err(TokenRejection::Unknown)
         );
@@ -469,6 +562,7 @@ mod tests {
                 unspent.as_str(),
                 &f.alice,
                 &f.tool,
+                crate::test_support::definition(),
                 &f.args,
                 f.clock.now(),
             ))
@@ -483,8 +577,16 @@ mod tests {
         let token = f.issue();
         let now = f.clock.now();
         let with = |v: Value| args(v);
-        let check =
-            |a: &CapturedArgs| ready(check_token_from_args(&f.store, &f.alice, &f.tool, a, now));
+        let check = |a: &CapturedArgs| {
+            ready(check_token_from_args(
+                &f.store,
+                &f.alice,
+                &f.tool,
+                crate::test_support::definition(),
+                a,
+                now,
+            ))
+        };
         assert_eq!(
             check(&with(json!({"orderId": 42}))),
             Err(TokenRejection::Missing)
@@ -515,6 +617,7 @@ mod tests {
                 &f.store,
                 &f.alice,
                 &f.tool,
+                crate::test_support::definition(),
                 &call,
                 f.clock.now()
             )),
@@ -528,6 +631,7 @@ mod tests {
                 &f.store,
                 &f.alice,
                 &f.tool,
+                crate::test_support::definition(),
                 &call,
                 f.clock.now()
             )),
@@ -560,6 +664,7 @@ mod tests {
                 &f.store,
                 &f.alice,
                 &f.tool,
+                crate::test_support::definition(),
                 &none,
                 f.clock.now()
             )),
@@ -571,6 +676,7 @@ mod tests {
                 &f.store,
                 &f.alice,
                 &f.tool,
+                crate::test_support::definition(),
                 &number,
                 f.clock.now()
             )),
@@ -589,13 +695,27 @@ mod tests {
         let now = f.clock.now();
         assert!(matches!(
             ready(issue_token(
-                &down, &f.alice, &f.tool, &f.args, now, &f.policy
+                &down,
+                &f.alice,
+                &f.tool,
+                crate::test_support::definition(),
+                &f.args,
+                now,
+                &f.policy
             )),
             Err(StoreError::Unavailable(_))
         ));
         let token = TokenId::random().to_string();
         assert_eq!(
-            ready(spend_token(&down, &token, &f.alice, &f.tool, &f.args, now)),
+            ready(spend_token(
+                &down,
+                &token,
+                &f.alice,
+                &f.tool,
+                crate::test_support::definition(),
+                &f.args,
+                now
+            )),
             Err(TokenRejection::Store)
         );
         for garbage in [
@@ -608,7 +728,13 @@ mod tests {
             let corrupt = BrokenStore::Garbage(garbage);
             assert_eq!(
                 ready(spend_token(
-                    &corrupt, &token, &f.alice, &f.tool, &f.args, now
+                    &corrupt,
+                    &token,
+                    &f.alice,
+                    &f.tool,
+                    crate::test_support::definition(),
+                    &f.args,
+                    now
                 )),
                 Err(TokenRejection::Store)
             );
@@ -625,6 +751,7 @@ mod tests {
             &f.store,
             &f.alice,
             &f.tool,
+            crate::test_support::definition(),
             &f.args,
             f.clock.now(),
             &f.policy,
@@ -647,6 +774,7 @@ mod tests {
             OtherPrincipal,
             OtherTool,
             OtherArguments,
+            ToolChanged,
             Malformed,
             Missing,
             Store,
@@ -681,14 +809,31 @@ mod tests {
             // Each round a lifetime and its retention later, so earlier rounds are forgotten.
             clock.advance(Duration::seconds(600));
             let now = clock.now();
-            let token = ready(issue_token(&*store, &alice, &tool, &a, now, &policy)).unwrap();
+            let token = ready(issue_token(
+                &*store,
+                &alice,
+                &tool,
+                crate::test_support::definition(),
+                &a,
+                now,
+                &policy,
+            ))
+            .unwrap();
             let barrier = std::sync::Barrier::new(THREADS);
             let results: Vec<Result<(), TokenRejection>> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..THREADS)
                     .map(|_| {
                         s.spawn(|| {
                             barrier.wait();
-                            ready(spend_token(&*store, token.as_str(), &alice, &tool, &a, now))
+                            ready(spend_token(
+                                &*store,
+                                token.as_str(),
+                                &alice,
+                                &tool,
+                                crate::test_support::definition(),
+                                &a,
+                                now,
+                            ))
                         })
                     })
                     .collect();
@@ -705,7 +850,15 @@ mod tests {
                 "round {round}: {results:?}"
             );
             assert_eq!(
-                ready(spend_token(&*store, token.as_str(), &alice, &tool, &a, now)),
+                ready(spend_token(
+                    &*store,
+                    token.as_str(),
+                    &alice,
+                    &tool,
+                    crate::test_support::definition(),
+                    &a,
+                    now
+                )),
                 Err(TokenRejection::AlreadySpent)
             );
         }
@@ -758,6 +911,8 @@ mod tests {
             Principal,
             Tool,
             Arguments,
+            /// The tool's definition changed since the token was issued.
+            Definition,
         }
 
         impl Mismatch {
@@ -765,7 +920,7 @@ mod tests {
             fn attempt(self, tok: &ModelToken) -> (u8, u8, u8) {
                 let (p, tl, a) = (tok.principal, tok.tool, tok.args);
                 match self {
-                    Self::Nothing => (p, tl, a),
+                    Self::Nothing | Self::Definition => (p, tl, a),
                     Self::Principal => (p ^ 1, tl, a),
                     Self::Tool => (p, tl ^ 1, a),
                     Self::Arguments => (p, tl, a ^ 1),
@@ -779,6 +934,17 @@ mod tests {
                     Self::Principal => Err(TokenRejection::OtherPrincipal),
                     Self::Tool => Err(TokenRejection::OtherTool),
                     Self::Arguments => Err(TokenRejection::OtherArguments),
+                    Self::Definition => Err(TokenRejection::ToolChanged),
+                }
+            }
+
+            /// The tool's definition at the attempt.
+            fn definition(self) -> DefinitionDigest {
+                match self {
+                    Self::Definition => crate::test_support::other_definition(),
+                    Self::Nothing | Self::Principal | Self::Tool | Self::Arguments => {
+                        crate::test_support::definition()
+                    }
                 }
             }
         }
@@ -789,6 +955,7 @@ mod tests {
                 1 => Just(Mismatch::Principal),
                 1 => Just(Mismatch::Tool),
                 1 => Just(Mismatch::Arguments),
+                1 => Just(Mismatch::Definition),
             ]
         }
 
@@ -855,7 +1022,7 @@ mod tests {
                     let mut check_len = true;
                     match op {
                         Op::Issue { principal: p, tool: tl, args: a } => {
-                            let got = ready(issue_token(&store, &principal(p), &tool(tl), &arguments(a), at, &policy));
+                            let got = ready(issue_token(&store, &principal(p), &tool(tl), crate::test_support::definition(), &arguments(a), at, &policy));
                             if held(&model, p, now) >= CAP {
                                 prop_assert_eq!(got, Err(StoreError::PrincipalCapReached { cap: CAP }));
                             } else {
@@ -870,7 +1037,7 @@ mod tests {
                             let id = which % model.len();
                             let tok = model.get_mut(&id).unwrap();
                             let (p, tl, a) = mismatch.attempt(tok);
-                            let got = ready(spend_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
+                            let got = ready(spend_token(&store, &tok.text, &principal(p), &tool(tl), mismatch.definition(), &arguments(a), at));
                             let want = if now >= tok.issued + FORGET {
                                 Err(TokenRejection::Unknown)
                             } else {
@@ -894,7 +1061,7 @@ mod tests {
                             let id = which % model.len();
                             let tok = &model[&id];
                             let (p, tl, a) = mismatch.attempt(tok);
-                            let got = ready(check_token(&store, &tok.text, &principal(p), &tool(tl), &arguments(a), at));
+                            let got = ready(check_token(&store, &tok.text, &principal(p), &tool(tl), mismatch.definition(), &arguments(a), at));
                             // What a spend would say, with no change to the model's state.
                             let want = if now >= tok.issued + FORGET {
                                 Err(TokenRejection::Unknown)
@@ -910,11 +1077,11 @@ mod tests {
                         }
                         Op::SpendForged => {
                             let forged = TokenId::random().to_string();
-                            let got = ready(spend_token(&store, &forged, &principal(0), &tool(0), &arguments(0), at));
+                            let got = ready(spend_token(&store, &forged, &principal(0), &tool(0), crate::test_support::definition(), &arguments(0), at));
                             prop_assert_eq!(got, Err(TokenRejection::Unknown));
                         }
                         Op::SpendMalformed(text) => {
-                            let got = ready(spend_token(&store, &text, &principal(0), &tool(0), &arguments(0), at));
+                            let got = ready(spend_token(&store, &text, &principal(0), &tool(0), crate::test_support::definition(), &arguments(0), at));
                             prop_assert_eq!(got, Err(TokenRejection::Malformed));
                             check_len = false; // refused before the store was asked
                         }
@@ -950,7 +1117,7 @@ mod tests {
                 }
                 // And nothing live in the model is missing from the store's view.
                 for tok in model.values().filter(|t| t.state == State::Live && now < t.issued + TTL) {
-                    let got = ready(spend_token(&store, &tok.text, &principal(tok.principal), &tool(tok.tool), &arguments(tok.args), t0 + Duration::seconds(now)));
+                    let got = ready(spend_token(&store, &tok.text, &principal(tok.principal), &tool(tok.tool), crate::test_support::definition(), &arguments(tok.args), t0 + Duration::seconds(now)));
                     prop_assert_eq!(got, Ok(()));
                 }
             }

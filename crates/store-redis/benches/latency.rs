@@ -13,12 +13,15 @@
 use std::time::{Duration, Instant};
 
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, Store, ToolName,
-    issue_token, spend_token, store_approval, take_approval,
+    ApprovalPolicy, CapturedArgs, DefinitionDigest, MemoryStore, PendingApproval, Principal, Store,
+    ToolName, issue_token, spend_token, store_approval, take_approval,
 };
 use mcp_write_guard_redis::RedisStore;
 use mcp_write_guard_redis::test_util::redis_url;
 use time::OffsetDateTime;
+
+/// The definition of the tool the records are for (the adapter digests the real one).
+const DEFINITION: DefinitionDigest = DefinitionDigest::from_bytes([7; 32]);
 
 const WARM_UP: usize = 1_000;
 const SAMPLES: usize = 20_000;
@@ -35,11 +38,21 @@ async fn token_round(store: &dyn Store, policy: &ApprovalPolicy, args: &Captured
     let (principal, tool) = (Principal::new("bench"), ToolName::new("cancel_order"));
     let now = OffsetDateTime::now_utc();
     let started = Instant::now();
-    let token = match issue_token(store, &principal, &tool, args, now, policy).await {
+    let token = match issue_token(store, &principal, &tool, DEFINITION, args, now, policy).await {
         Ok(token) => token,
         Err(err) => panic!("issue: {err}"),
     };
-    if let Err(err) = spend_token(store, token.as_str(), &principal, &tool, args, now).await {
+    if let Err(err) = spend_token(
+        store,
+        token.as_str(),
+        &principal,
+        &tool,
+        DEFINITION,
+        args,
+        now,
+    )
+    .await
+    {
         panic!("spend: {err:?}");
     }
     started.elapsed()
@@ -56,6 +69,7 @@ async fn approval_round(
     let pending = PendingApproval::new(
         principal.clone(),
         tool.clone(),
+        DEFINITION,
         args.clone(),
         preview,
         now,

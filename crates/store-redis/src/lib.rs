@@ -81,6 +81,8 @@ mod attack_tests;
 #[cfg(test)]
 mod conformance;
 #[cfg(test)]
+mod definition_tests;
+#[cfg(test)]
 mod expiry_tests;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;

@@ -1,12 +1,15 @@
 //! `answer`: the person's answer, as an elicitation result and as 2026-07-28 `inputResponses`.
 
 use mcp_write_guard_core::{
-    AnswerAction, ApprovalPolicy, CapturedArgs, Decision, DenyReason, PendingApproval, Principal,
-    ToolName, Verdict, decide_answer,
+    AnswerAction, ApprovalPolicy, CapturedArgs, Decision, DefinitionDigest, DenyReason,
+    PendingApproval, Principal, ToolName, Verdict, decide_answer,
 };
 use serde_json::{Value, json};
 
 use crate::support::{fail, t0};
+
+/// The definition of the tool the approval is for.
+const DEFINITION: DefinitionDigest = DefinitionDigest::from_bytes([7; 32]);
 
 /// The key of the guard's question in `inputRequests` / `inputResponses`
 /// (`mcp_write_guard_rmcp::INPUT_KEY`, not a dependency here: the adapter brings rmcp).
@@ -59,6 +62,7 @@ fn check_result(result: &Value, after: u64) {
     let pending = PendingApproval::new(
         Principal::new("fuzz"),
         ToolName::new("write"),
+        DEFINITION,
         args.clone(),
         json!({"before": 0, "after": 1}),
         asked,

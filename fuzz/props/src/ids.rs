@@ -5,15 +5,18 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use mcp_write_guard_core::{
-    ApprovalId, ApprovalPolicy, ArgsDigest, CapturedArgs, CsrfToken, IdError, MemoryStore,
-    PageChoice, PagePerson, PageRefusal, PageView, PendingApproval, Principal, RoundTripRejection,
-    StateId, TokenId, TokenRejection, ToolName, answer_page, check_token, issue_token,
-    open_round_trip, show_page, spend_token, spend_token_from_args, store_approval, take_approval,
-    take_round_trip,
+    ApprovalId, ApprovalPolicy, ArgsDigest, CapturedArgs, CsrfToken, DefinitionDigest, IdError,
+    MemoryStore, PageChoice, PagePerson, PageRefusal, PageView, PendingApproval, Principal,
+    RoundTripRejection, StateId, TokenId, TokenRejection, ToolName, answer_page, check_token,
+    issue_token, open_round_trip, show_page, spend_token, spend_token_from_args, store_approval,
+    take_approval, take_round_trip,
 };
 use serde_json::{Value, json};
 
 use crate::support::{block_on, fail, t0};
+
+/// The definition of the tool the records are for.
+const DEFINITION: DefinitionDigest = DefinitionDigest::from_bytes([7; 32]);
 
 /// Reads `data` (lossily) as a text and feeds it to every parser of an id, and to the functions
 /// that take one from a client: [`take_round_trip`] (`requestState`), [`take_approval`],
@@ -211,6 +214,7 @@ fn check_empty_store(text: &str) {
         text,
         &c.principal,
         &c.tool,
+        DEFINITION,
         &c.args,
         now,
     ));
@@ -242,6 +246,7 @@ fn check_genuine(data: &[u8]) {
     let pending = PendingApproval::new(
         c.principal.clone(),
         c.tool.clone(),
+        DEFINITION,
         c.args.clone(),
         json!({"before": 1, "after": 0}),
         now,
@@ -253,6 +258,7 @@ fn check_genuine(data: &[u8]) {
         &store,
         &c.principal,
         &c.tool,
+        DEFINITION,
         &c.args,
         now,
         &c.policy,
@@ -306,6 +312,7 @@ fn check_genuine(data: &[u8]) {
         &presented,
         &c.principal,
         &c.tool,
+        DEFINITION,
         &c.args,
         now,
     ));
@@ -317,6 +324,7 @@ fn check_genuine(data: &[u8]) {
             &store,
             &c.principal,
             &c.tool,
+            DEFINITION,
             &args,
             now,
         )),
@@ -330,6 +338,7 @@ fn check_genuine(data: &[u8]) {
             &token,
             &c.principal,
             &c.tool,
+            DEFINITION,
             &c.args,
             now,
         ));

@@ -18,7 +18,7 @@ use rmcp::{
 
 use std::sync::atomic::Ordering;
 
-use super::{Call, refusal::Refusal};
+use super::{Call, Seen, refusal::Refusal};
 use crate::{WriteGuard, audit::Outcome, elicit, principal::PrincipalRequest};
 
 /// What an admitted call does next.
@@ -54,6 +54,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         call: &mut Call,
         request: &mut CallToolRequestParams,
         class: Classification,
+        seen: &Seen,
         context: &RequestContext<RoleServer>,
     ) -> Result<Admitted, Refusal> {
         let state = request.request_state.take();
@@ -112,20 +113,24 @@ impl<S: ServerHandler> WriteGuard<S> {
                 }
                 Admission::CheckToken => {
                     // Checking spends nothing: the token is spent, atomically, only after the
-                    // person approved (the apply step).
-                    let checked = match (&principal, &args) {
-                        (Some(principal), Ok(args)) => {
+                    // person approved (the apply step). It was issued for the tool as it was
+                    // defined then: a tool defined otherwise now (or whose definition has no
+                    // digest) does not take it.
+                    let checked = match (&principal, &args, seen) {
+                        (Some(principal), Ok(args), Some(Ok(definition))) => {
                             check_token_from_args(
                                 &*self.shared.store,
                                 principal,
                                 &call.tool,
+                                *definition,
                                 args,
                                 self.shared.clock.now(),
                             )
                             .await
                         }
+                        (Some(_), Ok(_), None | Some(Err(_))) => Err(TokenRejection::ToolChanged),
                         // Unreachable by admit's order; refused all the same.
-                        (None, _) | (_, Err(_)) => Err(TokenRejection::Missing),
+                        (None, _, _) | (_, Err(_), _) => Err(TokenRejection::Missing),
                     };
                     facts.token = match checked {
                         Ok(()) => TokenGate::Accepted,

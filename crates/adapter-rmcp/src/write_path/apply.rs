@@ -1,12 +1,17 @@
 //! Step 5 of a write: apply exactly what was approved (DESIGN step 8).
 //!
 //! Only an [`Approved`] gets here. Nothing is spent, issued or applied for a request the
-//! client cancelled. A token-gated tool's token is spent, atomically, once. Then the apply
-//! runs with the approval's own arguments as a compare-and-apply: the approved preview travels
-//! with it ([`crate::WriteStep::Apply`]) and the tool compares it inside the transaction that
-//! applies. For `prepare_admin_action` the apply is issuing the token.
+//! client cancelled. Then the tool is read again from the inner server, the way the call found
+//! it: unless its definition is still the one the person approved a call of (for
+//! `prepare_admin_action`, the definition of the tool it names), the apply is refused, and the
+//! approval, already taken from the store, is used up. A token-gated tool's token is spent,
+//! atomically, once, and only while the tool has the definition it was issued for. Then the
+//! apply runs with the approval's own arguments as a compare-and-apply: the approved preview
+//! travels with it ([`crate::WriteStep::Apply`]) and the tool compares it inside the
+//! transaction that applies. For `prepare_admin_action` the apply is issuing the token, bound
+//! to the target's definition.
 
-use mcp_write_guard_core::{Approved, TokenRejection, issue_token, spend_token};
+use mcp_write_guard_core::{Approved, TokenRejection, ToolName, issue_token, spend_token};
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
@@ -15,12 +20,16 @@ use rmcp::{
 };
 use time::format_description::well_known::Rfc3339;
 
-use super::{Call, capture::AdminTarget, refusal::Refusal};
+use super::{
+    Call,
+    capture::{AdminTarget, admin_input},
+    refusal::Refusal,
+};
 use crate::{
     WriteGuard,
     audit::Outcome,
     step::{ApprovedPreview, Comparison, attach_approved},
-    tools::{AdminActionToken, PREPARE_ADMIN_ACTION},
+    tools::{self, AdminActionToken, PREPARE_ADMIN_ACTION},
 };
 
 impl<S: ServerHandler> WriteGuard<S> {
@@ -36,9 +45,22 @@ impl<S: ServerHandler> WriteGuard<S> {
             return Err(Refusal::cancelled("after approval"));
         }
         if call.tool.as_str() == PREPARE_ADMIN_ACTION {
-            let target = self.admin_target(approved.args(), &context).await?;
+            // The tool the token will be for, as the inner server defines it now.
+            let input = admin_input(approved.args())?;
+            let found = self.find_admin_target(&input.tool, &context).await?;
+            let name = ToolName::new(input.tool.as_str());
+            tools::check_definition(&approved, found.as_ref())
+                .map_err(|changed| Refusal::tool_changed(&name, &changed))?;
+            let target = self.admin_target_of(input, found.as_ref())?;
             return self.issue_admin_token(call, &approved, &target).await;
         }
+        // The tool as the inner server defines it now: the one the person approved a call of.
+        let found = self
+            .find_tool(approved.tool().as_str(), &context)
+            .await
+            .map_err(|error| Refusal::lookup_failed(&error.message))?;
+        tools::check_definition(&approved, found.as_ref())
+            .map_err(|changed| Refusal::tool_changed(approved.tool(), &changed))?;
         if class.token_gated {
             let spent = match approved.args().confirmation_token() {
                 Some(token) => {
@@ -47,6 +69,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                         token,
                         approved.principal(),
                         approved.tool(),
+                        approved.definition(),
                         approved.args(),
                         self.shared.clock.now(),
                     )
@@ -135,8 +158,8 @@ impl<S: ServerHandler> WriteGuard<S> {
         )
     }
 
-    /// `prepare_admin_action`'s apply: a token bound to the target tool and its exact
-    /// arguments, for the principal who was asked.
+    /// `prepare_admin_action`'s apply: a token bound to the target tool, its definition as the
+    /// person approved it, and its exact arguments, for the principal who was asked.
     async fn issue_admin_token(
         &self,
         call: &Call,
@@ -147,6 +170,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             &*self.shared.store,
             approved.principal(),
             &target.tool,
+            approved.definition(),
             &target.args,
             self.shared.clock.now(),
             &self.shared.policy,

@@ -6,17 +6,22 @@
 //!
 //! [`WriteStep::Preview`]: crate::WriteStep::Preview
 
-use mcp_write_guard_core::{CapturedArgs, PendingApproval, Principal, ToolName, previews_match};
+use mcp_write_guard_core::{
+    CapturedArgs, DefinitionDigest, PendingApproval, Principal, ToolChanged, ToolName,
+    previews_match,
+};
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
-    model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, Tool,
+    },
     service::{RequestContext, RoleServer},
 };
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Call, refusal::Refusal};
+use super::{Call, Seen, refusal::Refusal};
 use crate::{
     WriteGuard,
     audit::Outcome,
@@ -24,10 +29,12 @@ use crate::{
     tools::{self, AdminActionInput, PREPARE_ADMIN_ACTION},
 };
 
-/// The tool a `prepare_admin_action` call names, with its captured arguments.
+/// The tool a `prepare_admin_action` call names, with its captured arguments and the digest of
+/// its definition as the guard read it.
 pub(super) struct AdminTarget {
     pub(super) tool: ToolName,
     pub(super) args: CapturedArgs,
+    pub(super) definition: DefinitionDigest,
 }
 
 /// What the person is about to be asked.
@@ -38,12 +45,16 @@ pub(super) struct Captured {
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
+    /// `seen` is the called tool's definition as the guard read it when the call arrived: the
+    /// question binds it (for `prepare_admin_action`, the definition of the tool it names).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn capture(
         &self,
         call: &mut Call,
         principal: Principal,
         args: CapturedArgs,
         class: Classification,
+        seen: &Seen,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Captured, Refusal> {
@@ -51,6 +62,16 @@ impl<S: ServerHandler> WriteGuard<S> {
             Some(self.admin_target(&args, context).await?)
         } else {
             None
+        };
+        let definition = match (&admin_target, seen) {
+            (Some(target), _) => target.definition,
+            (None, Some(Ok(definition))) => *definition,
+            (None, Some(Err(error))) => {
+                return Err(Refusal::unreadable_definition(call.tool.as_str(), error));
+            }
+            (None, None) => {
+                return Err(Refusal::tool_changed(&call.tool, &ToolChanged::Gone));
+            }
         };
         // The tool whose preview the person reads, with the arguments it runs with.
         let (tool, arguments) = match &admin_target {
@@ -66,6 +87,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let pending = PendingApproval::new(
             principal,
             call.tool.clone(),
+            definition,
             args,
             preview,
             self.shared.clock.now(),
@@ -144,28 +166,25 @@ impl<S: ServerHandler> WriteGuard<S> {
         Ok(first)
     }
 
-    /// For `prepare_admin_action`: the named tool, which must be token-gated, and its captured
-    /// arguments.
+    /// For `prepare_admin_action`: the named tool, which must be token-gated, its captured
+    /// arguments and its definition, as the inner server hands it out now.
     pub(super) async fn admin_target(
         &self,
         args: &CapturedArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<AdminTarget, Refusal> {
-        let refuse = |reason: String| {
-            let message = format!(
-                "{reason}, so no confirmation token was issued and nothing was saved. Name a \
-                 tool that takes a confirmationToken and give its exact arguments as an object."
-            );
-            Refusal::new(Outcome::BadArguments, reason, message)
-        };
-        let input = AdminActionInput::deserialize(args.arguments()).map_err(|error| {
-            refuse(format!(
-                "its arguments must be exactly `tool` (a tool's name) and `arguments` (an \
-                 object), and were not ({error})"
-            ))
-        })?;
-        let name = &input.tool;
-        let found = self.find_tool(name, context).await.map_err(|error| {
+        let input = admin_input(args)?;
+        let found = self.find_admin_target(&input.tool, context).await?;
+        self.admin_target_of(input, found.as_ref())
+    }
+
+    /// The inner server's definition of the tool `name` a `prepare_admin_action` call names.
+    pub(super) async fn find_admin_target(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Tool>, Refusal> {
+        self.find_tool(name, context).await.map_err(|error| {
             Refusal::new(
                 Outcome::LookupFailed,
                 format!("tool lookup failed: {}", error.message),
@@ -173,19 +192,52 @@ impl<S: ServerHandler> WriteGuard<S> {
                  confirmation token was issued and nothing was saved. Try again later; if it \
                  keeps failing, ask the server's operator.",
             )
-        })?;
-        if !found.is_some_and(|tool| tools::classify_tool(&tool).token_gated) {
-            return Err(refuse(format!(
+        })
+    }
+
+    /// The admin target `input` names, `found` being the inner server's definition of it.
+    pub(super) fn admin_target_of(
+        &self,
+        input: AdminActionInput,
+        found: Option<&Tool>,
+    ) -> Result<AdminTarget, Refusal> {
+        let name = &input.tool;
+        let Some(found) = found.filter(|tool| tools::classify_tool(tool).token_gated) else {
+            return Err(refuse_admin(format!(
                 "the tool {name:?} does not take a confirmation token"
             )));
-        }
+        };
+        let definition = tools::definition_digest(found)
+            .map_err(|error| Refusal::unreadable_definition(name, &error))?;
         let target_args = CapturedArgs::capture(Some(&input.arguments), &self.shared.policy.limits)
-            .map_err(|error| refuse(format!("the tool's arguments were not accepted ({error})")))?;
+            .map_err(|error| {
+                refuse_admin(format!("the tool's arguments were not accepted ({error})"))
+            })?;
         Ok(AdminTarget {
             tool: ToolName::new(name.as_str()),
             args: target_args,
+            definition,
         })
     }
+}
+
+/// `prepare_admin_action`'s arguments, read.
+pub(super) fn admin_input(args: &CapturedArgs) -> Result<AdminActionInput, Refusal> {
+    AdminActionInput::deserialize(args.arguments()).map_err(|error| {
+        refuse_admin(format!(
+            "its arguments must be exactly `tool` (a tool's name) and `arguments` (an object), \
+             and were not ({error})"
+        ))
+    })
+}
+
+/// A `prepare_admin_action` call that names no tool it can issue a token for.
+fn refuse_admin(reason: String) -> Refusal {
+    let message = format!(
+        "{reason}, so no confirmation token was issued and nothing was saved. Name a tool that \
+         takes a confirmationToken and give its exact arguments as an object."
+    );
+    Refusal::new(Outcome::BadArguments, reason, message)
 }
 
 /// The preview value: the result's `structuredContent`, else its text blocks joined.

@@ -18,8 +18,9 @@
 //!   notice through a [`Notifier`](crate::notify::Notifier)); the `asked` audit record.
 //! - [`decide`]: the answer turned into an [`Approved`] or a refusal (mcp-write-guard-core decides);
 //!   the 2026-07-28 retry.
-//! - [`apply`]: only an [`Approved`] gets here: spend the token, compare-and-apply (or issue
-//!   the admin token).
+//! - [`apply`]: only an [`Approved`] gets here: the tool read again and refused unless its
+//!   definition is the one the person approved, then spend the token, compare-and-apply (or
+//!   issue the admin token).
 //! - [`wrap`]: the result in the envelope.
 //!
 //! Every step returns `Result<_, Refusal>`; [`Refusal`] carries the audit outcome, the audit
@@ -38,11 +39,14 @@ mod refusal;
 mod settle;
 mod wrap;
 
-use mcp_write_guard_core::{ApprovalId, Approved, ArgsDigest, Principal, ToolName, danger};
+use mcp_write_guard_core::{
+    ApprovalId, Approved, ArgsDigest, DefinitionDigest, DefinitionError, Principal, ToolName,
+    danger,
+};
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ErrorData, ServerHandler,
-    model::{CallToolRequestParams, CallToolResponse},
+    model::{CallToolRequestParams, CallToolResponse, Tool},
     service::{RequestContext, RoleServer},
 };
 
@@ -70,6 +74,13 @@ pub(crate) struct Call {
     channel: Option<Channel>,
 }
 
+/// The digest of the called tool's definition as the guard read it for this call, when the call
+/// arrived (for `prepare_admin_action`, the guard's own tool; its question binds the definition
+/// of the tool it names, read when that is looked up). `None`: the inner server no longer offers
+/// the tool (a 2026-07-28 retry of a question about it). A tool that is gone, or whose
+/// definition has no digest, is refused where a digest is needed.
+pub(crate) type Seen = Option<Result<DefinitionDigest, DefinitionError>>;
+
 impl<S: ServerHandler> WriteGuard<S> {
     /// The entry point for every `tools/call`.
     pub(crate) async fn guard_call(
@@ -80,10 +91,23 @@ impl<S: ServerHandler> WriteGuard<S> {
         // The write path's future is large; boxed, it is allocated only for writes, and every
         // `tools/call` future (which rmcp moves into a task of its own) stays small for reads.
         if request.name == PREPARE_ADMIN_ACTION {
-            let class = tools::classify_tool(&tools::prepare_admin_action_tool());
-            return Ok(Box::pin(self.write(request, class, context)).await);
+            let own = tools::prepare_admin_action_tool();
+            let (class, seen) = (tools::classify_tool(&own), tools::definition_digest(&own));
+            return Ok(Box::pin(self.write(request, class, Some(seen), context)).await);
         }
         let Some(tool) = self.find_tool(&request.name, &context).await? else {
+            // The retry of a question about a tool the inner server no longer offers: the
+            // question is settled as any other (its answer recorded), and an approval is
+            // refused, the tool being gone. Written as the spec's defaults read a tool without
+            // annotations: a destructive write.
+            if request.request_state.is_some() {
+                let gone = tools::classify_tool(&Tool::new(
+                    request.name.clone(),
+                    "",
+                    rmcp::model::JsonObject::new(),
+                ));
+                return Ok(Box::pin(self.write(request, gone, None, context)).await);
+            }
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
                 None,
@@ -91,7 +115,9 @@ impl<S: ServerHandler> WriteGuard<S> {
         };
         let class = self.shared.classified.of(&tool);
         if class.class.is_write() {
-            return Ok(Box::pin(self.write(request, class, context)).await);
+            // The definition the question will bind (and a token must have been issued for).
+            let seen = tools::definition_digest(&tool);
+            return Ok(Box::pin(self.write(request, class, Some(seen), context)).await);
         }
         // A read goes straight to the inner server, then into the envelope. A read the client
         // cancelled is dropped: nobody reads its answer, and a transport that counts requests
@@ -115,6 +141,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         &self,
         request: CallToolRequestParams,
         class: Classification,
+        seen: Seen,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let mut call = Call {
@@ -124,7 +151,10 @@ impl<S: ServerHandler> WriteGuard<S> {
             approval: None,
             channel: None,
         };
-        match self.write_steps(&mut call, request, class, context).await {
+        match self
+            .write_steps(&mut call, request, class, seen, context)
+            .await
+        {
             Ok(response) => response,
             Err(refusal) => {
                 self.record(&call, refusal.outcome, Some(refusal.reason));
@@ -138,9 +168,12 @@ impl<S: ServerHandler> WriteGuard<S> {
         call: &mut Call,
         mut request: CallToolRequestParams,
         class: Classification,
+        seen: Seen,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let admitted = self.admit(call, &mut request, class, &context).await?;
+        let admitted = self
+            .admit(call, &mut request, class, &seen, &context)
+            .await?;
         let principal = admitted.principal;
         let settled = match admitted.next {
             Next::Resume(retry) => {
@@ -157,7 +190,15 @@ impl<S: ServerHandler> WriteGuard<S> {
                     Some(settled) => settled,
                     None => {
                         let captured = self
-                            .capture(call, principal, admitted.args, class, &request, &context)
+                            .capture(
+                                call,
+                                principal,
+                                admitted.args,
+                                class,
+                                &seen,
+                                &request,
+                                &context,
+                            )
                             .await?;
                         self.ask(call, captured, &context).await?
                     }
@@ -165,7 +206,15 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
             Next::WithoutAsking => {
                 let captured = self
-                    .capture(call, principal, admitted.args, class, &request, &context)
+                    .capture(
+                        call,
+                        principal,
+                        admitted.args,
+                        class,
+                        &seen,
+                        &request,
+                        &context,
+                    )
                     .await?;
                 self.record(
                     call,

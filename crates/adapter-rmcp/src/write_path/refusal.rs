@@ -5,7 +5,8 @@
 //! from the configured [`ApprovalPolicy`].
 
 use mcp_write_guard_core::{
-    ApprovalPolicy, DenyReason, RoundTripRejection, StoreError, TokenRejection,
+    ApprovalPolicy, DefinitionError, DenyReason, RoundTripRejection, StoreError, TokenRejection,
+    ToolChanged, ToolName, render_key,
 };
 use rmcp::model::{CallToolResult, ContentBlock};
 
@@ -130,9 +131,52 @@ impl Refusal {
             | TokenRejection::AlreadySpent
             | TokenRejection::OtherPrincipal
             | TokenRejection::OtherTool
-            | TokenRejection::OtherArguments => Outcome::TokenRejected,
+            | TokenRejection::OtherArguments
+            | TokenRejection::ToolChanged => Outcome::TokenRejected,
         };
         Self::new(outcome, rejection.as_str(), rejection.user_message())
+    }
+
+    /// The tool is no longer the one the person approved a call of: its definition changed
+    /// between the question and the apply, it has no digest any more, or the server no longer
+    /// offers it. The approval is used up; nothing was written.
+    pub(crate) fn tool_changed(tool: &ToolName, changed: &ToolChanged) -> Self {
+        let tool = render_key(tool.as_str());
+        let message = match changed {
+            ToolChanged::Gone => format!(
+                "The tool `{tool}` is no longer offered by this server, so nothing was saved."
+            ),
+            ToolChanged::Changed { .. } | ToolChanged::Unreadable(_) => format!(
+                "The tool `{tool}` changed since you approved (its description, schema or \
+                 annotations); nothing was saved. Ask again to see the new definition."
+            ),
+        };
+        Self::new(Outcome::ToolChanged, changed.to_string(), message)
+    }
+
+    /// The tool's definition has no digest, so no question can be bound to it: nobody was
+    /// asked, nothing was written.
+    pub(crate) fn unreadable_definition(tool: &str, error: &DefinitionError) -> Self {
+        Self::new(
+            Outcome::LookupFailed,
+            error.to_string(),
+            format!(
+                "The definition of the tool `{}` could not be read, so nobody was asked and \
+                 nothing was saved. If this keeps happening, ask the server's operator.",
+                render_key(tool)
+            ),
+        )
+    }
+
+    /// The inner server's tools could not be looked up just before the apply: nothing was
+    /// written.
+    pub(crate) fn lookup_failed(reason: &str) -> Self {
+        Self::new(
+            Outcome::LookupFailed,
+            format!("tool lookup failed: {reason}"),
+            "The server could not look up the tool just before applying the change, so nothing \
+             was saved. Try again later; if it keeps failing, ask the server's operator.",
+        )
     }
 
     /// The person's answer, or the clock, said no.

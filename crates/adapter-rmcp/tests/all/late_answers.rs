@@ -410,6 +410,112 @@ async fn an_answer_after_the_call_was_cancelled_is_applied_by_the_next_call() {
     assert_eq!(g.count(Outcome::Applied), 1);
 }
 
+/// The definition `set_counter` gets in the tests below: its description rewritten.
+fn rewrite_set_counter(tool: &mut Tool) {
+    tool.description = Some("Set the counter, and wipe every row.".into());
+}
+
+/// The words a call of an approval for a tool redefined since is refused with.
+const SET_COUNTER_CHANGED: &str = "The tool `set_counter` changed since you approved (its \
+description, schema or annotations); nothing was saved. Ask again to see the new definition.";
+
+/// 1b. Below 2026-07-28: the client cancels, the person approves, then the server redefines the
+///     tool. The next call of the same change finds the approved question and is refused
+///     (`tool-changed`), without a question and without an apply; the approval is used up, so
+///     the call after that asks anew, about the tool as it is now, and applies once.
+#[tokio::test]
+async fn an_answer_kept_for_a_tool_redefined_since_is_not_applied_by_the_next_call() {
+    let g = Guarded::new(None);
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let before = g.fixture.snapshot();
+    cancelled_then_approved(&g, &client, &dialog, &set(7)).await;
+    g.fixture.redefine("set_counter", rewrite_set_counter);
+
+    let refused = within(
+        "the second call",
+        client.call_tool(params("set_counter", &set(7))),
+    )
+    .await
+    .unwrap();
+    assert!(is_error(&refused), "{refused:?}");
+    assert_eq!(text_of(&refused), SET_COUNTER_CHANGED);
+    assert_eq!(dialog.asked().len(), 1, "no second question");
+    let state = g.fixture.snapshot();
+    assert_eq!(state.data(), before.data(), "nothing applied");
+    assert_eq!((state.applies, state.previews), (0, 1));
+    assert_eq!(
+        g.outcomes(),
+        [
+            Outcome::Asked,
+            Outcome::Answered,
+            Outcome::AwaitingAnswer,
+            Outcome::Approved,
+            Outcome::ToolChanged
+        ]
+    );
+    let approval = g.one(Outcome::Asked).approval_id.expect("an approval id");
+    let changed = g.one(Outcome::ToolChanged);
+    assert_eq!(changed.approval_id, Some(approval));
+    assert!(
+        changed
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("changed (approved ")),
+        "{changed:?}"
+    );
+
+    // Used up: the same change is a new question now, and applies once.
+    let third = {
+        let peer = client.peer().clone();
+        tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
+    };
+    dialog.wait_asked(2).await;
+    dialog.answer(1, Say::Approve);
+    let applied = within("the third call", third).await.unwrap().unwrap();
+    assert!(!is_error(&applied), "{applied:?}");
+    assert_eq!((g.counter(), g.applies()), (7, 1));
+    assert_ne!(g.one(Outcome::Applied).approval_id, Some(approval));
+}
+
+/// 3b. 2026-07-28: the server redefines the tool after the question was put; a later call of
+///     the same change without `requestState` finds the question and gets it again (the same
+///     approval), and approving it is refused (`tool-changed`) with nothing applied. The next
+///     call asks anew and applies once.
+#[tokio::test]
+async fn a_question_found_by_a_later_call_after_a_redefinition_is_not_applied() {
+    let g = Guarded::new(None);
+    let (client, _dialog) = g.connect(Era::InputRounds).await;
+    let peer = client.peer().clone();
+    let args = set(7);
+    let asked = first_round(&peer, "set_counter", &args).await;
+    g.fixture.redefine("set_counter", rewrite_set_counter);
+    let again = first_round(&peer, "set_counter", &args).await;
+    assert_eq!(again.prompt, asked.prompt, "the same question");
+    assert_eq!(g.count(Outcome::Asked), 1, "asked once: {:?}", g.outcomes());
+    let approval = g.one(Outcome::Asked).approval_id.expect("an approval id");
+
+    let refused = approve_round(&peer, "set_counter", &args, &again.state).await;
+    assert!(is_error(&refused), "{refused:?}");
+    assert_eq!(text_of(&refused), SET_COUNTER_CHANGED);
+    assert_eq!((g.counter(), g.applies()), (0, 0), "nothing applied");
+    assert_eq!(g.one(Outcome::ToolChanged).approval_id, Some(approval));
+    assert_eq!(g.count(Outcome::Approved), 1);
+
+    // The other state of the same question applies nothing either: the approval is used up.
+    let other = approve_round(&peer, "set_counter", &args, &asked.state).await;
+    assert!(is_error(&other), "{other:?}");
+    assert_eq!((g.counter(), g.applies()), (0, 0));
+    assert_eq!(g.count(Outcome::Applied), 0);
+
+    // A new question, about the tool as it is now, applies once.
+    let fresh = first_round(&peer, "set_counter", &args).await;
+    assert_eq!(g.count(Outcome::Asked), 2, "{:?}", g.outcomes());
+    let applied = approve_round(&peer, "set_counter", &args, &fresh.state).await;
+    assert!(!is_error(&applied), "{applied:?}");
+    assert_eq!((g.counter(), g.applies()), (7, 1));
+    assert_ne!(g.one(Outcome::Applied).approval_id, Some(approval));
+}
+
 /// 2. Below 2026-07-28: a second identical call while the first still waits shares its
 ///    question: one question, one apply; the other call is told the approval was used.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

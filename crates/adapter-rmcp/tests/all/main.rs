@@ -39,4 +39,5 @@ mod surface;
 mod tasks;
 mod timeouts;
 mod tokens;
+mod tool_definition;
 mod write_path;

@@ -245,6 +245,49 @@ async fn approving_on_the_page_applies_exactly_what_it_showed() {
     }
 }
 
+/// The server redefines `set_counter` while its question waits on the page; the person then
+/// approves there. Nothing is applied (`tool-changed`), and the approval is used up.
+#[tokio::test]
+async fn a_tool_redefined_before_the_page_is_answered_is_not_applied() {
+    for era in ERAS {
+        let h = PageHarness::start(era).await;
+        let call = h.set_counter(7);
+        let question = h.question().await;
+        h.fixture.redefine("set_counter", |tool| {
+            tool.description = Some("Set the counter, and wipe every row.".into());
+        });
+        let answered = h.answer(&question.url, "approve").await;
+        assert_eq!(answered.status, 200, "{}", answered.body);
+        let url = question.url.clone();
+        question.reply(ElicitationAction::Accept);
+        let result = call.await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{era:?}: {result:?}");
+        assert_eq!(
+            text_of(&result),
+            "The tool `set_counter` changed since you approved (its description, schema or \
+             annotations); nothing was saved. Ask again to see the new definition.",
+            "{era:?}"
+        );
+        assert_eq!(h.counter(), (0, 0), "{era:?}: nothing applied");
+        assert_eq!(
+            h.outcomes(),
+            [
+                Outcome::Asked,
+                Outcome::PageAnswered,
+                Outcome::Approved,
+                Outcome::ToolChanged
+            ],
+            "{era:?}"
+        );
+        let records = h.audit.records();
+        let approval = records[0].approval_id;
+        assert!(approval.is_some() && records.iter().all(|r| r.approval_id == approval));
+        // The page was answered once; it cannot approve again.
+        let shown = h.get(&url).await;
+        assert_eq!(shown.status, 410, "{era:?}");
+    }
+}
+
 #[tokio::test]
 async fn declining_on_the_page_saves_nothing() {
     for era in ERAS {

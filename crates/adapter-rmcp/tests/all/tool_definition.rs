@@ -1,0 +1,293 @@
+//! An approval binds the tool's definition too: a tool whose definition (description, title,
+//! input or output schema, annotations) changed between the question and the apply, or that
+//! the server stopped offering, is not applied, in both protocol eras; a confirmation token
+//! spends only while its tool has the definition it was issued for. Every refusal reads back
+//! the fixture's data and apply count and the audit record, and the approval is used up: the
+//! same change again is a new question, about the tool as it is now.
+
+use std::sync::Arc;
+
+use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+use crate::common::{Era, Harness, Reply, text_of, unwrapped};
+
+both_eras!(
+    a_tool_redefined_while_the_person_is_asked_is_not_applied,
+    a_tool_withdrawn_while_the_person_is_asked_is_not_applied,
+    an_unchanged_definition_still_applies_exactly_once,
+    a_token_for_a_tool_redefined_since_it_was_issued_is_refused,
+    a_target_redefined_while_the_intent_is_asked_gets_no_token,
+    a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing,
+);
+
+fn object(value: Value) -> JsonObject {
+    value.as_object().cloned().unwrap()
+}
+
+/// One way an upstream server may redefine a tool while the person is asked.
+type Edit = fn(&mut Tool);
+
+/// Each counted member of `set_counter`'s definition, changed.
+const EDITS: [(&str, Edit); 5] = [
+    ("description", |tool| {
+        tool.description = Some("Set the counter, and wipe every row.".into());
+    }),
+    ("input schema", |tool| {
+        // The argument now means something else (its description), with the same name.
+        tool.input_schema = Arc::new(object(json!({
+            "type": "object",
+            "properties": {"value": {
+                "type": "integer",
+                "description": "How many rows to delete."
+            }},
+            "required": ["value"]
+        })));
+    }),
+    ("annotations", |tool| {
+        tool.annotations = Some(
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(true)
+                .open_world(true),
+        );
+    }),
+    ("title", |tool| tool.title = Some("Counter".into())),
+    ("output schema", |tool| {
+        tool.output_schema = Some(Arc::new(object(json!({"type": "object"}))));
+    }),
+];
+
+/// The refusal a changed tool gets: nothing saved, the inner apply never called, one
+/// `tool-changed` record whose reason names both definitions.
+fn assert_tool_changed(h: &Harness, result: &CallToolResult, before: &crate::common::State) {
+    h.assert_refused(result, before, Outcome::ToolChanged, None);
+    assert_eq!(
+        text_of(result),
+        "The tool `set_counter` changed since you approved (its description, schema or \
+         annotations); nothing was saved. Ask again to see the new definition."
+    );
+    let last = h.audit.last().unwrap();
+    let reason = last.reason.clone().unwrap_or_default();
+    assert!(reason.starts_with("changed (approved "), "{reason}");
+    assert!(reason.contains(", now "), "{reason}");
+}
+
+/// The person approves `set_counter {value: 5}` while the server redefines it: refused, nothing
+/// written, the approval used up. The same change again is a new question about the tool as it
+/// is now, and applies once.
+async fn a_tool_redefined_while_the_person_is_asked_is_not_applied(era: Era) {
+    for (what, edit) in EDITS {
+        let h = Harness::start(era).await;
+        let before = h.state();
+        let server = h.fixture.clone();
+        h.script([Reply::after(
+            move || server.redefine("set_counter", edit),
+            Reply::Approve,
+        )]);
+        let result = h.call("set_counter", json!({"value": 5})).await;
+        assert_tool_changed(&h, &result, &before);
+        assert_eq!(
+            h.outcomes(),
+            [Outcome::Asked, Outcome::Approved, Outcome::ToolChanged],
+            "{what}"
+        );
+        let records = h.audit.records();
+        let approval = records[0].approval_id;
+        assert!(approval.is_some() && records.iter().all(|r| r.approval_id == approval));
+        assert_eq!(
+            h.state().previews,
+            1,
+            "{what}: previewed once, before asking"
+        );
+
+        // Used up: the same change again is asked anew (a new approval), and applies once.
+        h.script([Reply::Approve]);
+        let again = h.call("set_counter", json!({"value": 5})).await;
+        assert_ne!(again.is_error, Some(true), "{what}: {again:?}");
+        assert_eq!(h.asked().len(), 2, "{what}: asked again");
+        let state = h.state();
+        assert_eq!((state.counter, state.applies), (5, 1), "{what}");
+        let records = h.audit.records();
+        assert_eq!(records.last().unwrap().outcome, Outcome::Applied, "{what}");
+        assert_ne!(records.last().unwrap().approval_id, approval, "{what}");
+    }
+}
+
+/// The server stops offering the tool while the person is asked: refused as `gone`.
+async fn a_tool_withdrawn_while_the_person_is_asked_is_not_applied(era: Era) {
+    let h = Harness::start(era).await;
+    let before = h.state();
+    let server = h.fixture.clone();
+    h.script([Reply::after(
+        move || server.withdraw("set_counter"),
+        Reply::Approve,
+    )]);
+    let result = h.call("set_counter", json!({"value": 5})).await;
+    h.assert_refused(&result, &before, Outcome::ToolChanged, Some("gone"));
+    assert_eq!(
+        text_of(&result),
+        "The tool `set_counter` is no longer offered by this server, so nothing was saved."
+    );
+    assert_eq!(
+        h.outcomes(),
+        [Outcome::Asked, Outcome::Approved, Outcome::ToolChanged]
+    );
+}
+
+/// No regression: a definition handed out anew but equal (a new allocation, its keys in another
+/// order) is the same definition; the change applies exactly once.
+async fn an_unchanged_definition_still_applies_exactly_once(era: Era) {
+    let h = Harness::start(era).await;
+    let server = h.fixture.clone();
+    h.script([Reply::after(
+        move || {
+            server.redefine("set_counter", |tool| {
+                let reversed: JsonObject = tool
+                    .input_schema
+                    .iter()
+                    .rev()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                tool.input_schema = Arc::new(reversed);
+            });
+        },
+        Reply::Approve,
+    )]);
+    let result = h.call("set_counter", json!({"value": 5})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(
+        unwrapped(&result),
+        json!({"before": 0, "after": 5}),
+        "{result:?}"
+    );
+    let state = h.state();
+    assert_eq!((state.counter, state.applies, state.previews), (5, 1, 1));
+    assert_eq!(
+        h.outcomes(),
+        [Outcome::Asked, Outcome::Approved, Outcome::Applied]
+    );
+}
+
+async fn with_rows(era: Era) -> Harness {
+    let h = Harness::start(era).await;
+    {
+        let mut state = h.fixture.state.lock();
+        state.rows.insert("a".into(), 1);
+        state.rows.insert("b".into(), 2);
+    }
+    h
+}
+
+/// `delete_row`'s description, rewritten.
+fn rewrite_delete_row(tool: &mut Tool) {
+    tool.description = Some("Delete every row. Needs a confirmation token.".into());
+}
+
+/// A token issued for `delete_row`, then the server redefines `delete_row`: the act is refused
+/// like any token that does not fit (the same text), before anyone is asked, nothing deleted.
+/// Defined as it was again, the same token spends.
+async fn a_token_for_a_tool_redefined_since_it_was_issued_is_refused(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    h.fixture.redefine("delete_row", rewrite_delete_row);
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    h.assert_refused(
+        &result,
+        &before,
+        Outcome::TokenRejected,
+        Some("tool-changed"),
+    );
+    assert_eq!(text_of(&result), TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(h.asked().len(), 1, "the intent only: the act was not asked");
+    assert!(h.state().rows.contains_key("a"));
+
+    // The check spent nothing: defined as it was when the token was issued, the act goes on.
+    *h.fixture.definitions.lock() = None;
+    let result = h
+        .call(
+            "delete_row",
+            json!({"name": "a", "confirmationToken": token}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!h.state().rows.contains_key("a"));
+    assert_eq!(h.state().applies, 1);
+}
+
+/// The person approves the intent (`prepare_admin_action` for `delete_row`) while the server
+/// redefines `delete_row`: no token is issued.
+async fn a_target_redefined_while_the_intent_is_asked_gets_no_token(era: Era) {
+    let h = with_rows(era).await;
+    let before = h.state();
+    let server = h.fixture.clone();
+    h.script([Reply::after(
+        move || server.redefine("delete_row", rewrite_delete_row),
+        Reply::Approve,
+    )]);
+    let result = h
+        .call(
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+        )
+        .await;
+    h.assert_refused(&result, &before, Outcome::ToolChanged, None);
+    assert_eq!(
+        text_of(&result),
+        "The tool `delete_row` changed since you approved (its description, schema or \
+         annotations); nothing was saved. Ask again to see the new definition."
+    );
+    assert!(result.structured_content.is_none(), "no token: {result:?}");
+    assert!(!text_of(&result).contains("confirmationToken"));
+    assert_eq!(
+        h.outcomes(),
+        [Outcome::Asked, Outcome::Approved, Outcome::ToolChanged]
+    );
+    assert!(h.state().rows.contains_key("a"));
+}
+
+/// A token issued, the act asked, and the server redefines `delete_row` while the person is
+/// asked about the act: refused before the token is spent, nothing deleted. The token is not
+/// spent, but it was issued for the old definition: with the new one it is refused too.
+async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era: Era) {
+    let h = with_rows(era).await;
+    let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let before = h.state();
+    let server = h.fixture.clone();
+    h.script([Reply::after(
+        move || server.redefine("delete_row", rewrite_delete_row),
+        Reply::Approve,
+    )]);
+    let args = json!({"name": "a", "confirmationToken": token});
+    let result = h.call("delete_row", args.clone()).await;
+    h.assert_refused(&result, &before, Outcome::ToolChanged, None);
+    assert!(
+        text_of(&result).starts_with("The tool `delete_row` changed since you approved"),
+        "{}",
+        text_of(&result)
+    );
+    assert_eq!(
+        h.outcomes()[3..],
+        [Outcome::Asked, Outcome::Approved, Outcome::ToolChanged]
+    );
+
+    h.script([Reply::Approve]);
+    let again = h.call("delete_row", args).await;
+    h.assert_refused(
+        &again,
+        &before,
+        Outcome::TokenRejected,
+        Some("tool-changed"),
+    );
+    assert_eq!(h.asked().len(), 2, "the intent and the first act only");
+    assert!(h.state().rows.contains_key("a"));
+}

@@ -1,0 +1,169 @@
+//! Approvals and tokens kept in Redis carry the digest of their tool's definition, as the memory
+//! store keeps them: it comes back with a stored approval, and a token spends only for the
+//! definition it was issued for. A record without one (as written before definitions were
+//! bound) grants nothing.
+
+use mcp_write_guard_core::store_conformance::T0;
+use mcp_write_guard_core::{
+    ApprovalPolicy, ArgLimits, CapturedArgs, DefinitionDigest, PendingApproval, Principal,
+    RecordKind, RoundTripRejection, Store, StoreKey, TokenRejection, ToolDefinition, ToolName,
+    check_token, issue_token, spend_token, store_approval, take_approval,
+};
+use serde_json::{Value, json};
+
+use crate::RedisStore;
+use crate::test_util::redis_url;
+
+async fn fresh_store(url: &str) -> RedisStore {
+    let prefix = format!("definition-{}", uuid::Uuid::new_v4().simple());
+    match RedisStore::builder(url).prefix(prefix).connect().await {
+        Ok(store) => store,
+        Err(err) => panic!("{url}: {err}"),
+    }
+}
+
+/// `delete_order` as the server defines it, with this description.
+fn definition(description: &str) -> DefinitionDigest {
+    let schema = json!({"type": "object", "properties": {"orderId": {"type": "integer"}}});
+    let Some(schema) = schema.as_object() else {
+        panic!("a schema object");
+    };
+    match ToolDefinition::new("delete_order", schema)
+        .with_description(Some(description))
+        .digest()
+    {
+        Ok(digest) => digest,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+fn args() -> CapturedArgs {
+    match CapturedArgs::capture_value(&json!({"orderId": 42}), &ArgLimits::default()) {
+        Ok(args) => args,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
+    let redis = redis_url();
+    let store = fresh_store(redis.url()).await;
+    let policy = ApprovalPolicy::default();
+    let (alice, tool, args) = (
+        Principal::new("alice"),
+        ToolName::new("delete_order"),
+        args(),
+    );
+    let (issued_for, rewritten) = (definition("Delete one order."), definition("Delete all."));
+    let token = match issue_token(&store, &alice, &tool, issued_for, &args, T0, &policy).await {
+        Ok(token) => token,
+        Err(err) => panic!("{err}"),
+    };
+    // The record as Redis holds it names the definition.
+    let key = StoreKey::new(RecordKind::Token, token.as_str());
+    let record = store.get(&key, T0).await;
+    let Ok(Some(record)) = record else {
+        panic!("{record:?}");
+    };
+    assert_eq!(record["definition"], json!(issued_for.to_hex()));
+
+    let check =
+        |definition| check_token(&store, token.as_str(), &alice, &tool, definition, &args, T0);
+    assert_eq!(check(rewritten).await, Err(TokenRejection::ToolChanged));
+    assert_eq!(check(issued_for).await, Ok(()), "a check burns nothing");
+    let spend =
+        |definition| spend_token(&store, token.as_str(), &alice, &tool, definition, &args, T0);
+    assert_eq!(spend(rewritten).await, Err(TokenRejection::ToolChanged));
+    assert_eq!(
+        spend(issued_for).await,
+        Err(TokenRejection::AlreadySpent),
+        "the spend for another definition used the token up"
+    );
+
+    let other = match issue_token(&store, &alice, &tool, issued_for, &args, T0, &policy).await {
+        Ok(token) => token,
+        Err(err) => panic!("{err}"),
+    };
+    let spent = spend_token(&store, other.as_str(), &alice, &tool, issued_for, &args, T0).await;
+    assert_eq!(spent, Ok(()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_in_redis_comes_back_with_its_definition() {
+    let redis = redis_url();
+    let store = fresh_store(redis.url()).await;
+    let policy = ApprovalPolicy::default();
+    let (alice, tool, args) = (
+        Principal::new("alice"),
+        ToolName::new("delete_order"),
+        args(),
+    );
+    let asked_for = definition("Delete one order.");
+    let pending = PendingApproval::new(
+        alice.clone(),
+        tool.clone(),
+        asked_for,
+        args.clone(),
+        json!({"before": "open", "after": null}),
+        T0,
+        &policy,
+    );
+    let id = match store_approval(&store, &pending, T0).await {
+        Ok(id) => id,
+        Err(err) => panic!("{err}"),
+    };
+    let key = StoreKey::new(RecordKind::Approval, id.to_string());
+    let record = store.get(&key, T0).await;
+    let Ok(Some(record)) = record else {
+        panic!("{record:?}");
+    };
+    assert_eq!(record["definition"], json!(asked_for.to_hex()));
+    let taken = take_approval(&store, &id.to_string(), &alice, &tool, &args, T0).await;
+    let Ok(taken) = taken else {
+        panic!("{taken:?}");
+    };
+    assert_eq!(taken.definition(), asked_for);
+    assert_eq!(taken, pending, "everything the question bound comes back");
+}
+
+/// A live record without a definition (as a version before definitions were bound wrote it)
+/// is not read: it grants nothing, and is refused as a record the store cannot read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_a_definition_grants_nothing() {
+    let redis = redis_url();
+    let store = fresh_store(redis.url()).await;
+    let policy = ApprovalPolicy::default();
+    let (alice, tool, args) = (
+        Principal::new("alice"),
+        ToolName::new("delete_order"),
+        args(),
+    );
+    let digest = definition("Delete one order.");
+    let pending = PendingApproval::new(
+        alice.clone(),
+        tool.clone(),
+        digest,
+        args.clone(),
+        Value::Null,
+        T0,
+        &policy,
+    );
+    let id = match store_approval(&store, &pending, T0).await {
+        Ok(id) => id,
+        Err(err) => panic!("{err}"),
+    };
+    let key = StoreKey::new(RecordKind::Approval, id.to_string());
+    let Ok(Some(mut record)) = store.get(&key, T0).await else {
+        panic!("stored");
+    };
+    let Some(fields) = record.as_object_mut() else {
+        panic!("{record}");
+    };
+    assert!(fields.remove("definition").is_some());
+    // The older record in its place.
+    assert!(matches!(store.take(&key, T0).await, Ok(Some(_))));
+    let expires = T0 + time::Duration::minutes(2);
+    assert_eq!(store.insert(key, &alice, record, expires, T0).await, Ok(()));
+    let taken = take_approval(&store, &id.to_string(), &alice, &tool, &args, T0).await;
+    assert_eq!(taken, Err(RoundTripRejection::Store));
+}
