@@ -83,6 +83,11 @@ pub enum Outcome {
     /// call of, or the server no longer offers it (reason: `changed (approved <digest>, now
     /// <digest>)`, `gone`, `unreadable: <why>`). The approval is used up; nothing written.
     ToolChanged,
+    /// The inner server refuses calls to this tool now
+    /// ([`WriteGuardBuilder::refuse_calls_when`](crate::WriteGuardBuilder::refuse_calls_when):
+    /// a pinned surface it no longer matches, an upstream that stopped); nobody was asked,
+    /// nothing written (reason: the server's).
+    RefusedByServer,
     /// The approval store failed, or the user has too many open approvals; nothing written.
     StoreFailed,
     /// The request lets the inner server answer with a task (the tasks extension is declared by
@@ -148,6 +153,7 @@ impl Outcome {
             Self::StateRejected => "state-rejected",
             Self::Stale => "stale",
             Self::ToolChanged => "tool-changed",
+            Self::RefusedByServer => "refused-by-server",
             Self::StoreFailed => "store-failed",
             Self::RefusedTask => "refused-task",
             Self::RequestCancelled => "request-cancelled",
@@ -586,6 +592,8 @@ pub(crate) mod tests {
     fn refusals_are_told_apart_from_approvals() {
         assert!(Outcome::Stale.is_refusal());
         assert!(Outcome::ToolChanged.is_refusal());
+        assert!(Outcome::RefusedByServer.is_refusal());
+        assert_eq!(Outcome::RefusedByServer.as_str(), "refused-by-server");
         assert_eq!(Outcome::ToolChanged.as_str(), "tool-changed");
         assert!(Outcome::RefusedTask.is_refusal());
         assert!(Outcome::RequestCancelled.is_refusal());

@@ -48,6 +48,7 @@ pub struct WriteGuardBuilder<S> {
     write_scope: Option<String>,
     allow_without_elicitation: bool,
     check_dry_previews: bool,
+    refuse_calls: Option<crate::guard::RefuseCalls>,
     #[cfg(feature = "approval-page")]
     approval_page: Option<crate::page::ApprovalPage>,
     #[cfg(feature = "approval-page")]
@@ -91,6 +92,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
             write_scope: None,
             allow_without_elicitation: false,
             check_dry_previews: false,
+            refuse_calls: None,
             #[cfg(feature = "approval-page")]
             approval_page: None,
             #[cfg(feature = "approval-page")]
@@ -250,6 +252,21 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         self
     }
 
+    /// Lets the inner server refuse calls to a tool before anyone is asked: before every
+    /// `tools/call`, `refuse` reads the tool's current definition, and `Some(why)` answers the
+    /// call with `why` as an error result (say what happened and what the user can do), with a
+    /// `refused-by-server` audit record for a write. A proxy uses it for a tool that no longer
+    /// matches its pinned surface, or an upstream that stopped. It can only refuse: a call it
+    /// lets through goes through every gate as before.
+    #[must_use]
+    pub fn refuse_calls_when<F>(mut self, refuse: F) -> Self
+    where
+        F: Fn(&rmcp::model::Tool) -> Option<String> + Send + Sync + 'static,
+    {
+        self.refuse_calls = Some(std::sync::Arc::new(refuse));
+        self
+    }
+
     /// For tests: runs every preview twice and refuses the call (outcome `preview-failed`,
     /// logged as an error) when the two previews differ. That is the symptom of a tool that
     /// opted in with [`Self::preview`] but writes on [`crate::WriteStep::Preview`] (a forgotten
@@ -358,6 +375,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 write_scope: self.write_scope,
                 allow_without_elicitation: self.allow_without_elicitation,
                 check_dry_previews: self.check_dry_previews,
+                refuse_calls: self.refuse_calls,
                 warned_stateless: AtomicBool::new(false),
                 config_mistakes: std::sync::OnceLock::new(),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),

@@ -72,6 +72,9 @@ pub(crate) struct Shared<S> {
     pub(crate) allow_without_elicitation: bool,
     /// Run every preview twice and refuse when the two differ (a test aid).
     pub(crate) check_dry_previews: bool,
+    /// The inner server's say on whether a tool may be called now
+    /// ([`crate::WriteGuardBuilder::refuse_calls_when`]).
+    pub(crate) refuse_calls: Option<RefuseCalls>,
     /// Whether the warning about stateless HTTP writes without a principal was logged.
     pub(crate) warned_stateless: AtomicBool,
     /// The builder mistakes, found when the whole tool list was first read.
@@ -100,6 +103,9 @@ pub(crate) struct Shared<S> {
     #[cfg(feature = "approval-page")]
     pub(crate) notices_sent: crate::write_path::NoticesSent,
 }
+
+/// Whether the inner server refuses calls to a tool now: `Some(why)` refuses.
+pub(crate) type RefuseCalls = Arc<dyn Fn(&Tool) -> Option<String> + Send + Sync>;
 
 /// No complete tool list has been read yet.
 pub(crate) const GATED_UNKNOWN: u8 = 0;

@@ -104,17 +104,17 @@ fn options(cli: &Cli) -> Result<ProxyOptions, String> {
     Ok(options)
 }
 
-async fn run(
-    cli: Cli,
-    serve: &mcp_write_guard_serve::ServeConfig,
-) -> Result<(), String> {
+async fn run(cli: Cli, serve: &mcp_write_guard_serve::ServeConfig) -> Result<(), String> {
     let prepared = serve.prepare().map_err(|e| e.to_string())?;
     let spec = upstream(&cli)?;
     let options = options(&cli)?;
     let proxy = ProxyServer::connect(spec, options)
         .await
         .map_err(|e| e.to_string())?;
-    let mut builder = WriteGuard::builder(proxy.clone()).server_name(proxy.upstream_name());
+    let refuses = proxy.clone();
+    let mut builder = WriteGuard::builder(proxy.clone())
+        .server_name(proxy.upstream_name())
+        .refuse_calls_when(move |tool| refuses.refuses(tool));
     for tool in &cli.trust_read {
         builder = builder.trust_read(tool);
     }

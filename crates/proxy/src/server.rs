@@ -171,6 +171,21 @@ impl ProxyServer {
         &self.shared.info.server_info.name
     }
 
+    /// Why a call to `tool` is refused now, if it is: the upstream stopped, or the tool differs
+    /// from the pin. Hand it to the guard
+    /// (`WriteGuardBuilder::refuse_calls_when(move |t| proxy.refuses(t))`), so such a call is
+    /// refused before anyone is asked; [`ServerHandler::call_tool`] refuses it too.
+    pub fn refuses(&self, tool: &Tool) -> Option<String> {
+        if self.shared.upstream.is_transport_closed() {
+            return Some(format!(
+                "`{}` was not called: the upstream server is not running (it stopped or closed \
+                 its connection); nothing was sent to it. The proxy has to be restarted.",
+                tool.name
+            ));
+        }
+        self.shared.tools.withdrawn(&tool.name)
+    }
+
     /// Every difference between the pin and the upstream's tools as last read (empty without a
     /// pin, or when they match).
     pub fn pin_changes(&self) -> Vec<PinChange> {
@@ -317,12 +332,10 @@ impl ServerHandler for ProxyServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.shared.upstream.is_transport_closed() {
-            return Ok(refused(format!(
-                "`{}` was not called: the upstream server is not running (it stopped or closed \
-                 its connection); nothing was sent to it. The proxy has to be restarted.",
-                request.name
-            )));
+        if let Some(tool) = self.shared.tools.get(&request.name)
+            && let Some(why) = self.refuses(&tool)
+        {
+            return Ok(refused(why));
         }
         // A write (the policy's rule: anything not marked `readOnlyHint: true`) reads the tool
         // list again first, so that a change the upstream made since the guard last looked

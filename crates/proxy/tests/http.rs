@@ -60,7 +60,10 @@ impl SigningKey {
     }
 
     fn token(&self, sub: &str, scope: &str) -> String {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
         let claims = json!({
             "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "scope": scope,
             "iat": now, "nbf": now - 5, "exp": now + 600,
@@ -82,7 +85,12 @@ async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Fail
     let jwks = key.write_jwks(dir);
     let mut child = tokio::process::Command::new(PROXY)
         .args(["--http", "127.0.0.1:0", "--auth-issuer", ISSUER])
-        .args(["--auth-audience", AUDIENCE, "--auth-write-scope", WRITE_SCOPE])
+        .args([
+            "--auth-audience",
+            AUDIENCE,
+            "--auth-write-scope",
+            WRITE_SCOPE,
+        ])
         .arg("--auth-jwks")
         .arg(&jwks)
         .arg("--")
@@ -105,7 +113,11 @@ async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Fail
         }
         if let Some(at) = line.find(SERVING_AT) {
             let rest = line.get(at + SERVING_AT.len()..).unwrap_or_default();
-            break rest.split_whitespace().next().unwrap_or_default().to_owned();
+            break rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
         }
     };
     tokio::spawn(async move {
@@ -117,11 +129,21 @@ async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Fail
     Ok(Proxy { _child: child, url })
 }
 
-async fn client(proxy: &Proxy, token: &str, user: &ScriptedUser, era: Era) -> workspace_tests::Client {
-    let config = StreamableHttpClientTransportConfig::with_uri(proxy.url.clone()).auth_header(token);
-    connect_over(StreamableHttpClientTransport::from_config(config), user, era)
-        .await
-        .unwrap()
+async fn client(
+    proxy: &Proxy,
+    token: &str,
+    user: &ScriptedUser,
+    era: Era,
+) -> workspace_tests::Client {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(proxy.url.clone()).auth_header(token);
+    connect_over(
+        StreamableHttpClientTransport::from_config(config),
+        user,
+        era,
+    )
+    .await
+    .unwrap()
 }
 
 fn notes(path: &Path) -> String {
@@ -135,7 +157,9 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
     let notes_file = dir.path().join("notes.txt");
     // The peer packages (the SDK the fixture is written with), as the other tests install them.
     assert!(
-        peer_dir().join("node_modules/@modelcontextprotocol/sdk").exists()
+        peer_dir()
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .exists()
             || std::process::Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund", "--prefix"])
                 .arg(peer_dir())
@@ -170,7 +194,9 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
         let user = ScriptedUser::answering([Answer::Approve]);
         let alice = client(&proxy, &key.token("alice", WRITE_SCOPE), &user, era).await;
         let line = format!("from {}", era.name());
-        let result = call(&alice, "append_note", json!({ "text": line })).await.unwrap();
+        let result = call(&alice, "append_note", json!({ "text": line }))
+            .await
+            .unwrap();
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(user.asked().len(), 1, "{era:?}: asked once");
         assert!(user.messages()[0].contains(&line), "{:?}", user.messages());
@@ -185,7 +211,9 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
         // A token without the write scope: refused before anyone is asked, nothing written.
         let reader_user = ScriptedUser::answering([Answer::Approve]);
         let reader = client(&proxy, &key.token("bob", "notes:read"), &reader_user, era).await;
-        let denied = call(&reader, "append_note", json!({ "text": "bob" })).await.unwrap();
+        let denied = call(&reader, "append_note", json!({ "text": "bob" }))
+            .await
+            .unwrap();
         assert!(is_error(&denied), "{era:?}: {denied:?}");
         assert!(reader_user.asked().is_empty(), "{era:?}: nobody asked");
         assert_eq!(notes(&notes_file), expected, "{era:?}: nothing written");

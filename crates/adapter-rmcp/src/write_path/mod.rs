@@ -46,7 +46,7 @@ use mcp_write_guard_core::{
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ErrorData, ServerHandler,
-    model::{CallToolRequestParams, CallToolResponse, Tool},
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool},
     service::{RequestContext, RoleServer},
 };
 
@@ -114,6 +114,25 @@ impl<S: ServerHandler> WriteGuard<S> {
             ));
         };
         let class = self.shared.classified.of(&tool);
+        if let Some(why) = self
+            .shared
+            .refuse_calls
+            .as_ref()
+            .and_then(|refuse| refuse(&tool))
+        {
+            // The inner server refuses this tool now: before anyone is asked.
+            if class.class.is_write() {
+                let call = Call {
+                    tool: ToolName::new(request.name.as_ref()),
+                    principal: None,
+                    digest: None,
+                    approval: None,
+                    channel: None,
+                };
+                self.record(&call, Outcome::RefusedByServer, Some(why.clone()));
+            }
+            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
+        }
         if class.class.is_write() {
             // The definition the question will bind (and a token must have been issued for).
             let seen = tools::definition_digest(&tool);

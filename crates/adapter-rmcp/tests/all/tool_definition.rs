@@ -21,6 +21,7 @@ both_eras!(
     a_token_for_a_tool_redefined_since_it_was_issued_is_refused,
     a_target_redefined_while_the_intent_is_asked_gets_no_token,
     a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing,
+    a_tool_the_server_refuses_is_refused_before_anyone_is_asked,
 );
 
 fn object(value: Value) -> JsonObject {
@@ -290,4 +291,45 @@ async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era:
     );
     assert_eq!(h.asked().len(), 2, "the intent and the first act only");
     assert!(h.state().rows.contains_key("a"));
+}
+
+/// A tool the inner server refuses now (`refuse_calls_when`: a proxy's tool that no longer
+/// matches its pin): a write is refused before a preview or a question, with the server's words
+/// and one `refused-by-server` record; a read is refused without reaching the inner server; the
+/// other tools are untouched.
+async fn a_tool_the_server_refuses_is_refused_before_anyone_is_asked(era: Era) {
+    const WHY: &str = "The tool `set_counter` changed since it was pinned; nothing was done.";
+    let h = crate::common::Harness::custom(era, crate::common::Options::default(), |builder| {
+        builder.refuse_calls_when(|tool| {
+            matches!(tool.name.as_ref(), "set_counter" | "get_counter").then(|| WHY.to_owned())
+        })
+    })
+    .await;
+    let before = h.state();
+    h.script([Reply::Approve]);
+    let result = h.call("set_counter", json!({"value": 5})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(text_of(&result), WHY);
+    assert!(h.asked().is_empty(), "nobody asked");
+    let after = h.state();
+    assert_eq!(
+        (after.counter, after.applies, after.previews),
+        (before.counter, 0, 0),
+        "no preview, no apply"
+    );
+    assert_eq!(h.outcomes(), [Outcome::RefusedByServer]);
+    assert_eq!(h.audit.last().unwrap().reason.as_deref(), Some(WHY));
+
+    let read = h.call("get_counter", json!({})).await;
+    assert_eq!((read.is_error, text_of(&read).as_str()), (Some(true), WHY));
+    assert_eq!(
+        h.outcomes(),
+        [Outcome::RefusedByServer],
+        "a read adds no record"
+    );
+
+    // Another write goes through every gate as before.
+    let result = h.call("add_row", json!({"name": "a", "value": 1})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().rows.get("a"), Some(&1));
 }
