@@ -340,7 +340,8 @@ impl ServeConfig {
     }
 
     /// Refuses what must not start: auth without HTTP, HTTP to other machines without auth,
-    /// unusable origins or public URL, a webhook without the approval page it links to.
+    /// unusable origins or public URL, a webhook without the approval page it links to, an
+    /// audit key without the audit file.
     ///
     /// # Errors
     ///
@@ -361,6 +362,11 @@ impl ServeConfig {
                 "--progress-every must be between 1 and 120 seconds (a call waits for the person \
                  at most the approval clock, 120 seconds)"
                     .to_owned(),
+            ));
+        }
+        if self.audit_log_key.is_some() && self.audit_log.is_none() {
+            return Err(Error::Config(
+                "--audit-log-key-file needs --audit-log: it keys that file's chain".to_owned(),
             ));
         }
         if self.notify.is_some() && !self.approval_page {

@@ -2,7 +2,7 @@
 //! (audit file, notifier, approval clock, Redis, approval page, principal, bearer auth,
 //! Ctrl-C); [`Service`] is what differs between binaries.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{net::SocketAddr, path::Path, sync::Arc};
 
 use mcp_write_guard_http::{AuthConfig, BearerAuth, JwksSource, exact_origin};
 use mcp_write_guard_redis::RedisStore;
@@ -61,23 +61,36 @@ pub struct Started {
 }
 
 /// Settings that passed [`ServeConfig::check`], with what had to be read before anything is
-/// opened (the webhook's secret). Made by [`ServeConfig::prepare`]; served by
-/// [`Prepared::serve`].
-#[derive(Debug)]
+/// opened (the webhook's secret, the audit chain's key). Made by [`ServeConfig::prepare`];
+/// served by [`Prepared::serve`].
 pub struct Prepared<'a> {
     config: &'a ServeConfig,
     notifier: Option<WebhookNotifier>,
+    /// The bytes of `--audit-log-key-file`, if given.
+    audit_log_key: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Prepared<'_> {
+    /// Never the audit key: only whether there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("config", &self.config)
+            .field("notifier", &self.notifier)
+            .field("audit_log_keyed", &self.audit_log_key.is_some())
+            .finish()
+    }
 }
 
 impl ServeConfig {
-    /// Checks the settings ([`ServeConfig::check`]) and reads the webhook's secret, so that a
-    /// binary can refuse to start before it opens anything of its own (a database). Serve the
-    /// result with [`Prepared::serve`].
+    /// Checks the settings ([`ServeConfig::check`]) and reads the webhook's secret and the
+    /// audit chain's key, so that a binary can refuse to start before it opens anything of its
+    /// own (a database). Serve the result with [`Prepared::serve`].
     ///
     /// # Errors
     ///
-    /// [`Error::Config`]: settings that must not start, or a webhook secret or URL that cannot
-    /// be used ([`NotifySettings::notifier`](crate::NotifySettings::notifier)).
+    /// [`Error::Config`]: settings that must not start, a webhook secret or URL that cannot be
+    /// used ([`NotifySettings::notifier`](crate::NotifySettings::notifier)), or an audit key
+    /// file that cannot be read or is empty.
     pub fn prepare(&self) -> Result<Prepared<'_>, Error> {
         self.check()?;
         // Before anything listens: a secret that cannot be read stops the start.
@@ -86,9 +99,15 @@ impl ServeConfig {
             .as_ref()
             .map(crate::NotifySettings::notifier)
             .transpose()?;
+        let audit_log_key = self
+            .audit_log_key
+            .as_deref()
+            .map(read_audit_key)
+            .transpose()?;
         Ok(Prepared {
             config: self,
             notifier,
+            audit_log_key,
         })
     }
 }
@@ -132,8 +151,11 @@ impl Prepared<'_> {
     ) -> Result<(), Error> {
         let config = self.config;
         if let Some(path) = &config.audit_log {
-            let file = JsonLinesSink::open(path)
-                .map_err(|e| Error::Config(format!("--audit-log: {e}")))?;
+            let file = match &self.audit_log_key {
+                Some(key) => JsonLinesSink::open_keyed(path, key),
+                None => JsonLinesSink::open(path),
+            }
+            .map_err(|e| Error::Config(format!("--audit-log: {e}")))?;
             builder = builder.audit(Arc::new((TracingSink, file)));
         }
         if let Some(every) = config.progress_every {
@@ -293,6 +315,59 @@ impl Prepared<'_> {
     }
 }
 
+/// The bytes of the audit chain's key file, all of them, as `mcp-audit verify-log --key-file`
+/// reads them.
+fn read_audit_key(path: &Path) -> Result<Vec<u8>, Error> {
+    let key = std::fs::read(path)
+        .map_err(|e| Error::Config(format!("--audit-log-key-file {}: {e}", path.display())))?;
+    if key.is_empty() {
+        return Err(Error::Config(format!(
+            "--audit-log-key-file {}: the file is empty",
+            path.display()
+        )));
+    }
+    Ok(key)
+}
+
 fn approval_page(base: &str) -> Result<ApprovalPage, Error> {
     ApprovalPage::new(base).map_err(|e| Error::Config(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_audit_key_is_read_before_anything_is_opened_and_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let key = dir.path().join("audit.key");
+        let config = ServeConfig::new()
+            .with_audit_log(&log)
+            .with_audit_log_key(&key);
+
+        let missing = config.prepare().unwrap_err().to_string();
+        assert!(missing.starts_with("--audit-log-key-file "), "{missing}");
+        std::fs::write(&key, b"").unwrap();
+        let empty = config.prepare().unwrap_err().to_string();
+        assert!(empty.ends_with("the file is empty"), "{empty}");
+
+        std::fs::write(&key, b"s3cret key bytes").unwrap();
+        let prepared = config.prepare().unwrap();
+        assert_eq!(
+            prepared.audit_log_key.as_deref(),
+            Some(&b"s3cret key bytes"[..])
+        );
+        let shown = format!("{prepared:?}");
+        assert!(shown.contains("audit_log_keyed: true"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(!log.exists(), "the audit file is opened when served");
+
+        let without_log = ServeConfig::new().with_audit_log_key(&key);
+        let error = without_log.check().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--audit-log-key-file needs --audit-log"),
+            "{error}"
+        );
+    }
 }

@@ -769,6 +769,53 @@ fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), 
     Ok(())
 }
 
+/// `--audit-log-key-file`: the audit file's chain is linked by HMAC-SHA-256 under the key file's
+/// bytes, so `mcp-audit verify-log --key-file` finds it whole, and read without the key (or with
+/// another) it breaks at its second record.
+#[test]
+fn the_audit_file_is_chained_under_the_key_file() -> Result<(), Failure> {
+    let dir = tempfile::tempdir()?;
+    let audit_log = dir.path().join("audit.jsonl");
+    let key_file = dir.path().join("audit.key");
+    let key = b"a key only the auditors hold\n";
+    std::fs::write(&key_file, key)?;
+    let mut child = verbose(dir.path())
+        .args(["--audit-log", audit_log.to_str().unwrap()])
+        .args(["--audit-log-key-file", key_file.to_str().unwrap()])
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(handshake().as_bytes())?;
+    // A client that cannot ask its user: each write is refused, and each refusal is a record.
+    for id in [2, 3] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "adjust_stock", "arguments": adjust()}});
+        writeln!(stdin, "{call}")?;
+    }
+    stdin.flush()?;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = stdout.next().ok_or("stdout closed early")??;
+        if serde_json::from_str::<Value>(&line)?["id"] == 3 {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait()?;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
+    assert!(status.success(), "{status:?}\n{stderr}");
+
+    let files = [audit_log];
+    let keyed = mcp_write_guard_audit::verify_log_keyed(&files, Some(key))?;
+    assert_eq!(keyed.records, 2, "{keyed:?}");
+    assert_eq!(keyed.broken, None, "{keyed:?}");
+    for other in [None, Some(&b"another key"[..])] {
+        let report = mcp_write_guard_audit::verify_log_keyed(&files, other)?;
+        assert!(report.broken.is_some(), "{other:?}: {report:?}");
+    }
+    Ok(())
+}
+
 /// The documented reader takes the target by its position, the third token: a line of another
 /// target that quotes the audit target and an outcome is not a record.
 #[test]
