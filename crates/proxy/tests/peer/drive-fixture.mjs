@@ -245,7 +245,7 @@ const cases = {
     c.note(`list_changed reached the client (${s.listChanged} time(s))`);
     const two = await call(s, "append_note", { text: "two" });
     c.note(`append_note("two") after the change: ${two.shown}`);
-    c.note(`append_note("two") asked the person ${two.asked} time(s) (ideal: 0, the tool is withdrawn)`);
+    expect(two.asked === 0, `append_note("two") asked the person ${two.asked} time(s); a withdrawn tool asks nobody`);
     const refusal = expectError(two, 'append_note("two") after the change');
     expect(
       refusal.includes("append_note") && refusal.includes("description"),
@@ -355,7 +355,10 @@ const cases = {
     const read = await call(s, "read_notes", {});
     c.note(`read_notes afterwards: ${read.shown}`);
     const write = await call(s, "append_note", { text: "after" });
-    c.note(`append_note afterwards: ${write.shown}; it asked the person ${write.asked} time(s) (ideal: 0)`);
+    c.note(`append_note afterwards: ${write.shown}`);
+    expect(write.asked === 0, `append_note after the upstream stopped asked the person ${write.asked} time(s)`);
+    expect(/not running/i.test(write.text ?? ""), `append_note afterwards does not say the upstream is not running: ${write.shown}`);
+    expect(/not running/i.test(read.text ?? ""), `read_notes afterwards does not say the upstream is not running: ${read.shown}`);
     await expectAlive(s);
     for (const [what, outcome] of [
       ["read_notes", read],
