@@ -3,6 +3,8 @@
 //! token, a write is asked and applied once; a token without the write scope writes nothing.
 //! Each case asserts on the fixture's notes file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::{
     path::{Path, PathBuf},
     process::Stdio,
