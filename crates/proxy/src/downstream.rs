@@ -3,9 +3,9 @@
 //! to, and where the upstream's notifications and progress go.
 //!
 //! JSON-RPC over one upstream connection does not say which downstream call an upstream request
-//! belongs to. So the proxy forwards one only where the answer is certain: when exactly one
-//! client is connected (always so over stdio), or else when exactly one downstream request is in
-//! flight. Otherwise the upstream gets an error: a question shown to the wrong person would be
+//! belongs to. So the proxy forwards one only where the answer is certain: to the client of the
+//! one downstream request in flight, or, over stdio (one connection, one client), to that
+//! client. Otherwise the upstream gets an error: a question shown to the wrong person would be
 //! worse than no question.
 
 use std::{
@@ -114,21 +114,23 @@ impl Downstream {
         }
     }
 
-    /// The client a request from the upstream goes to.
-    pub(crate) fn target(&self) -> Result<Peer<RoleServer>, NoTarget> {
-        let clients: Vec<Peer<RoleServer>> = {
-            let mut clients = self.clients.lock();
-            clients.retain(|(_, p)| !p.is_transport_closed());
-            clients.iter().map(|(_, p)| p.clone()).collect()
-        };
-        if let [only] = clients.as_slice() {
-            return Ok(only.clone());
+    /// The client a request from the upstream goes to: the client of the one request in
+    /// flight; with none in flight, the one connected client when the proxy serves a single
+    /// connection (stdio, `single_client`). Anything else is refused.
+    pub(crate) fn target(&self, single_client: bool) -> Result<Peer<RoleServer>, NoTarget> {
+        {
+            let in_flight = self.in_flight.lock();
+            let mut calls = in_flight.values();
+            match (calls.next(), calls.next()) {
+                (Some(only), None) => return Ok(only.clone()),
+                (Some(_), Some(_)) if !single_client => return Err(NoTarget::Ambiguous),
+                _ => {}
+            }
         }
-        let in_flight = self.in_flight.lock();
-        let mut calls = in_flight.values();
-        match (calls.next(), calls.next()) {
-            (Some(only), None) => Ok(only.clone()),
-            (None, None) if clients.is_empty() => Err(NoTarget::Nobody),
+        let clients = self.everyone();
+        match clients.as_slice() {
+            [only] if single_client => Ok(only.clone()),
+            [] => Err(NoTarget::Nobody),
             _ => Err(NoTarget::Ambiguous),
         }
     }

@@ -39,6 +39,10 @@ struct Cli {
     /// untrusted-data envelope (repeatable).
     #[arg(long, value_name = "TOOL")]
     trust_read: Vec<String>,
+    /// What the person and the untrusted-data envelope call the upstream (default: the
+    /// command's file name, or the URL's host; never the name the upstream gives itself).
+    #[arg(long, value_name = "NAME")]
+    server_name: Option<String>,
     /// Cancel a request the upstream has not answered after SECS seconds (default 300).
     #[arg(long, value_name = "SECS")]
     upstream_timeout: Option<u64>,
@@ -50,6 +54,9 @@ struct Cli {
 }
 
 fn upstream(cli: &Cli) -> Result<UpstreamSpec, String> {
+    if cli.upstream_bearer_file.is_some() && cli.upstream_url.is_none() {
+        return Err("--upstream-bearer-file applies to --upstream-url only".to_owned());
+    }
     if let Some(url) = &cli.upstream_url {
         let bearer = match &cli.upstream_bearer_file {
             Some(path) => {
@@ -107,21 +114,29 @@ fn options(cli: &Cli) -> Result<ProxyOptions, String> {
 async fn run(cli: Cli, serve: &mcp_write_guard_serve::ServeConfig) -> Result<(), String> {
     let prepared = serve.prepare().map_err(|e| e.to_string())?;
     let spec = upstream(&cli)?;
-    let options = options(&cli)?;
+    let mut options = options(&cli)?;
+    if serve.http.is_none() {
+        options = options.with_single_client();
+    }
+    if let Some(name) = &cli.server_name {
+        options = options.with_name(name);
+    }
     let proxy = ProxyServer::connect(spec, options)
         .await
         .map_err(|e| e.to_string())?;
     let refuses = proxy.clone();
     let mut builder = WriteGuard::builder(proxy.clone())
-        .server_name(proxy.upstream_name())
+        .server_name(proxy.name())
         .refuse_calls_when(move |tool| refuses.refuses(tool));
     for tool in &cli.trust_read {
         builder = builder.trust_read(tool);
     }
     let upstream = proxy.upstream_name().to_owned();
+    let name = proxy.name().to_owned();
     let log_start = move |started: Started| {
         tracing::info!(
             upstream,
+            name,
             writes_enabled = started.writes_enabled,
             principal = started.principal,
             "mcp-write-guard-proxy starting"
@@ -151,5 +166,114 @@ fn main() -> ExitCode {
             tracing::error!("{err}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, String> {
+        let mut all = vec!["mcp-write-guard-proxy"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_upstream_is_the_command_after_the_double_dash() {
+        let cli = parse(&["--trust-read", "read_graph", "--", "npx", "-y", "server"]).unwrap();
+        assert_eq!(
+            upstream(&cli).unwrap(),
+            UpstreamSpec::Command {
+                program: "npx".into(),
+                args: vec!["-y".into(), "server".into()],
+            }
+        );
+        assert_eq!(cli.trust_read, ["read_graph"]);
+        let none = upstream(&parse(&[]).unwrap()).unwrap_err();
+        assert!(none.contains("-- COMMAND"), "{none}");
+    }
+
+    #[test]
+    fn an_http_upstream_takes_its_token_from_a_file_and_no_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "s3cret\n").unwrap();
+        let file = token.to_str().unwrap();
+        let cli = parse(&[
+            "--upstream-url",
+            "https://mcp.example/mcp",
+            "--upstream-bearer-file",
+            file,
+        ])
+        .unwrap();
+        assert_eq!(
+            upstream(&cli).unwrap(),
+            UpstreamSpec::Http {
+                url: "https://mcp.example/mcp".into(),
+                bearer: Some("s3cret".into()),
+            }
+        );
+        let spec = upstream(&cli).unwrap();
+        assert!(!spec.shown().contains("s3cret"));
+        assert!(!format!("{spec:?}").contains("s3cret"), "{spec:?}");
+        std::fs::write(&token, "\n").unwrap();
+        let empty = upstream(
+            &parse(&[
+                "--upstream-url",
+                "https://m/mcp",
+                "--upstream-bearer-file",
+                file,
+            ])
+            .unwrap(),
+        );
+        assert!(empty.unwrap_err().contains("empty"));
+        assert!(parse(&["--upstream-url", "https://m/mcp", "--", "npx"]).is_err());
+        let stray = parse(&["--upstream-bearer-file", file, "--", "npx"]).unwrap();
+        assert!(upstream(&stray).unwrap_err().contains("--upstream-url"));
+    }
+
+    #[test]
+    fn a_pin_must_be_a_pin_file_and_the_timeout_at_least_a_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let pin = dir.path().join("pin.json");
+        std::fs::write(&pin, "{\"version\": 1, \"tools\": {}}").unwrap();
+        let cli = parse(&["--pin", pin.to_str().unwrap(), "--", "x"]).unwrap();
+        let refused = options(&cli).unwrap_err();
+        assert!(refused.starts_with("--pin "), "{refused}");
+        let missing = parse(&["--pin", "/nonexistent/pin.json", "--", "x"]).unwrap();
+        assert!(options(&missing).is_err());
+        let zero = parse(&["--upstream-timeout", "0", "--", "x"]).unwrap();
+        assert!(options(&zero).unwrap_err().contains("at least 1 second"));
+        let five = parse(&["--upstream-timeout", "5", "--", "x"]).unwrap();
+        assert_eq!(options(&five).unwrap().timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_serving_flags_are_the_reference_servers() {
+        use clap::CommandFactory as _;
+        let help = Cli::command().render_long_help().to_string();
+        for flag in [
+            "MCP_WRITES_ENABLED=true",
+            "--http",
+            "--auth-issuer",
+            "--approval-page",
+            "--store",
+            "--audit-log",
+            "--pin",
+            "--trust-read",
+            "--upstream-url",
+        ] {
+            assert!(help.contains(flag), "{flag}: {help}");
+        }
+        assert!(help.contains(DEFAULT_STORE_PREFIX), "{help}");
+        let cli = parse(&["--http", "0.0.0.0:8080", "--", "x"]).unwrap();
+        let refused = cli
+            .serve
+            .config(DEFAULT_STORE_PREFIX)
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert!(refused.to_string().contains("loopback"), "{refused}");
     }
 }

@@ -47,6 +47,7 @@ struct Shared {
     downstream: Arc<Downstream>,
     timeout: Duration,
     shown: String,
+    name: String,
 }
 
 impl std::fmt::Debug for ProxyServer {
@@ -66,6 +67,14 @@ pub struct ProxyOptions {
     /// How long one request to the upstream may take before it is cancelled and answered with
     /// an error ([`DEFAULT_UPSTREAM_TIMEOUT`]).
     pub timeout: Duration,
+    /// The proxy serves one connection (stdio): the upstream's own requests (elicitation,
+    /// sampling, `roots/list`) go to its client even when none of its requests is in flight.
+    /// Off (the default), they go only to the client of the one request in flight.
+    pub single_client: bool,
+    /// What the person and the envelope call the upstream ([`ProxyServer::name`]); default: the
+    /// upstream command's file name, or the URL's host. Never the name the upstream gives
+    /// itself, which it chooses.
+    pub name: Option<String>,
 }
 
 impl Default for ProxyOptions {
@@ -73,6 +82,8 @@ impl Default for ProxyOptions {
         Self {
             pin: None,
             timeout: DEFAULT_UPSTREAM_TIMEOUT,
+            single_client: false,
+            name: None,
         }
     }
 }
@@ -82,6 +93,20 @@ impl ProxyOptions {
     #[must_use]
     pub fn with_pin(mut self, pin: PinFile) -> Self {
         self.pin = Some(pin);
+        self
+    }
+
+    /// Calls the upstream `name` (see [`ProxyOptions::name`]).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Serves one connection (stdio); see [`ProxyOptions::single_client`].
+    #[must_use]
+    pub fn with_single_client(mut self) -> Self {
+        self.single_client = true;
         self
     }
 
@@ -130,16 +155,17 @@ impl ProxyServer {
     pub async fn connect(spec: UpstreamSpec, options: ProxyOptions) -> Result<Self, UpstreamError> {
         let downstream = Arc::new(Downstream::default());
         let tools = Arc::new(Tools::new(options.pin));
-        let name = Arc::new(parking_lot::RwLock::new(spec.shown()));
+        let name = Arc::new(parking_lot::RwLock::new(
+            options.name.clone().unwrap_or_else(|| spec.short_name()),
+        ));
         let client = UpstreamClient {
             downstream: Arc::clone(&downstream),
             tools: Arc::clone(&tools),
             name: Arc::clone(&name),
+            single_client: options.single_client,
         };
         let connection = upstream::connect(&spec, client).await?;
-        if let Some(server) = &connection.info.server_info {
-            *name.write() = format!("{:?}", server.name);
-        }
+        let name = name.read().clone();
         tools
             .refresh(&connection.peer)
             .await
@@ -162,11 +188,18 @@ impl ProxyServer {
                 downstream,
                 timeout: options.timeout,
                 shown: spec.shown(),
+                name,
             }),
         })
     }
 
-    /// The upstream server's name, as it gave it in its handshake.
+    /// What the person and the envelope call the upstream: [`ProxyOptions::name`], or the
+    /// command's file name, or the URL's host.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The name the upstream gave itself in its handshake (its own choice: shown in logs only).
     pub fn upstream_name(&self) -> &str {
         &self.shared.info.server_info.name
     }
@@ -201,6 +234,9 @@ impl ProxyServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, Failed> {
         let shared = &self.shared;
+        if context.ct.is_cancelled() {
+            return Err(Failed::Cancelled);
+        }
         let mut in_flight = shared.downstream.begin(&context.peer);
         let handle = shared
             .upstream
@@ -246,13 +282,16 @@ impl ProxyServer {
 
     /// The upstream's current tool list, read again.
     async fn fresh_tools(&self) -> Result<Vec<Tool>, ErrorData> {
-        self.shared
-            .tools
-            .refresh(&self.shared.upstream)
+        let refresh = self.shared.tools.refresh(&self.shared.upstream);
+        tokio::time::timeout(self.shared.timeout, refresh)
             .await
+            .unwrap_or_else(|_| Err("no answer within the proxy's time limit".to_owned()))
             .map_err(|e| {
+                // The upstream's own words stay in the log: they are not the model's to read.
+                tracing::warn!("the upstream server's tool list could not be read: {e}");
                 ErrorData::internal_error(
-                    format!("the upstream server's tool list could not be read: {e}"),
+                    "the upstream server's tool list could not be read (the proxy's log says \
+                     why)",
                     None,
                 )
             })
@@ -347,7 +386,18 @@ impl ServerHandler for ProxyServer {
             .and_then(|a| a.read_only_hint)
             != Some(true);
         if write {
-            if let Err(e) = self.fresh_tools().await {
+            let fresh = tokio::select! {
+                fresh = self.fresh_tools() => fresh,
+                () = context.ct.cancelled() => return Err(Failed::Cancelled.into_error()),
+                () = tokio::time::sleep(self.shared.timeout) => Err(ErrorData::internal_error(
+                    format!(
+                        "the upstream server did not list its tools within {} s",
+                        self.shared.timeout.as_secs()
+                    ),
+                    None,
+                )),
+            };
+            if let Err(e) = fresh {
                 return Ok(refused(format!(
                     "`{}` was not called: {}; nothing was sent to the server.",
                     request.name, e.message

@@ -28,8 +28,8 @@ use crate::{
     tools::Tools,
 };
 
-/// How to reach the upstream server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach the upstream server. Its `Debug` never shows the bearer token.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UpstreamSpec {
     /// Start `program` with `args` and speak MCP over its stdin and stdout; it inherits the
@@ -49,7 +49,41 @@ pub enum UpstreamSpec {
     },
 }
 
+impl std::fmt::Debug for UpstreamSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Command { program, args } => f
+                .debug_struct("Command")
+                .field("program", program)
+                .field("args", args)
+                .finish(),
+            Self::Http { url, bearer } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("bearer", &bearer.as_ref().map(|_| "(redacted)"))
+                .finish(),
+        }
+    }
+}
+
 impl UpstreamSpec {
+    /// A short name: the program's file name, or the URL's host.
+    pub fn short_name(&self) -> String {
+        match self {
+            Self::Command { program, .. } => std::path::Path::new(program)
+                .file_name()
+                .unwrap_or(program)
+                .to_string_lossy()
+                .into_owned(),
+            Self::Http { url, .. } => url
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.split(['/', '?', '#']).next())
+                .unwrap_or(url)
+                .to_owned(),
+        }
+    }
+
     /// What the logs call it: the program, or the URL (never the token).
     pub fn shown(&self) -> String {
         match self {
@@ -93,6 +127,9 @@ pub(crate) struct UpstreamClient {
     pub(crate) tools: Arc<Tools>,
     /// How the question of an upstream is labelled for the person.
     pub(crate) name: Arc<parking_lot::RwLock<String>>,
+    /// The proxy serves one connection (stdio): its client takes the upstream's requests even
+    /// when no request of it is in flight.
+    pub(crate) single_client: bool,
 }
 
 /// What the proxy tells the upstream it can do: everything a client can, each forwarded to the
@@ -129,14 +166,29 @@ impl ClientHandler for UpstreamClient {
     ) -> Result<ElicitResult, ErrorData> {
         let peer = self
             .downstream
-            .target()
+            .target(self.single_client)
             .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
-        // The person sees who asks: the upstream, not the guard.
+        // A form with the guard's own `approve` answer is an imitation of the guard's question:
+        // not forwarded, so a person never meets a look-alike of an approval.
+        if let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = &request
+            && requested_schema.properties.contains_key("approve")
+        {
+            return Err(ErrorData::invalid_params(
+                "the proxy does not forward a question with an `approve` field: that is the \
+                 guard's approval question",
+                None,
+            ));
+        }
+        // The person sees who asks: the upstream, not the guard, first, whatever the text.
         let label = format!("The server {} asks: ", self.name.read());
         match &mut request {
             ElicitRequestParams::FormElicitationParams { message, .. }
             | ElicitRequestParams::UrlElicitationParams { message, .. } => {
-                message.insert_str(0, &label);
+                let text =
+                    message.trim_start_matches(|c: char| c.is_whitespace() || c.is_control());
+                *message = format!("{label}{text}");
             }
             _ => {}
         }
@@ -153,7 +205,7 @@ impl ClientHandler for UpstreamClient {
     ) -> Result<CreateMessageResult, ErrorData> {
         let peer = self
             .downstream
-            .target()
+            .target(self.single_client)
             .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
         let answer = peer.create_message(params);
         tokio::select! {
@@ -168,7 +220,7 @@ impl ClientHandler for UpstreamClient {
     ) -> Result<ListRootsResult, ErrorData> {
         let peer = self
             .downstream
-            .target()
+            .target(self.single_client)
             .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
         let answer = peer.list_roots();
         tokio::select! {
