@@ -11,6 +11,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+use axum::response::IntoResponse as _;
 use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
@@ -220,4 +221,77 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
         assert!(reader_user.asked().is_empty(), "{era:?}: nobody asked");
         assert_eq!(notes(&notes_file), expected, "{era:?}: nothing written");
     }
+}
+
+/// The proxy over stdio in front of a streamable-HTTP upstream (`--upstream-url`) that needs a
+/// bearer token (`--upstream-bearer-file`): the reference store's plain server, unguarded, whose
+/// `adjust_stock` writes at once. Through the proxy it is asked and applied once; a declined
+/// call leaves the stock as it was; without the right token the proxy does not start.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_upstream_behind_a_bearer_token_is_guarded_like_a_command() {
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(store_server::Db::open(dir.path().join("store.db")).unwrap());
+    let router = store_server::http_router(store_server::StoreServer::new(Arc::clone(&db))).layer(
+        axum::middleware::from_fn(
+            |request: axum::extract::Request, next: axum::middleware::Next| async move {
+                let bearer = request
+                    .headers()
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok());
+                if bearer == Some("Bearer s3cret-upstream") {
+                    next.run(request).await
+                } else {
+                    axum::http::StatusCode::UNAUTHORIZED.into_response()
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let token = dir.path().join("token");
+    let proxy = |token_text: &str| {
+        std::fs::write(&token, token_text).unwrap();
+        let mut command = tokio::process::Command::new(PROXY);
+        command
+            .args(["--upstream-url", &url, "--upstream-bearer-file"])
+            .arg(&token)
+            .env("MCP_WRITES_ENABLED", "true")
+            .stderr(Stdio::null());
+        rmcp::transport::TokioChildProcess::new(command).unwrap()
+    };
+
+    let wrong = ScriptedUser::answering([]);
+    assert!(
+        connect_over(proxy("not-the-token\n"), &wrong, Era::Legacy)
+            .await
+            .is_err(),
+        "a refused token stops the proxy before it serves"
+    );
+
+    let before = db.get_product("TLS-002").unwrap().stock;
+    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let client = connect_over(proxy("s3cret-upstream\n"), &user, Era::Legacy)
+        .await
+        .unwrap();
+    let adjust = json!({"sku": "TLS-002", "delta": 2, "reason": "found two"});
+    let declined = call(&client, "adjust_stock", adjust.clone()).await.unwrap();
+    assert!(is_error(&declined), "{declined:?}");
+    assert_eq!(db.get_product("TLS-002").unwrap().stock, before);
+    let applied = call(&client, "adjust_stock", adjust).await.unwrap();
+    assert!(!is_error(&applied), "{applied:?}");
+    assert_eq!(user.asked().len(), 2);
+    assert!(
+        user.messages()[1].contains("found two"),
+        "{:?}",
+        user.messages()
+    );
+    assert_eq!(
+        db.get_product("TLS-002").unwrap().stock,
+        before + 2,
+        "applied once"
+    );
 }
