@@ -5,7 +5,10 @@
 //!   `server-memory` from npm (`drive.mjs`);
 //! - the Python SDK in front of server-filesystem (`drive.py`);
 //! - the TypeScript SDK client in front of the fixture upstream (`drive-fixture.mjs`): pins, a
-//!   definition that changes, the upstream's own question, an upstream that dies or hangs.
+//!   definition that changes, the upstream's own question, an upstream that dies or hangs;
+//! - the TypeScript SDK client in front of `passthrough-upstream.mjs` (`drive-passthrough.mjs`):
+//!   prompts, completion, resources, log levels and messages, progress, and the upstream's own
+//!   sampling and roots requests, both ways.
 //!
 //! The npm packages come from the committed lock file (`npm ci`, run here when they are
 //! missing); the Python SDK from a venv under the target directory.
@@ -204,4 +207,16 @@ async fn the_fixture_upstream_pins_changes_questions_and_failures() {
     .unwrap()
     .unwrap();
     assert!(out.contains("ok definition-changes-while-asked"), "{out}");
+}
+
+#[test]
+fn prompts_completion_resources_logging_progress_sampling_and_roots_pass_through() {
+    npm_packages().unwrap();
+    let script = peer_dir().join("drive-passthrough.mjs");
+    drive(
+        &node(),
+        &[script.as_os_str(), "--proxy".as_ref(), PROXY.as_ref()],
+        "4 passed, 0 failed",
+    )
+    .unwrap();
 }
