@@ -81,6 +81,19 @@ pub(crate) struct Call {
 /// definition has no digest, is refused where a digest is needed.
 pub(crate) type Seen = Option<Result<DefinitionDigest, DefinitionError>>;
 
+impl Call {
+    /// A call of `tool`, before any step has learnt more of it.
+    fn new(tool: &str) -> Self {
+        Self {
+            tool: ToolName::new(tool),
+            principal: None,
+            digest: None,
+            approval: None,
+            channel: None,
+        }
+    }
+}
+
 impl<S: ServerHandler> WriteGuard<S> {
     /// The entry point for every `tools/call`.
     pub(crate) async fn guard_call(
@@ -122,13 +135,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         {
             // The inner server refuses this tool now: before anyone is asked.
             if class.class.is_write() {
-                let call = Call {
-                    tool: ToolName::new(request.name.as_ref()),
-                    principal: None,
-                    digest: None,
-                    approval: None,
-                    channel: None,
-                };
+                let call = Call::new(&request.name);
                 self.record(&call, Outcome::RefusedByServer, Some(why.clone()));
             }
             return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
@@ -163,13 +170,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         seen: Seen,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let mut call = Call {
-            tool: ToolName::new(request.name.as_ref()),
-            principal: None,
-            digest: None,
-            approval: None,
-            channel: None,
-        };
+        let mut call = Call::new(&request.name);
         match self
             .write_steps(&mut call, request, class, seen, context)
             .await
