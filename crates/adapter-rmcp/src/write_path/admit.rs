@@ -1,4 +1,4 @@
-//! Step 1 of a write: may this call go on at all? (DESIGN steps 2 to 4.)
+//! Step 1 of a write: may this call go on at all?
 //!
 //! The adapter gathers the facts (who is asking, whether writes are on, the captured
 //! arguments, whether the request could become a task, whether it is a retry, whether the
@@ -37,12 +37,26 @@ pub(super) struct Retry {
     pub(super) responses: Option<InputResponses>,
 }
 
-/// A call that passed every gate.
+/// A call that passed every gate: the proof [`admit`](WriteGuard::admit) checked.
 pub(super) struct Admitted {
+    /// The call as its audit records name it from here on: the principal and the digest of
+    /// the captured arguments.
+    pub(super) call: Call,
     pub(super) principal: Principal,
     /// The arguments, captured once: every later step uses exactly these.
     pub(super) args: CapturedArgs,
     pub(super) next: Next,
+}
+
+/// What the guard knows of a call before its gates are weighed.
+struct Gathered {
+    principal: Option<Principal>,
+    args: Result<CapturedArgs, ArgsError>,
+    /// The call, as far as the audit records can name it now.
+    call: Call,
+    facts: AdmissionFacts,
+    /// The retry's `requestState` and input responses, taken out of the request.
+    retry: Option<Retry>,
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
@@ -51,19 +65,37 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// only the capture holds from here on.
     pub(super) async fn admit(
         &self,
-        call: &mut Call,
+        call: &Call,
         request: &mut CallToolRequestParams,
         class: Classification,
         seen: &Seen,
         context: &RequestContext<RoleServer>,
     ) -> Result<Admitted, Refusal> {
-        let state = request.request_state.take();
+        let gathered = self.gather(call, request, class, context);
+        let call = gathered.call.clone();
+        self.weigh(gathered, class, seen)
+            .await
+            .map_err(|refusal| refusal.at(&call))
+    }
+
+    /// The facts [`admit`] weighs: who is asking, may they write, the arguments captured once,
+    /// a task or a retry, whether anyone can be asked.
+    fn gather(
+        &self,
+        call: &Call,
+        request: &mut CallToolRequestParams,
+        class: Classification,
+        context: &RequestContext<RoleServer>,
+    ) -> Gathered {
         let responses = request.input_responses.take();
+        let retry = request
+            .request_state
+            .take()
+            .map(|state| Retry { state, responses });
         let who = PrincipalRequest::from_context(context, &self.connection)
             .with_handshake(self.handshake.load(Ordering::Acquire));
         let resolver = &*self.shared.principal;
         let principal = resolver.resolve(&who);
-        call.principal.clone_from(&principal);
         if principal.is_none() && who.http_parts().is_some() {
             self.warn_stateless_once();
         }
@@ -75,23 +107,17 @@ impl<S: ServerHandler> WriteGuard<S> {
         // preview and the apply are each handed a copy of the captured ones.
         let args =
             CapturedArgs::capture_owned(request.arguments.take(), &self.shared.policy.limits);
-        if let Ok(args) = &args {
-            call.digest = Some(args.digest());
-        }
-        let bad_args = match &args {
-            Err(error) => Some(BadArgs::Invalid(error)),
-            Ok(args) if !class.token_gated && args.has_confirmation_token() => {
-                Some(BadArgs::UnshownToken)
-            }
-            Ok(_) => None,
-        };
-        let mut facts = AdmissionFacts {
+        let call = call.of(
+            principal.as_ref(),
+            args.as_ref().ok().map(CapturedArgs::digest),
+        );
+        let facts = AdmissionFacts {
             principal_known: principal.is_some(),
             scope_granted,
             writes_enabled: self.shared.writes_enabled,
-            arguments_valid: bad_args.is_none(),
+            arguments_valid: bad_args(&args, class).is_none(),
             may_become_task: self.may_become_task(context),
-            is_retry: state.is_some(),
+            is_retry: retry.is_some(),
             can_ask: elicit::can_ask(context) || self.can_ask_on_page(context) || self.can_notify(),
             ask_bypass: self.shared.allow_without_elicitation,
             token: if class.token_gated {
@@ -100,39 +126,35 @@ impl<S: ServerHandler> WriteGuard<S> {
                 TokenGate::NotGated
             },
         };
+        Gathered {
+            principal,
+            args,
+            call,
+            facts,
+            retry,
+        }
+    }
+
+    /// Asks mcp-write-guard-core's [`admit`] until it decides, checking the token when it says so.
+    async fn weigh(
+        &self,
+        mut gathered: Gathered,
+        class: Classification,
+        seen: &Seen,
+    ) -> Result<Admitted, Refusal> {
         let mut token_rejection = TokenRejection::Missing;
         let next = loop {
-            match admit(&facts) {
-                Admission::Refuse(Gate::Scope) => {
-                    return Err(Refusal::scope(
-                        self.shared.write_scope.as_deref().unwrap_or_default(),
-                    ));
-                }
+            match admit(&gathered.facts) {
                 Admission::Refuse(gate) => {
-                    return Err(refuse_at(gate, bad_args, token_rejection));
+                    let why = Why {
+                        bad_args: bad_args(&gathered.args, class),
+                        token: token_rejection,
+                        scope: self.shared.write_scope.as_deref(),
+                    };
+                    return Err(refuse_at(gate, &why));
                 }
                 Admission::CheckToken => {
-                    // Checking spends nothing: the token is spent, atomically, only after the
-                    // person approved (the apply step). It was issued for the tool as it was
-                    // defined then: a tool defined otherwise now (or whose definition has no
-                    // digest) does not take it.
-                    let checked = match (&principal, &args, seen) {
-                        (Some(principal), Ok(args), Some(Ok(definition))) => {
-                            check_token_from_args(
-                                &*self.shared.store,
-                                principal,
-                                &call.tool,
-                                *definition,
-                                args,
-                                self.shared.clock.now(),
-                            )
-                            .await
-                        }
-                        (Some(_), Ok(_), None | Some(Err(_))) => Err(TokenRejection::ToolChanged),
-                        // Unreachable by admit's order; refused all the same.
-                        (None, _, _) | (_, Err(_), _) => Err(TokenRejection::Missing),
-                    };
-                    facts.token = match checked {
+                    gathered.facts.token = match self.check_token(&gathered, seen).await {
                         Ok(()) => TokenGate::Accepted,
                         Err(rejection) => {
                             token_rejection = rejection;
@@ -140,32 +162,50 @@ impl<S: ServerHandler> WriteGuard<S> {
                         }
                     };
                 }
-                Admission::Resume => {
-                    break match state {
-                        Some(state) => Next::Resume(Retry { state, responses }),
-                        None => Next::Ask,
-                    };
-                }
+                Admission::Resume => break gathered.retry.take().map_or(Next::Ask, Next::Resume),
                 Admission::Ask => break Next::Ask,
                 Admission::ProceedWithoutAsking => break Next::WithoutAsking,
             }
         };
-        // admit() let the call through only with a principal and captured arguments.
-        let Some(principal) = principal else {
-            return Err(refuse_at(Gate::Principal, None, token_rejection));
+        // admit() lets a call through only with a principal and captured arguments; anything
+        // else (unreachable by its order) is refused all the same.
+        let (Some(principal), Ok(args)) = (gathered.principal, gathered.args) else {
+            let why = Why {
+                bad_args: None,
+                token: token_rejection,
+                scope: None,
+            };
+            return Err(refuse_at(Gate::Principal, &why));
         };
-        let args = args.map_err(|error| {
-            refuse_at(
-                Gate::Arguments,
-                Some(BadArgs::Invalid(&error)),
-                token_rejection,
-            )
-        })?;
         Ok(Admitted {
+            call: gathered.call,
             principal,
             args,
             next,
         })
+    }
+
+    /// Whether the call's confirmation token would spend. Checking spends nothing: the token is
+    /// spent, atomically, only after the person approved (the apply step). It was issued for the
+    /// tool as it was defined then: a tool defined otherwise now (or whose definition has no
+    /// digest) does not take it.
+    async fn check_token(&self, gathered: &Gathered, seen: &Seen) -> Result<(), TokenRejection> {
+        match (&gathered.principal, &gathered.args, seen) {
+            (Some(principal), Ok(args), Some(Ok(definition))) => {
+                check_token_from_args(
+                    &*self.shared.store,
+                    principal,
+                    &gathered.call.tool,
+                    *definition,
+                    args,
+                    self.shared.clock.now(),
+                )
+                .await
+            }
+            (Some(_), Ok(_), None | Some(Err(_))) => Err(TokenRejection::ToolChanged),
+            // Unreachable by admit's order; refused all the same.
+            (None, _, _) | (_, Err(_), _) => Err(TokenRejection::Missing),
+        }
     }
 
     /// Whether the person can be asked on the approval page (one is configured, and the client
@@ -223,8 +263,28 @@ enum BadArgs<'a> {
     UnshownToken,
 }
 
+/// Why the captured arguments are not valid, if they are not.
+fn bad_args(args: &Result<CapturedArgs, ArgsError>, class: Classification) -> Option<BadArgs<'_>> {
+    match args {
+        Err(error) => Some(BadArgs::Invalid(error)),
+        Ok(args) if !class.token_gated && args.has_confirmation_token() => {
+            Some(BadArgs::UnshownToken)
+        }
+        Ok(_) => None,
+    }
+}
+
+/// What the refusal of a gate names: why the arguments are not valid, why the token was
+/// rejected, the scope writes need.
+struct Why<'a> {
+    bad_args: Option<BadArgs<'a>>,
+    token: TokenRejection,
+    /// The operator's setting, never text from the client.
+    scope: Option<&'a str>,
+}
+
 /// The refusal for the first gate that said no.
-fn refuse_at(gate: Gate, bad_args: Option<BadArgs<'_>>, token: TokenRejection) -> Refusal {
+fn refuse_at(gate: Gate, why: &Why<'_>) -> Refusal {
     match gate {
         Gate::Principal => Refusal::new(
             Outcome::RefusedNoPrincipal,
@@ -238,14 +298,14 @@ fn refuse_at(gate: Gate, bad_args: Option<BadArgs<'_>>, token: TokenRejection) -
             "Changes are turned off on this server, so nothing was saved. If this change is \
              needed, ask the server's operator.",
         ),
-        Gate::Arguments if matches!(bad_args, Some(BadArgs::UnshownToken)) => Refusal::new(
+        Gate::Arguments if matches!(why.bad_args, Some(BadArgs::UnshownToken)) => Refusal::new(
             Outcome::BadArguments,
             "a confirmationToken argument for a tool that takes none",
             "This tool takes no confirmationToken argument, so nothing was saved and nobody was \
              asked. Call it again without one.",
         ),
         Gate::Arguments => {
-            let error = match bad_args {
+            let error = match why.bad_args {
                 Some(BadArgs::Invalid(error)) => error.to_string(),
                 _ => "not captured".to_owned(),
             };
@@ -272,8 +332,7 @@ fn refuse_at(gate: Gate, bad_args: Option<BadArgs<'_>>, token: TokenRejection) -
              nothing was saved. Use a client that supports approval requests (form \
              elicitation).",
         ),
-        Gate::Token => Refusal::token(token),
-        // Refused with the scope's name by the caller; kept here so no gate goes unanswered.
-        Gate::Scope => Refusal::scope(""),
+        Gate::Token => Refusal::token(why.token),
+        Gate::Scope => Refusal::scope(why.scope.unwrap_or_default()),
     }
 }

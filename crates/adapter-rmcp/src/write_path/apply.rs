@@ -1,4 +1,4 @@
-//! Step 5 of a write: apply exactly what was approved (DESIGN step 8).
+//! Step 5 of a write: apply exactly what was approved.
 //!
 //! Only an [`Approved`] gets here. Nothing is spent, issued or applied for a request the
 //! client cancelled. Then the tool is read again from the inner server, the way the call found
@@ -38,21 +38,14 @@ impl<S: ServerHandler> WriteGuard<S> {
         call: &Call,
         approved: Approved,
         class: Classification,
-        mut request: CallToolRequestParams,
-        mut context: RequestContext<RoleServer>,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
         if context.ct.is_cancelled() {
             return Err(Refusal::cancelled("after approval"));
         }
         if call.tool.as_str() == PREPARE_ADMIN_ACTION {
-            // The tool the token will be for, as the inner server defines it now.
-            let input = admin_input(approved.args())?;
-            let found = self.find_admin_target(&input.tool, &context).await?;
-            let name = ToolName::new(input.tool.as_str());
-            tools::check_definition(&approved, found.as_ref())
-                .map_err(|changed| Refusal::tool_changed(&name, &changed))?;
-            let target = self.admin_target_of(input, found.as_ref())?;
-            return self.issue_admin_token(call, &approved, &target).await;
+            return self.apply_admin(call, &approved, &context).await;
         }
         // The tool as the inner server defines it now: the one the person approved a call of.
         let found = self
@@ -62,27 +55,60 @@ impl<S: ServerHandler> WriteGuard<S> {
         tools::check_definition(&approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(approved.tool(), &changed))?;
         if class.token_gated {
-            let spent = match approved.args().confirmation_token() {
-                Some(token) => {
-                    spend_token(
-                        &*self.shared.store,
-                        token,
-                        approved.principal(),
-                        approved.tool(),
-                        approved.definition(),
-                        approved.args(),
-                        self.shared.clock.now(),
-                    )
-                    .await
-                }
-                None => Err(TokenRejection::Missing),
-            };
-            spent.map_err(Refusal::token)?;
+            self.spend(&approved).await.map_err(Refusal::token)?;
         }
         if context.ct.is_cancelled() {
             return Err(Refusal::cancelled("before the apply"));
         }
+        self.apply_approved(call, &approved, class, request, context)
+            .await
+    }
 
+    /// `prepare_admin_action`'s apply: the tool the token will be for, as the inner server
+    /// defines it now, must be the one the person approved; then the token is issued.
+    async fn apply_admin(
+        &self,
+        call: &Call,
+        approved: &Approved,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Refusal> {
+        let input = admin_input(approved.args())?;
+        let found = self.find_admin_target(&input.tool, context).await?;
+        let name = ToolName::new(input.tool.as_str());
+        tools::check_definition(approved, found.as_ref())
+            .map_err(|changed| Refusal::tool_changed(&name, &changed))?;
+        let target = self.admin_target_of(input, found.as_ref())?;
+        self.issue_admin_token(call, approved, &target).await
+    }
+
+    /// Spends the approved call's confirmation token: once, atomically, only for the principal,
+    /// tool, definition and arguments it was issued for.
+    async fn spend(&self, approved: &Approved) -> Result<(), TokenRejection> {
+        let Some(token) = approved.args().confirmation_token() else {
+            return Err(TokenRejection::Missing);
+        };
+        spend_token(
+            &*self.shared.store,
+            token,
+            approved.principal(),
+            approved.tool(),
+            approved.definition(),
+            approved.args(),
+            self.shared.clock.now(),
+        )
+        .await
+    }
+
+    /// Calls the inner tool with the approved arguments, as a compare-and-apply when the tool
+    /// opted in to previews, and judges what it says.
+    async fn apply_approved(
+        &self,
+        call: &Call,
+        approved: &Approved,
+        class: Classification,
+        mut request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Refusal> {
         let tool = call.tool.as_str();
         request.arguments = Some(approved.args().arguments().clone());
         let compare = self
@@ -105,21 +131,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
             (_, Some(Some(Comparison::Stale))) => Err(Refusal::stale("preview changed")),
             (Ok(CallToolResponse::Complete(result)), compared) => {
-                if result.is_error == Some(true) {
-                    self.record(
-                        call,
-                        Outcome::ApplyFailed,
-                        Some("tool returned an error".into()),
-                    );
-                } else if compared == Some(None) {
-                    // Opted in to previews, applied, never compared.
-                    return Err(
-                        self.not_vouched(tool, "the tool did not compare the approved preview")
-                    );
-                } else {
-                    self.record(call, Outcome::Applied, None);
-                }
-                Ok(self.wrap(tool, class, result).into())
+                self.applied(call, class, result, compared)
             }
             (Ok(_), _) => Err(Refusal::new(
                 Outcome::ApplyFailed,
@@ -137,6 +149,28 @@ impl<S: ServerHandler> WriteGuard<S> {
                  server's operator.",
             )),
         }
+    }
+
+    /// The tool completed: recorded as applied, or as failed when it says so; a tool that
+    /// opted in to previews and never compared is not vouched for.
+    fn applied(
+        &self,
+        call: &Call,
+        class: Classification,
+        result: CallToolResult,
+        compared: Option<Option<Comparison>>,
+    ) -> Result<CallToolResponse, Refusal> {
+        let tool = call.tool.as_str();
+        if result.is_error == Some(true) {
+            let failed = Some("tool returned an error".into());
+            self.record(call, Outcome::ApplyFailed, failed);
+        } else if compared == Some(None) {
+            // Opted in to previews, applied, never compared.
+            return Err(self.not_vouched(tool, "the tool did not compare the approved preview"));
+        } else {
+            self.record(call, Outcome::Applied, None);
+        }
+        Ok(self.wrap(tool, class, result).into())
     }
 
     /// A tool that opted in to previews broke the compare-and-apply contract: the guard cannot

@@ -1,4 +1,4 @@
-//! Step 3 of a write: ask the person (DESIGN step 6).
+//! Step 3 of a write: ask the person.
 //!
 //! The question is built from the preview through one renderer ([`PromptInput`]), opened in the
 //! store for its whole clock (mcp-write-guard-core's `open_question`: a second call of the same
@@ -9,11 +9,12 @@
 //! person with too many open approvals, is a refusal; one `asked` record says what was shown.
 
 use mcp_write_guard_core::{
-    Opened, PendingApproval, Question, ToolName, close_question, open_question, render_key,
-    take_approval,
+    DenyReason, Opened, PendingApproval, Question, ToolName, close_question, open_question,
+    open_question_round_trip, render_key, take_approval, withdraw_page,
 };
 use rmcp::{
     ServerHandler,
+    model::ElicitRequestParams,
     service::{RequestContext, RoleServer},
 };
 use serde_json::{Map, Value};
@@ -22,7 +23,7 @@ use super::{
     Call,
     capture::{AdminTarget, Captured},
     refusal::Refusal,
-    settle::{Asking, Settled},
+    settle::{Asking, Settled, UrlQuestion},
 };
 use crate::{
     WriteGuard,
@@ -31,14 +32,27 @@ use crate::{
     prompt::{PromptInput, default_prompt},
 };
 
+/// A question ready to be put to the client: its request (a form, or the page's link), the
+/// text the person is shown, and the channel that answers it.
+pub(super) struct Put {
+    pub(super) request: ElicitRequestParams,
+    pub(super) shown: String,
+    pub(super) channel: Channel,
+    /// For the page's link: its elicitation id and the notice for a client that will not show
+    /// it.
+    pub(super) url: Option<UrlQuestion>,
+}
+
 impl<S: ServerHandler> WriteGuard<S> {
+    /// Asks the person about `captured`: on the approval page when the client can open it, by
+    /// a notice when the client cannot ask at all, else with a form.
     pub(super) async fn ask(
         &self,
-        call: &mut Call,
         captured: Captured,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
         let Captured {
+            call,
             pending,
             admin_target,
         } = captured;
@@ -46,20 +60,40 @@ impl<S: ServerHandler> WriteGuard<S> {
         #[cfg(feature = "approval-page")]
         if let Some(pages) = self.page_for(context) {
             let subject = self.page_subject(&pending, admin_target.as_ref());
+            let call = call.on(Channel::Page);
             return self
-                .ask_on_page(call, pending, subject, &prompt, &pages, context)
-                .await;
+                .ask_on_page(&call, pending, subject, &prompt, &pages, context)
+                .await
+                .map_err(|refusal| refusal.at(&call));
         }
         #[cfg(feature = "approval-page")]
         if !elicit::can_ask(context)
             && let Some((pages, notifier)) = self.notice_channel()
         {
             let subject = self.page_subject(&pending, admin_target.as_ref());
+            let call = call.on(Channel::Page);
             return self
-                .ask_by_notice(call, pending, subject, &prompt, &pages, &*notifier, context)
-                .await;
+                .ask_by_notice(
+                    &call, pending, subject, &prompt, &pages, &*notifier, context,
+                )
+                .await
+                .map_err(|refusal| refusal.at(&call));
         }
-        call.channel = Some(Channel::Form);
+        let call = call.on(Channel::Form);
+        self.ask_by_form(&call, pending, prompt, context)
+            .await
+            .map_err(|refusal| refusal.at(&call))
+    }
+
+    /// Asks with a form: the question opened in the store (or the same change's open question
+    /// joined), then put.
+    async fn ask_by_form(
+        &self,
+        call: &Call,
+        pending: PendingApproval,
+        prompt: String,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
         let form = elicit::approval_form(prompt.clone()).map_err(|error| {
             Refusal::new(
                 Outcome::AskFailed,
@@ -67,54 +101,60 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "The approval question could not be prepared, so nothing was saved.",
             )
         })?;
-        let store = &*self.shared.store;
         let now = self.shared.clock.now();
-        if let Opened::Existing(question) = open_question(store, &pending, now)
+        if let Opened::Existing(question) = open_question(&*self.shared.store, &pending, now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?
         {
+            let (principal, args) = (pending.principal(), pending.args());
             return self
-                .settle(
-                    call,
-                    question,
-                    pending.principal(),
-                    pending.args(),
-                    None,
-                    context,
-                )
+                .settle(call, question, principal, args, None, context)
                 .await;
         }
+        let put = Put {
+            request: form,
+            shown: prompt,
+            channel: Channel::Form,
+            url: None,
+        };
+        self.put(call, pending, put, context).await
+    }
+
+    /// Puts the opened question to the client in the request's protocol era: from 2026-07-28
+    /// an input request whose `requestState` names the stored approval (answered on the
+    /// retry); below, an `elicitation/create` this call waits for until the clock's end.
+    pub(super) async fn put(
+        &self,
+        call: &Call,
+        pending: PendingApproval,
+        put: Put,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
+        let store = &*self.shared.store;
+        let now = self.shared.clock.now();
         let era = elicit::era(context);
-        match era {
-            Era::InputRounds => {
-                let state = mcp_write_guard_core::open_question_round_trip(store, &pending, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                self.record_asked(call, &pending, &prompt, era, Channel::Form);
-                Ok(Settled::Respond(
-                    elicit::input_required(form, state.to_string()).into(),
-                ))
-            }
-            Era::Legacy => {
-                let Some(time_left) = pending.time_left(now) else {
-                    self.forget_question(&pending).await;
-                    return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
-                };
-                self.record_asked(call, &pending, &prompt, era, Channel::Form);
-                let asking = Asking::new(elicit::ask_until(context, form, time_left), None)
-                    .in_flight(&self.shared.asked_now, pending.id());
-                let question = Question::asked(&pending);
-                self.settle(
-                    call,
-                    question,
-                    pending.principal(),
-                    pending.args(),
-                    Some(asking),
-                    context,
-                )
+        if era == Era::InputRounds {
+            let state = open_question_round_trip(store, &pending, now)
                 .await
-            }
+                .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+            self.record_asked(call, &pending, &put.shown, era, put.channel);
+            let asked = elicit::input_required(put.request, state.to_string());
+            return Ok(Settled::Respond(asked.into()));
         }
+        let Some(time_left) = pending.time_left(now) else {
+            if let Some(page) = pending.page() {
+                withdraw_page(store, page, now).await;
+            }
+            self.forget_question(&pending).await;
+            return Err(Refusal::denied(DenyReason::Expired));
+        };
+        self.record_asked(call, &pending, &put.shown, era, put.channel);
+        let asking = Asking::new(elicit::ask_until(context, put.request, time_left), put.url)
+            .in_flight(&self.shared.asked_now, pending.id());
+        let (principal, args) = (pending.principal(), pending.args());
+        let question = Question::asked(&pending);
+        self.settle(call, question, principal, args, Some(asking), context)
+            .await
     }
 
     /// Forgets the question of `pending`, and its stored approval (it will not be asked after

@@ -1,4 +1,4 @@
-//! Step 2 of a write: what the person will approve (DESIGN step 5).
+//! Step 2 of a write: what the person will approve.
 //!
 //! The tool's preview, run with the captured arguments and the [`WriteStep::Preview`] marker
 //! (for `prepare_admin_action`: the target tool's preview, with the target's arguments and no
@@ -7,8 +7,7 @@
 //! [`WriteStep::Preview`]: crate::WriteStep::Preview
 
 use mcp_write_guard_core::{
-    CapturedArgs, DefinitionDigest, PendingApproval, Principal, ToolChanged, ToolName,
-    previews_match,
+    CapturedArgs, DefinitionDigest, PendingApproval, ToolChanged, ToolName, previews_match,
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{
@@ -21,7 +20,7 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Call, Seen, refusal::Refusal};
+use super::{Call, Seen, admit::Admitted, refusal::Refusal};
 use crate::{
     WriteGuard,
     audit::Outcome,
@@ -39,6 +38,8 @@ pub(super) struct AdminTarget {
 
 /// What the person is about to be asked.
 pub(super) struct Captured {
+    /// The call as its audit records name it from here on: with the approval id.
+    pub(super) call: Call,
     pub(super) pending: PendingApproval,
     /// For `prepare_admin_action`: the tool the token will be for.
     pub(super) admin_target: Option<AdminTarget>,
@@ -47,32 +48,26 @@ pub(super) struct Captured {
 impl<S: ServerHandler> WriteGuard<S> {
     /// `seen` is the called tool's definition as the guard read it when the call arrived: the
     /// question binds it (for `prepare_admin_action`, the definition of the tool it names).
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn capture(
         &self,
-        call: &mut Call,
-        principal: Principal,
-        args: CapturedArgs,
+        admitted: Admitted,
         class: Classification,
         seen: &Seen,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Captured, Refusal> {
+        let Admitted {
+            call,
+            principal,
+            args,
+            ..
+        } = admitted;
         let admin_target = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
             Some(self.admin_target(&args, context).await?)
         } else {
             None
         };
-        let definition = match (&admin_target, seen) {
-            (Some(target), _) => target.definition,
-            (None, Some(Ok(definition))) => *definition,
-            (None, Some(Err(error))) => {
-                return Err(Refusal::unreadable_definition(call.tool.as_str(), error));
-            }
-            (None, None) => {
-                return Err(Refusal::tool_changed(&call.tool, &ToolChanged::Gone));
-            }
-        };
+        let definition = bound_definition(&call.tool, admin_target.as_ref(), seen)?;
         // The tool whose preview the person reads, with the arguments it runs with.
         let (tool, arguments) = match &admin_target {
             Some(target) => (&target.tool, target.args.without_token()),
@@ -93,8 +88,8 @@ impl<S: ServerHandler> WriteGuard<S> {
             self.shared.clock.now(),
             &self.shared.policy,
         );
-        call.approval = Some(pending.id());
         Ok(Captured {
+            call: call.with_approval(pending.id()),
             pending,
             admin_target,
         })
@@ -148,22 +143,37 @@ impl<S: ServerHandler> WriteGuard<S> {
             Err(error) => return Err(failed(error.message.to_string())),
         };
         if let Some((request, context)) = again {
-            let second = match self.shared.inner.call_tool(request, context).await {
-                Ok(CallToolResponse::Complete(result)) => preview_value(&result),
-                _ => Value::Null,
-            };
-            if !previews_match(&first, &second) {
-                tracing::error!(
-                    tool = tool.as_str(),
-                    "two previews of one call differ: the tool writes (or is not deterministic) \
-                     on WriteStep::Preview"
-                );
-                return Err(failed(
-                    "two previews of one call differ: the preview is not a dry run".to_owned(),
-                ));
-            }
+            self.preview_again(tool, &first, request, context)
+                .await
+                .map_err(failed)?;
         }
         Ok(first)
+    }
+
+    /// The dry-run check ([`check_dry_previews`]): a second preview of the same call must match
+    /// the first, else the preview is not a dry run.
+    ///
+    /// [`check_dry_previews`]: crate::WriteGuardBuilder::check_dry_previews
+    async fn preview_again(
+        &self,
+        tool: &ToolName,
+        first: &Value,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), String> {
+        let second = match self.shared.inner.call_tool(request, context).await {
+            Ok(CallToolResponse::Complete(result)) => preview_value(&result),
+            _ => Value::Null,
+        };
+        if previews_match(first, &second) {
+            return Ok(());
+        }
+        tracing::error!(
+            tool = tool.as_str(),
+            "two previews of one call differ: the tool writes (or is not deterministic) on \
+             WriteStep::Preview"
+        );
+        Err("two previews of one call differ: the preview is not a dry run".to_owned())
     }
 
     /// For `prepare_admin_action`: the named tool, which must be token-gated, its captured
@@ -218,6 +228,22 @@ impl<S: ServerHandler> WriteGuard<S> {
             args: target_args,
             definition,
         })
+    }
+}
+
+/// The definition the question binds: the admin target's, else the called tool's as the guard
+/// read it when the call arrived. A tool that is gone, or whose definition has no digest, is
+/// refused.
+fn bound_definition(
+    tool: &ToolName,
+    admin_target: Option<&AdminTarget>,
+    seen: &Seen,
+) -> Result<DefinitionDigest, Refusal> {
+    match (admin_target, seen) {
+        (Some(target), _) => Ok(target.definition),
+        (None, Some(Ok(definition))) => Ok(*definition),
+        (None, Some(Err(error))) => Err(Refusal::unreadable_definition(tool.as_str(), error)),
+        (None, None) => Err(Refusal::tool_changed(tool, &ToolChanged::Gone)),
     }
 }
 

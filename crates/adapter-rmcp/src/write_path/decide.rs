@@ -1,4 +1,4 @@
-//! Step 4 of a write: the person's answer becomes an [`Approved`] or a refusal (DESIGN step 7).
+//! Step 4 of a write: the person's answer becomes an [`Approved`] or a refusal.
 //!
 //! mcp-write-guard-core decides: only `accept` with `approve == true`, inside the approval clock,
 //! approves, and [`PendingApproval::decide`] consumes the pending approval, so the arguments
@@ -11,10 +11,16 @@ use mcp_write_guard_core::{
 };
 use rmcp::{
     ServerHandler,
+    model::InputResponses,
     service::{RequestContext, RoleServer},
 };
 
-use super::{Call, admit::Retry, refusal::Refusal, settle::Settled};
+use super::{
+    Call,
+    admit::{Admitted, Retry},
+    refusal::Refusal,
+    settle::Settled,
+};
 use crate::{
     WriteGuard,
     audit::Outcome,
@@ -47,57 +53,76 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// taken once and applied; still open, the same question is put again.
     pub(super) async fn decide_retry(
         &self,
-        call: &mut Call,
-        principal: &Principal,
-        args: CapturedArgs,
+        admitted: Admitted,
         retry: Retry,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
+        let Admitted {
+            call,
+            principal,
+            args,
+            ..
+        } = admitted;
         let store = &*self.shared.store;
         let now = self.shared.clock.now();
         let pending =
-            match take_round_trip(store, &retry.state, principal, &call.tool, &args, now).await {
+            match take_round_trip(store, &retry.state, &principal, &call.tool, &args, now).await {
                 Ok(pending) => pending,
                 Err(rejection) => {
                     if rejection == RoundTripRejection::Expired {
-                        self.close_expired(call, principal, &args).await;
+                        self.close_expired(&call, &principal, &args).await;
                     }
                     return Err(Refusal::rejection(rejection));
                 }
             };
-        call.approval = Some(pending.id());
+        let call = call.with_approval(pending.id());
+        let question = self
+            .retried_question(&call, &pending, retry.responses)
+            .await
+            .map_err(|refusal| refusal.at(&call))?;
+        self.settle(&call, question, &principal, &args, None, context)
+            .await
+    }
+
+    /// The retried question, with the answer the retry carries kept as its answer (the first
+    /// answer counts): as the store holds it (another channel may have answered), else as the
+    /// round trip remembers it (its index was closed: the clock and the approval decide).
+    async fn retried_question(
+        &self,
+        call: &Call,
+        pending: &PendingApproval,
+        responses: Option<InputResponses>,
+    ) -> Result<Question, Refusal> {
+        let store = &*self.shared.store;
+        let now = self.shared.clock.now();
+        let (principal, args) = (pending.principal(), pending.args());
         let found = find_question(store, principal, &call.tool, &args.digest(), now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-        // The question as the store holds it (another channel may have answered), else as the
-        // round trip remembers it (its index was closed: the clock and the approval decide).
         let question = match found {
             Some(found) if found.approval() == pending.id() => found,
-            _ => Question::asked(&pending),
+            _ => Question::asked(pending),
         };
         let on_page = question.page().is_some();
-        let answer = elicit::answer_from_responses(retry.responses);
-        let question = match answer {
+        match elicit::answer_from_responses(responses) {
             Err(error) => {
                 if on_page {
                     self.withdraw(&question).await;
                 }
-                return Err(Refusal::ask_failed(&error));
+                Err(Refusal::ask_failed(&error))
             }
             // On a page, the client's accept only says the person went there.
-            Ok(answer) if on_page && answer.action == AnswerAction::Accept => question,
-            Ok(_) if question.answer().is_some() => question,
+            Ok(answer) if on_page && answer.action == AnswerAction::Accept => Ok(question),
+            Ok(_) if question.answer().is_some() => Ok(question),
             Ok(answer) => {
                 let given =
                     GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
                 let counted = answer_question(store, &question, principal, given, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                question.with_answer(counted)
+                Ok(question.with_answer(counted))
             }
-        };
-        self.settle(call, question, principal, &args, None, context)
-            .await
+        }
     }
 
     /// After a retry told "expired": the question of this change, if its clock ran out, is over

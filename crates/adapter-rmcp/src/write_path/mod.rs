@@ -1,32 +1,37 @@
-//! One `tools/call` through the guard (the write path of `docs/` and the README), as a short
-//! pipeline.
+//! One `tools/call` through the guard (the write path of the README), as a short pipeline of
+//! steps, each taking the state the step before it returned:
 //!
 //! ```text
-//! admit → (join the open question | capture → ask) → settle → apply → wrap
+//! admit ─► Admitted ─┬─ retry ─────────────────────────────► decide_retry ─┐
+//!                    ├─ same change asked already ─────────► join ─────────┤
+//!                    └─ capture ─► Captured ─► ask ─► put ─► settle ───────┴─► Approved ─► apply ─► wrap
 //! ```
 //!
 //! - [`admit`]: who is asking, writes on, the arguments captured once, no task, a retry or
 //!   not, the client can be asked (or a notifier can reach a person), the token would spend
-//!   (the order is mcp-write-guard-core's `admit`).
+//!   (the order is mcp-write-guard-core's `admit`). Returns the proof: `Admitted`.
+//! - [`capture`]: what the person will approve: the tool's preview (the target's, for
+//!   `prepare_admin_action`) and the pending approval (`Captured`).
+//! - [`ask`]: the question on a channel (a form, the approval page, or a notice through a
+//!   [`Notifier`](crate::notify::Notifier)), opened in the store, then put in the request's
+//!   protocol era by one `put` whatever the channel; the `asked` audit record.
 //! - [`settle`]: a question outlives its call. The same change's question, if one is open or
 //!   answered, is joined instead of asking again; whatever asked it, a question ends here:
 //!   approved (the approval taken once), refused, or still open (wait, put it again, or tell
 //!   the client to call again).
-//! - [`capture`]: what the person will approve: the tool's preview (the target's, for
-//!   `prepare_admin_action`) and the pending approval.
-//! - [`ask`]: the question, in the request's protocol era (a form, the approval page, or a
-//!   notice through a [`Notifier`](crate::notify::Notifier)); the `asked` audit record.
-//! - [`decide`]: the answer turned into an [`Approved`] or a refusal (mcp-write-guard-core decides);
-//!   the 2026-07-28 retry.
-//! - [`apply`]: only an [`Approved`] gets here: the tool read again and refused unless its
+//! - [`decide`]: the answer turned into an [`Approved`](mcp_write_guard_core::Approved) or a
+//!   refusal (mcp-write-guard-core decides); the 2026-07-28 retry.
+//! - [`apply`]: only an `Approved` gets here: the tool read again and refused unless its
 //!   definition is the one the person approved, then spend the token, compare-and-apply (or
 //!   issue the admin token).
 //! - [`wrap`]: the result in the envelope.
 //!
-//! Every step returns `Result<_, Refusal>`; [`Refusal`] carries the audit outcome, the audit
-//! reason and the answer the model reads, and [`WriteGuard::write`] records it. Every decision
-//! is taken by mcp-write-guard-policy, mcp-write-guard-core or envelope; these modules sequence them and talk
-//! to rmcp.
+//! Every state carries the [`Call`] as its step knows it (who, which arguments, which
+//! question, which channel): the audit records of that step name it. Every step returns
+//! `Result<_, Refusal>`; a [`Refusal`] carries the audit outcome, the audit reason, the answer
+//! the model reads and the call it was refused at, and [`WriteGuard::write`] records it. Every
+//! decision is taken by mcp-write-guard-policy, mcp-write-guard-core or envelope; these modules
+//! sequence them and talk to rmcp.
 
 mod admit;
 mod apply;
@@ -40,8 +45,7 @@ mod settle;
 mod wrap;
 
 use mcp_write_guard_core::{
-    ApprovalId, Approved, ArgsDigest, DefinitionDigest, DefinitionError, Principal, ToolName,
-    danger,
+    ApprovalId, ArgsDigest, DefinitionDigest, DefinitionError, Principal, ToolName, danger,
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{
@@ -56,15 +60,22 @@ pub use refusal::{ALREADY_USED_MESSAGE, STALE_MESSAGE, STORE_UNAVAILABLE_MESSAGE
 pub use settle::MAX_WAITING_PER_QUESTION;
 pub(crate) use settle::PerQuestion;
 
-use self::{admit::Next, refusal::Refusal, settle::Settled};
+use self::{
+    admit::{Admitted, Next},
+    refusal::Refusal,
+    settle::Settled,
+};
 use crate::{
     WriteGuard,
     audit::{AuditRecord, Channel, Outcome},
     tools::{self, PREPARE_ADMIN_ACTION},
 };
 
-/// One write call, as far as the audit records know it; filled in as the steps learn more, so
-/// every record of the call carries the same principal, digest and approval id.
+/// One write call, as far as its audit records name it: the tool, then, as the steps learn
+/// them, who is asking, the digest of the captured arguments, the question's approval id and
+/// the channel it is asked on. Never changed in place: each step's state carries the call as
+/// that step knows it, and a [`Refusal`] carries the one it was refused at.
+#[derive(Debug, Clone)]
 pub(crate) struct Call {
     tool: ToolName,
     principal: Option<Principal>,
@@ -90,6 +101,31 @@ impl Call {
             digest: None,
             approval: None,
             channel: None,
+        }
+    }
+
+    /// The same call, asked by `principal` with arguments of `digest` (as far as known).
+    fn of(&self, principal: Option<&Principal>, digest: Option<ArgsDigest>) -> Self {
+        Self {
+            principal: principal.cloned(),
+            digest,
+            ..self.clone()
+        }
+    }
+
+    /// The same call, its question's approval id known.
+    fn with_approval(&self, approval: ApprovalId) -> Self {
+        Self {
+            approval: Some(approval),
+            ..self.clone()
+        }
+    }
+
+    /// The same call, asked on `channel`.
+    fn on(&self, channel: Channel) -> Self {
+        Self {
+            channel: Some(channel),
+            ..self.clone()
         }
     }
 }
@@ -127,27 +163,44 @@ impl<S: ServerHandler> WriteGuard<S> {
             ));
         };
         let class = self.shared.classified.of(&tool);
-        if let Some(why) = self
-            .shared
-            .refuse_calls
-            .as_ref()
-            .and_then(|refuse| refuse(&tool))
-        {
-            // The inner server refuses this tool now: before anyone is asked.
-            if class.class.is_write() {
-                let call = Call::new(&request.name);
-                self.record(&call, Outcome::RefusedByServer, Some(why.clone()));
-            }
-            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into());
+        if let Some(refused) = self.refused_by_server(&tool, &request, class) {
+            return Ok(refused);
         }
         if class.class.is_write() {
             // The definition the question will bind (and a token must have been issued for).
             let seen = tools::definition_digest(&tool);
             return Ok(Box::pin(self.write(request, class, Some(seen), context)).await);
         }
-        // A read goes straight to the inner server, then into the envelope. A read the client
-        // cancelled is dropped: nobody reads its answer, and a transport that counts requests
-        // in flight has already freed its place.
+        self.read(request, class, context).await
+    }
+
+    /// The inner server refuses this tool now ([`refuse_calls_when`]): refused before anyone is
+    /// asked, and recorded when it is a write.
+    ///
+    /// [`refuse_calls_when`]: crate::WriteGuardBuilder::refuse_calls_when
+    fn refused_by_server(
+        &self,
+        tool: &Tool,
+        request: &CallToolRequestParams,
+        class: Classification,
+    ) -> Option<CallToolResponse> {
+        let why = self.shared.refuse_calls.as_ref()?(tool)?;
+        if class.class.is_write() {
+            let call = Call::new(&request.name);
+            self.record(&call, Outcome::RefusedByServer, Some(why.clone()));
+        }
+        Some(CallToolResult::error(vec![ContentBlock::text(why)]).into())
+    }
+
+    /// A read goes straight to the inner server, then into the envelope. A read the client
+    /// cancelled is dropped: nobody reads its answer, and a transport that counts requests in
+    /// flight has already freed its place.
+    async fn read(
+        &self,
+        request: CallToolRequestParams,
+        class: Classification,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.clone();
         let cancelled = context.ct.clone();
         let response = tokio::select! {
@@ -170,85 +223,82 @@ impl<S: ServerHandler> WriteGuard<S> {
         seen: Seen,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let mut call = Call::new(&request.name);
-        match self
-            .write_steps(&mut call, request, class, seen, context)
-            .await
-        {
+        let call = Call::new(&request.name);
+        match self.write_steps(&call, request, class, seen, context).await {
             Ok(response) => response,
             Err(refusal) => {
-                self.record(&call, refusal.outcome, Some(refusal.reason));
+                let at = refusal.call.as_deref().unwrap_or(&call);
+                self.record(at, refusal.outcome, Some(refusal.reason));
                 (*refusal.answer).into()
             }
         }
     }
 
+    /// admit → (resume the retry's question | join the open question | capture → ask) →
+    /// apply.
     async fn write_steps(
         &self,
-        call: &mut Call,
+        call: &Call,
         mut request: CallToolRequestParams,
         class: Classification,
         seen: Seen,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let admitted = self
+        let mut admitted = self
             .admit(call, &mut request, class, &seen, &context)
             .await?;
-        let principal = admitted.principal;
-        let settled = match admitted.next {
-            Next::Resume(retry) => {
-                self.decide_retry(call, &principal, admitted.args, retry, &context)
-                    .await?
-            }
+        let next = std::mem::replace(&mut admitted.next, Next::Ask);
+        let at = admitted.call.clone();
+        let settled = match next {
+            Next::Resume(retry) => self.decide_retry(admitted, retry, &context).await,
             Next::Ask => {
-                // The same change may have been asked already (by a call whose client gave
-                // up, or one that could not ask): that question, not a second one.
-                match self
-                    .join(call, &principal, &admitted.args, &context)
-                    .await?
-                {
-                    Some(settled) => settled,
-                    None => {
-                        let captured = self
-                            .capture(
-                                call,
-                                principal,
-                                admitted.args,
-                                class,
-                                &seen,
-                                &request,
-                                &context,
-                            )
-                            .await?;
-                        self.ask(call, captured, &context).await?
-                    }
-                }
+                self.join_or_ask(admitted, class, &seen, &request, &context)
+                    .await
             }
             Next::WithoutAsking => {
                 let captured = self
-                    .capture(
-                        call,
-                        principal,
-                        admitted.args,
-                        class,
-                        &seen,
-                        &request,
-                        &context,
-                    )
+                    .capture(admitted, class, &seen, &request, &context)
                     .await?;
                 self.record(
-                    call,
+                    &captured.call,
                     Outcome::ApprovedWithoutElicitation,
                     Some("danger::AllowWritesWithoutElicitation".into()),
                 );
-                Settled::Approved(danger::approve_without_asking(captured.pending))
+                let approved = danger::approve_without_asking(captured.pending);
+                Ok(Settled::Approved(approved, captured.call))
             }
-        };
-        let approved: Approved = match settled {
-            Settled::Approved(approved) => approved,
-            Settled::Respond(response) => return Ok(response),
-        };
-        self.apply(call, approved, class, request, context).await
+        }
+        .map_err(|refusal| refusal.at(&at))?;
+        match settled {
+            Settled::Approved(approved, call) => self
+                .apply(&call, approved, class, request, context)
+                .await
+                .map_err(|refusal| refusal.at(&call)),
+            Settled::Respond(response) => Ok(response),
+        }
+    }
+
+    /// The same change may have been asked already (by a call whose client gave up, or one
+    /// that could not ask): that question, not a second one. Else capture what the person
+    /// approves and ask.
+    async fn join_or_ask(
+        &self,
+        admitted: Admitted,
+        class: Classification,
+        seen: &Seen,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Settled, Refusal> {
+        if let Some(settled) = self.join(&admitted, context).await? {
+            return Ok(settled);
+        }
+        let captured = self
+            .capture(admitted, class, seen, request, context)
+            .await?;
+        let at = captured.call.clone();
+        self.ask(captured, context)
+            .await
+            .map_err(|refusal| refusal.at(&at))
     }
 
     /// Sends one audit record of `call`.

@@ -17,8 +17,8 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::{
-    AnswerAction, AnswerChannel, GivenAnswer, Opened, PageSubject, PendingApproval, Principal,
-    Question, answer_question, open_page, open_question, withdraw_page,
+    AnswerAction, AnswerChannel, GivenAnswer, Opened, PageId, PageSubject, PendingApproval,
+    Principal, Question, answer_question, open_page, open_question, withdraw_page,
 };
 use rmcp::{
     ServerHandler,
@@ -28,14 +28,15 @@ use time::format_description::well_known::Rfc3339;
 
 use super::{
     Call,
+    ask::Put,
     capture::AdminTarget,
     refusal::Refusal,
-    settle::{Asking, Settled, UrlQuestion},
+    settle::{Settled, UrlQuestion},
 };
 use crate::{
     WriteGuard,
     audit::{Channel, Outcome},
-    elicit::{self, Era},
+    elicit,
     error::Error,
     notify::{Notice, Notifier},
     page::Pages,
@@ -76,111 +77,64 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// carried, sent along as the message beside the link.
     pub(super) async fn ask_on_page(
         &self,
-        call: &mut Call,
+        call: &Call,
         pending: PendingApproval,
         subject: PageSubject,
         prompt: &str,
         pages: &Pages,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        call.channel = Some(Channel::Page);
         let tool_shown = subject.tool.as_str().to_owned();
-        let pending = match self.open_on_page(pending, subject).await? {
-            Ok(pending) => pending,
-            Err((question, pending)) => {
+        let (pending, page) = match self.open_on_page(pending, subject).await? {
+            OnPage::Opened(pending, page) => (pending, page),
+            OnPage::Existing(question, pending) => {
+                let (principal, args) = (pending.principal(), pending.args());
                 return self
-                    .settle(
-                        call,
-                        question,
-                        pending.principal(),
-                        pending.args(),
-                        None,
-                        context,
-                    )
+                    .settle(call, question, principal, args, None, context)
                     .await;
             }
         };
-        let store = &*self.shared.store;
-        let now = self.shared.clock.now();
-        let page = *pending.page().ok_or_else(|| {
-            Refusal::ask_failed(&Error::Ask("the approval page was not opened".into()))
-        })?;
         let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
         let elicitation_id = pending.id().to_string();
-        let question = elicit::url_request(
-            message.clone(),
-            pages.config.url(&page),
-            elicitation_id.clone(),
-        );
-        let era = elicit::era(context);
-        match era {
-            Era::InputRounds => {
-                let state = mcp_write_guard_core::open_question_round_trip(store, &pending, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                self.record_asked(call, &pending, &message, era, Channel::Page);
-                Ok(Settled::Respond(
-                    elicit::input_required(question, state.to_string()).into(),
-                ))
-            }
-            Era::Legacy => {
-                let Some(time_left) = pending.time_left(now) else {
-                    withdraw_page(store, &page, now).await;
-                    self.forget_question(&pending).await;
-                    return Err(Refusal::denied(mcp_write_guard_core::DenyReason::Expired));
-                };
-                self.record_asked(call, &pending, &message, era, Channel::Page);
-                let url = UrlQuestion {
-                    elicitation_id,
-                    notice: self.notice(&pending, tool_shown, message, pages.config.url(&page)),
-                };
-                let asking =
-                    Asking::new(elicit::ask_until(context, question, time_left), Some(url))
-                        .in_flight(&self.shared.asked_now, pending.id());
-                self.settle(
-                    call,
-                    Question::asked(&pending),
-                    pending.principal(),
-                    pending.args(),
-                    Some(asking),
-                    context,
-                )
-                .await
-            }
-        }
+        let url = pages.config.url(&page);
+        let put = Put {
+            request: elicit::url_request(message.clone(), url.clone(), elicitation_id.clone()),
+            url: Some(UrlQuestion {
+                elicitation_id,
+                notice: self.notice(&pending, tool_shown, message.clone(), url),
+            }),
+            shown: message,
+            channel: Channel::Page,
+        };
+        self.put(call, pending, put, context).await
     }
 
-    /// Opens `pending` on a page, then as a question. `Err` inside: the same change's question
-    /// was open already (this page is withdrawn again), with the approval this call captured.
-    #[allow(clippy::type_complexity)]
+    /// Opens `pending` on a page, then as a question; if the same change's question was open
+    /// already, this page is withdrawn again.
     async fn open_on_page(
         &self,
         pending: PendingApproval,
         subject: PageSubject,
-    ) -> Result<Result<PendingApproval, (Question, PendingApproval)>, Refusal> {
+    ) -> Result<OnPage, Refusal> {
         let store = &*self.shared.store;
         let now = self.shared.clock.now();
         let store_refusal = |error| Refusal::store(&error, &self.shared.policy);
         let pending = open_page(store, pending, subject, now)
             .await
             .map_err(store_refusal)?;
-        let opened = match open_question(store, &pending, now).await {
-            Ok(opened) => opened,
-            Err(error) => {
-                if let Some(page) = pending.page() {
-                    withdraw_page(store, page, now).await;
-                }
-                return Err(store_refusal(error));
-            }
-        };
-        match opened {
-            Opened::New => Ok(Ok(pending)),
-            Opened::Existing(question) => {
-                if let Some(page) = pending.page() {
-                    withdraw_page(store, page, now).await;
-                }
-                Ok(Err((question, pending)))
-            }
+        let opened = open_question(store, &pending, now).await;
+        let page = pending.page().copied();
+        if !matches!(opened, Ok(Opened::New))
+            && let Some(page) = &page
+        {
+            withdraw_page(store, page, now).await;
+        }
+        match (opened.map_err(store_refusal)?, page) {
+            (Opened::New, Some(page)) => Ok(OnPage::Opened(pending, page)),
+            (Opened::New, None) => Err(Refusal::ask_failed(&Error::Ask(
+                "the approval page was not opened".into(),
+            ))),
+            (Opened::Existing(question), _) => Ok(OnPage::Existing(question, pending)),
         }
     }
 
@@ -189,7 +143,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn ask_by_notice(
         &self,
-        call: &mut Call,
+        call: &Call,
         pending: PendingApproval,
         subject: PageSubject,
         prompt: &str,
@@ -197,39 +151,23 @@ impl<S: ServerHandler> WriteGuard<S> {
         notifier: &dyn Notifier,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        call.channel = Some(Channel::Page);
         let tool_shown = subject.tool.as_str().to_owned();
-        let pending = match self.open_on_page(pending, subject).await? {
-            Ok(pending) => pending,
-            Err((question, pending)) => {
+        let (pending, page) = match self.open_on_page(pending, subject).await? {
+            OnPage::Opened(pending, page) => (pending, page),
+            OnPage::Existing(question, pending) => {
+                let (principal, args) = (pending.principal(), pending.args());
                 return self
-                    .settle(
-                        call,
-                        question,
-                        pending.principal(),
-                        pending.args(),
-                        None,
-                        context,
-                    )
+                    .settle(call, question, principal, args, None, context)
                     .await;
             }
         };
-        let store = &*self.shared.store;
-        let page = *pending.page().ok_or_else(|| {
-            Refusal::ask_failed(&Error::Ask("the approval page was not opened".into()))
-        })?;
         let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
-        self.record_asked(
-            call,
-            &pending,
-            &message,
-            elicit::era(context),
-            Channel::Page,
-        );
+        let era = elicit::era(context);
+        self.record_asked(call, &pending, &message, era, Channel::Page);
         let notice = self.notice(&pending, tool_shown, message, pages.config.url(&page));
         let told = self.deliver(call, &notice, notifier).await;
         if told.outcome == Outcome::NotifyFailed {
-            withdraw_page(store, &page, self.shared.clock.now()).await;
+            withdraw_page(&*self.shared.store, &page, self.shared.clock.now()).await;
             self.forget_question(&pending).await;
         }
         Err(told)
@@ -272,7 +210,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// was asked and to call again (the question stays open). Not delivered
     /// ([`Outcome::NotifyFailed`]): the refusal that says nobody could be reached; the caller
     /// withdraws the question.
-    async fn deliver(&self, call: &mut Call, notice: &Notice, notifier: &dyn Notifier) -> Refusal {
+    async fn deliver(&self, call: &Call, notice: &Notice, notifier: &dyn Notifier) -> Refusal {
         let channel = notifier.channel().to_owned();
         match notifier.notify(notice).await {
             Ok(()) => {
@@ -315,7 +253,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// change waiting for it end too) and the call refused, nothing saved.
     pub(super) async fn link_not_shown(
         &self,
-        call: &mut Call,
+        call: &Call,
         question: &Question,
         principal: &Principal,
         notice: Option<Notice>,
@@ -350,6 +288,15 @@ impl<S: ServerHandler> WriteGuard<S> {
         let _first_answer =
             answer_question(&*self.shared.store, question, principal, cancelled, now).await;
     }
+}
+
+/// Where a pending approval stands once opened on a page.
+enum OnPage {
+    /// Opened on this page, and as the change's question.
+    Opened(PendingApproval, PageId),
+    /// The same change's question was open already: that question, with the approval this
+    /// call captured.
+    Existing(Question, PendingApproval),
 }
 
 /// The questions a notice was delivered for on this process, until their clock ends: a question

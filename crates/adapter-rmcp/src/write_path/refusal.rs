@@ -10,6 +10,7 @@ use mcp_write_guard_core::{
 };
 use rmcp::model::{CallToolResult, ContentBlock};
 
+use super::Call;
 use crate::{audit::Outcome, error::Error};
 
 /// What the user reads when the data changed between their approval and the apply.
@@ -36,6 +37,9 @@ pub(crate) struct Refusal {
     pub(crate) reason: String,
     /// What the model reads: the guard's own words, or a tool result in the envelope.
     pub(crate) answer: Box<CallToolResult>,
+    /// The call as the step that refused knew it (who, which arguments, which question): what
+    /// its audit record names. `None` until a step says; the pipeline then names the tool only.
+    pub(crate) call: Option<Box<Call>>,
 }
 
 impl Refusal {
@@ -62,7 +66,16 @@ impl Refusal {
             outcome,
             reason: reason.into(),
             answer: Box::new(answer),
+            call: None,
         }
+    }
+
+    /// The same refusal, refused at `call` unless a step further in already said where.
+    pub(crate) fn at(mut self, call: &Call) -> Self {
+        if self.call.is_none() {
+            self.call = Some(Box::new(call.clone()));
+        }
+        self
     }
 
     /// The caller's credential lacks the scope writes need. `scope` is the operator's setting,

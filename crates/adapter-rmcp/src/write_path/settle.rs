@@ -28,7 +28,7 @@ use rmcp::{
     service::{Peer, RequestContext, RoleServer},
 };
 
-use super::{Call, capture::AdminTarget, refusal::Refusal};
+use super::{Call, admit::Admitted, capture::AdminTarget, refusal::Refusal};
 use crate::{
     WriteGuard,
     audit::{Channel, Outcome},
@@ -146,8 +146,9 @@ impl Drop for Counted {
 
 /// What a question comes to for this call.
 pub(super) enum Settled {
-    /// Approved: the approval was taken from the store (once); apply it.
-    Approved(mcp_write_guard_core::Approved),
+    /// Approved: the approval was taken from the store (once); apply it. The call as the
+    /// question names it (its approval id and channel), for the apply's audit records.
+    Approved(mcp_write_guard_core::Approved, Call),
     /// Answer the call with this (the question put again, or the person asked elsewhere).
     Respond(CallToolResponse),
 }
@@ -192,16 +193,60 @@ impl Progress {
     }
 }
 
+/// One call's wait for its question's end, as far as it has come.
+struct Wait<'a> {
+    question: Question,
+    /// The question this call put to its client, while it is in flight.
+    asking: Option<Asking<'a>>,
+    /// For a url-mode question this call put: its elicitation id.
+    url_elicitation: Option<String>,
+    /// This call put the question to its client (once is enough).
+    asked_here: bool,
+    era: Era,
+    /// The client can be asked neither with a form nor with the page's link.
+    headless: bool,
+    progress: Progress,
+    poll: tokio::time::Interval,
+    /// The end of the question's clock.
+    deadline: tokio::time::Instant,
+    /// Counts this call among the ones waiting for the question, while it does.
+    _waiting: Option<Counted>,
+}
+
+impl Wait<'_> {
+    /// A form's answer reaches only this call: it keeps listening for it even when its client
+    /// gave up, so the answer counts for the next call. A page keeps its own.
+    fn listening(&self) -> bool {
+        self.asking
+            .as_ref()
+            .is_some_and(|asking| asking.url_elicitation.is_none())
+    }
+
+    /// The refusal that tells the client the person has not answered yet.
+    fn awaiting(&self) -> Refusal {
+        Refusal::awaiting(self.question.expires_at())
+    }
+}
+
+/// What a call that has not put the question to its client does next.
+enum Unasked {
+    /// Answer the call with the question put again (from 2026-07-28).
+    Respond(CallToolResponse),
+    /// The question changed meanwhile: look at it again.
+    Recheck,
+    /// Wait for the answer.
+    Listen,
+}
+
 impl<S: ServerHandler> WriteGuard<S> {
     /// Before asking: the question of this very change, if one is open or answered. `None`:
     /// ask.
     pub(super) async fn join(
         &self,
-        call: &mut Call,
-        principal: &Principal,
-        args: &CapturedArgs,
+        admitted: &Admitted,
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Settled>, Refusal> {
+        let (call, principal, args) = (&admitted.call, &admitted.principal, &admitted.args);
         let now = self.shared.clock.now();
         let found = find_question(
             &*self.shared.store,
@@ -225,19 +270,26 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// the client, if it did.
     pub(super) async fn settle(
         &self,
-        call: &mut Call,
+        call: &Call,
         question: Question,
         principal: &Principal,
         args: &CapturedArgs,
         asking: Option<Asking<'_>>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
+        let channel = if question.page().is_some() {
+            Channel::Page
+        } else {
+            Channel::Form
+        };
+        let call = call.with_approval(question.approval()).on(channel);
         #[cfg(feature = "approval-page")]
         let page = question.page().copied();
         let approval = question.approval();
         let settled = self
-            .settle_steps(call, question, principal, args, asking, context)
-            .await;
+            .settle_steps(&call, question, principal, args, asking, context)
+            .await
+            .map_err(|refusal| refusal.at(&call));
         // A refusal told to this call's client ends the question (the next call of the same
         // change asks anew); one nobody reads (the client gave up), or "call again", leaves it
         // for the next call.
@@ -262,149 +314,250 @@ impl<S: ServerHandler> WriteGuard<S> {
         settled
     }
 
+    /// Looks at the question until it ends for this call: approved, refused, put again, or
+    /// the call told to call again.
     async fn settle_steps(
         &self,
-        call: &mut Call,
-        mut question: Question,
+        call: &Call,
+        question: Question,
         principal: &Principal,
         args: &CapturedArgs,
-        mut asking: Option<Asking<'_>>,
+        asking: Option<Asking<'_>>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        call.approval = Some(question.approval());
-        call.channel = Some(if question.page().is_some() {
-            Channel::Page
-        } else {
-            Channel::Form
-        });
+        let mut wait = self.wait_for(question, asking, context)?;
+        loop {
+            let (question, link) = (&wait.question, wait.url_elicitation.as_deref());
+            if let Some(end) = self
+                .ended(call, question, link, principal, args, context)
+                .await
+            {
+                return end;
+            }
+            if !wait.listening() && context.ct.is_cancelled() {
+                return Err(wait.awaiting());
+            }
+            if wait.asking.is_none() {
+                match self
+                    .unasked(call, &mut wait, principal, args, context)
+                    .await?
+                {
+                    Unasked::Respond(response) => return Ok(Settled::Respond(response)),
+                    Unasked::Recheck => continue,
+                    Unasked::Listen => {}
+                }
+            }
+            self.listen(call, &mut wait, principal, context).await?;
+        }
+    }
+
+    /// Starts this call's wait for `question`. A call that found the question open waits for
+    /// it only while few others do.
+    fn wait_for<'a>(
+        &self,
+        question: Question,
+        asking: Option<Asking<'a>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Wait<'a>, Refusal> {
         let era = elicit::era(context);
         let headless = !self.can_be_asked(context);
-        let mut progress = Progress::new(context, self.shared.progress_every);
         let mut poll = tokio::time::interval(POLL_EVERY);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let left = question.expires_at() - self.shared.clock.now();
         let deadline =
             tokio::time::Instant::now() + Duration::try_from(left).unwrap_or(Duration::ZERO);
-        let mut url_elicitation = asking.as_ref().and_then(|a| a.url_elicitation.clone());
-        // This call put the question to its client (once is enough).
-        let mut asked_here = asking.is_some();
-        // A call that found the question open waits for it only while few others do.
-        let mut _waiting = None;
+        let asked_here = asking.is_some();
         let open = question_status(&question, self.shared.clock.now()) == QuestionStatus::Open;
+        let mut waiting = None;
         if open && !asked_here && era == Era::Legacy && !headless {
             let waiting_now = &self.shared.waiting_now;
-            let Some(waiting) =
-                PerQuestion::enter(waiting_now, question.approval(), MAX_WAITING_PER_QUESTION)
-            else {
-                return Err(Refusal::awaiting(question.expires_at()));
-            };
-            _waiting = Some(waiting);
-        }
-        loop {
-            let now = self.shared.clock.now();
-            match question_status(&question, now) {
-                QuestionStatus::Approved => {
-                    if let Some(id) = &url_elicitation {
-                        elicit::complete(context, id).await;
-                    }
-                    return self
-                        .take_approved(call, &question, principal, args, context)
-                        .await;
-                }
-                QuestionStatus::Refused(reason) => {
-                    self.withdraw(&question).await;
-                    if context.ct.is_cancelled() {
-                        // Nobody reads this refusal: the next call of the change is told.
-                        return Err(Refusal::awaiting(question.expires_at()));
-                    }
-                    return Err(Refusal::denied(reason));
-                }
-                QuestionStatus::Open => {}
-            }
-            // A form's answer reaches only this call: it keeps listening for it even when its
-            // client gave up, so the answer counts for the next call. A page keeps its own.
-            let listening = asking.as_ref().is_some_and(|a| a.url_elicitation.is_none());
-            if !listening && context.ct.is_cancelled() {
+            waiting =
+                PerQuestion::enter(waiting_now, question.approval(), MAX_WAITING_PER_QUESTION);
+            if waiting.is_none() {
                 return Err(Refusal::awaiting(question.expires_at()));
             }
-            if asking.is_none() {
-                // A client that cannot be asked never gets the question (nor the page's link).
-                if headless {
-                    return Err(Refusal::awaiting(question.expires_at()));
+        }
+        Ok(Wait {
+            url_elicitation: asking.as_ref().and_then(|a| a.url_elicitation.clone()),
+            question,
+            asking,
+            asked_here,
+            era,
+            headless,
+            progress: Progress::new(context, self.shared.progress_every),
+            poll,
+            deadline,
+            _waiting: waiting,
+        })
+    }
+
+    /// The end of the question for this call, if it has ended: approved (the approval taken
+    /// once; the link's elicitation, `link`, completed) or refused.
+    async fn ended(
+        &self,
+        call: &Call,
+        question: &Question,
+        link: Option<&str>,
+        principal: &Principal,
+        args: &CapturedArgs,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<Settled, Refusal>> {
+        match question_status(question, self.shared.clock.now()) {
+            QuestionStatus::Approved => {
+                if let Some(id) = link {
+                    elicit::complete(context, id).await;
                 }
-                if era == Era::InputRounds {
-                    return self
-                        .present_again(call, &question, principal, args, context)
-                        .await
-                        .map(Settled::Respond);
+                Some(
+                    self.take_approved(call, question, principal, args, context)
+                        .await,
+                )
+            }
+            QuestionStatus::Refused(reason) => {
+                self.withdraw(question).await;
+                if context.ct.is_cancelled() {
+                    // Nobody reads this refusal: the next call of the change is told.
+                    return Some(Err(Refusal::awaiting(question.expires_at())));
                 }
-                // Below 2026-07-28, nobody here has the question in front of them (it was
-                // asked by a call that is gone, or on another replica): put the same question
-                // again in this call.
-                if !asked_here && !self.shared.asked_now.any(question.approval()) {
-                    // Only a question still open, as the store has it now, is put again.
-                    question = self.reread(question, principal).await?;
-                    if question_status(&question, self.shared.clock.now()) != QuestionStatus::Open {
-                        continue;
-                    }
-                    asked_here = true;
-                    let again = self
-                        .ask_again(call, &question, principal, args, context)
-                        .await?;
-                    url_elicitation.clone_from(&again.url_elicitation);
-                    asking = Some(again);
+                Some(Err(Refusal::denied(reason)))
+            }
+            QuestionStatus::Open => None,
+        }
+    }
+
+    /// The question is open and this call has not put it to its client (or its answer came):
+    /// a client that cannot be asked is told to call again; from 2026-07-28 the same question
+    /// is put again; below, when nobody here has it in front of them (it was asked by a call
+    /// that is gone, or on another replica), this call puts the same question again.
+    async fn unasked<'a>(
+        &self,
+        call: &Call,
+        wait: &mut Wait<'a>,
+        principal: &Principal,
+        args: &CapturedArgs,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Result<Unasked, Refusal> {
+        // A client that cannot be asked never gets the question (nor the page's link).
+        if wait.headless {
+            return Err(wait.awaiting());
+        }
+        if wait.era == Era::InputRounds {
+            let question = &wait.question;
+            return self
+                .present_again(call, question, principal, args, context)
+                .await
+                .map(Unasked::Respond);
+        }
+        if wait.asked_here || self.shared.asked_now.any(wait.question.approval()) {
+            return Ok(Unasked::Listen);
+        }
+        // Only a question still open, as the store has it now, is put again.
+        let question = wait.question.clone();
+        wait.question = self.reread(question, principal).await?;
+        if question_status(&wait.question, self.shared.clock.now()) != QuestionStatus::Open {
+            return Ok(Unasked::Recheck);
+        }
+        wait.asked_here = true;
+        let again = self
+            .ask_again(call, &wait.question, principal, args, context)
+            .await?;
+        wait.url_elicitation.clone_from(&again.url_elicitation);
+        wait.asking = Some(again);
+        Ok(Unasked::Listen)
+    }
+
+    /// Waits for the next thing that can change the question for this call: the client's
+    /// answer, the page's, another replica's (polled), the end of the clock, or the client
+    /// giving up; sends progress meanwhile.
+    async fn listen(
+        &self,
+        call: &Call,
+        wait: &mut Wait<'_>,
+        principal: &Principal,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), Refusal> {
+        let listening = wait.listening();
+        let Wait {
+            question,
+            asking,
+            url_elicitation,
+            progress,
+            poll,
+            deadline,
+            ..
+        } = wait;
+        let answered = async {
+            match asking.as_mut() {
+                Some(asking) => asking.answer.as_mut().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answer = answered => {
+                let (link, gave_up) = (url_elicitation.is_some(), context.ct.is_cancelled());
+                *question = self
+                    .on_answer(call, question, asking, link, gave_up, answer, principal)
+                    .await?;
+            }
+            () = self.page_answered(question) => {
+                *question = self.reread(question.clone(), principal).await?;
+            }
+            _ = poll.tick() => *question = self.reread(question.clone(), principal).await?,
+            () = progress.tick() => progress.send(&context.peer).await,
+            () = tokio::time::sleep_until(*deadline) => {
+                if !listening {
+                    self.withdraw(question).await;
+                    return Err(Refusal::denied(DenyReason::Expired));
                 }
             }
-            let answered = async {
-                match asking.as_mut() {
-                    Some(asking) => asking.answer.as_mut().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let page_answered = self.page_answered(&question);
-            tokio::select! {
-                answer = answered => {
-                    let gave_up = context.ct.is_cancelled();
-                    // The client would not show the page's link (an error, not an answer):
-                    // nobody was asked here. A notifier asks the person instead; without one,
-                    // the question is over.
-                    #[cfg(feature = "approval-page")]
-                    if let Err(error) = &answer
-                        && url_elicitation.is_some()
-                        && !matches!(error, Error::TimedOut)
-                        && !gave_up
-                    {
-                        let notice = asking.take().and_then(|asked| asked.notice);
-                        return Err(self
-                            .link_not_shown(call, &question, principal, notice, error)
-                            .await);
-                    }
-                    // Still in flight until the answer is kept: a call of the same change that
-                    // looks meanwhile waits for it rather than asking again.
-                    question = self.heard(call, question, principal, answer, gave_up).await?;
-                    asking = None;
-                }
-                () = page_answered => question = self.reread(question, principal).await?,
-                _ = poll.tick() => question = self.reread(question, principal).await?,
-                () = progress.tick() => progress.send(&context.peer).await,
-                () = tokio::time::sleep_until(deadline) => {
-                    if !listening {
-                        self.withdraw(&question).await;
-                        return Err(Refusal::denied(DenyReason::Expired));
-                    }
-                }
-                () = context.ct.cancelled(), if !listening => {
-                    return Err(Refusal::awaiting(question.expires_at()));
-                }
+            () = context.ct.cancelled(), if !listening => {
+                return Err(Refusal::awaiting(question.expires_at()));
             }
         }
+        Ok(())
+    }
+
+    /// The client answered the question this call put (`asking`, taken). `link`: it was the
+    /// page's link, and an error (not an answer) means the client would not show it: nobody
+    /// was asked here. A notifier asks the person instead; without one, the question is over.
+    #[allow(clippy::too_many_arguments)]
+    async fn on_answer(
+        &self,
+        call: &Call,
+        question: &Question,
+        asking: &mut Option<Asking<'_>>,
+        link: bool,
+        gave_up: bool,
+        answer: Result<Answer, Error>,
+        principal: &Principal,
+    ) -> Result<Question, Refusal> {
+        let asked = asking.take();
+        #[cfg(feature = "approval-page")]
+        if let Err(error) = &answer
+            && link
+            && !matches!(error, Error::TimedOut)
+            && !gave_up
+        {
+            let notice = asked.and_then(|asked| asked.notice);
+            return Err(self
+                .link_not_shown(call, question, principal, notice, error)
+                .await);
+        }
+        #[cfg(not(feature = "approval-page"))]
+        let _ = link;
+        // Still in flight until the answer is kept: a call of the same change that looks
+        // meanwhile waits for it rather than asking again.
+        let heard = self
+            .heard(call, question.clone(), principal, answer, gave_up)
+            .await;
+        drop(asked);
+        heard
     }
 
     /// The question is approved: take the approval (once) and decide on the answer. A call
     /// whose client stopped waiting takes nothing: the approval stays for the next call.
     async fn take_approved(
         &self,
-        call: &mut Call,
+        call: &Call,
         question: &Question,
         principal: &Principal,
         args: &CapturedArgs,
@@ -436,7 +589,8 @@ impl<S: ServerHandler> WriteGuard<S> {
                 content: None,
             },
         };
-        self.decide(call, pending, &answer).map(Settled::Approved)
+        let approved = self.decide(call, pending, &answer)?;
+        Ok(Settled::Approved(approved, call.clone()))
     }
 
     /// The client answered this call's own question: the first answer of the question is
@@ -496,7 +650,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// same approval id and clock), with a fresh `requestState`.
     async fn present_again(
         &self,
-        call: &mut Call,
+        call: &Call,
         question: &Question,
         principal: &Principal,
         args: &CapturedArgs,
@@ -520,7 +674,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// the same question again, in this call, until the clock's end.
     async fn ask_again<'a>(
         &self,
-        call: &mut Call,
+        call: &Call,
         question: &Question,
         principal: &Principal,
         args: &CapturedArgs,

@@ -1,4 +1,4 @@
-//! Step 6 of a write: the result goes into the envelope (DESIGN step 9).
+//! Step 6 of a write: the result goes into the envelope.
 //!
 //! envelope decides which results are wrapped (every write result, every read not marked
 //! trusted); this module puts an rmcp result into it.
