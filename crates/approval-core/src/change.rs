@@ -1,19 +1,6 @@
 //! One model of what a write changes: the rows of its preview, which the form's question and the
-//! approval page both show, so a person reads the same change in either place.
-//!
-//! A preview is the value a tool's dry run computed (stock before and after, the priced order
-//! lines). [`Change::of_preview`] reads it into [`ChangeRow`]s:
-//!
-//! - a pair of fields becomes one before/after row: `{"before": .., "after": ..}` (two objects
-//!   pair field by field, anything else is one row), or `previousX` beside `newX` (else beside
-//!   `x`), shown as the field `x`;
-//! - nested objects and arrays are walked with their path (`lines[0].stock`);
-//! - every other value (a scalar, an empty object or array) is a plain row.
-//!
-//! Every name and value in a row went through [`render_key`] or [`render_value`], so nothing in
-//! a preview (which may echo what a model wrote) can start a line, reorder the text or hide a
-//! character; a row reads as one line ([`ChangeRow`]'s `Display`). Pure: no IO, and the walk
-//! uses an explicit stack, so a preview of any depth is read without recursion.
+//! approval page both show, so a person reads the same change in either place. Pure: no IO, and
+//! the walk uses an explicit stack, so a preview of any depth is read without recursion.
 
 use std::fmt;
 
@@ -23,6 +10,19 @@ use crate::render::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_val
 
 /// What a write changes, as rows a person reads: the same rows in the form's question and on
 /// the approval page.
+///
+/// A preview is the value a tool's dry run computed (stock before and after, the priced order
+/// lines). [`Change::of_preview`] reads it into [`ChangeRow`]s:
+///
+/// - a pair of fields becomes one before/after row: `{"before": .., "after": ..}` (two objects
+///   pair field by field, anything else is one row), or `previousX` beside `newX` (else beside
+///   `x`), shown as the field `x`;
+/// - nested objects and arrays are walked with their path (`lines[0].stock`);
+/// - every other value (a scalar, an empty object or array) is a plain row.
+///
+/// Every name and value in a row went through [`render_key`] or [`render_value`], so nothing in
+/// a preview (which may echo what a model wrote) can start a line, reorder the text or hide a
+/// character; a row reads as one line ([`ChangeRow`]'s `Display`).
 ///
 /// ```
 /// use mcp_write_guard_core::{Change, ChangeRow};
@@ -72,7 +72,7 @@ const WHOLE_PREVIEW: &str = "(preview)";
 const VALUE: &str = "(value)";
 
 impl Change {
-    /// The rows of `preview` (see the [module docs](self)); never empty: a preview with nothing
+    /// The rows of `preview` (see [`Change`]); never empty: a preview with nothing
     /// to walk is one plain row, `(preview)`, of the whole value.
     pub fn of_preview(preview: &Value) -> Self {
         let mut rows = Vec::new();
