@@ -1,8 +1,9 @@
 //! The question the user is asked.
 //!
-//! By default: the tool, every argument (except the confirmation token), and the values the
-//! preview returned (its `before` and `after` when it has them, else the whole preview). A tool
-//! may supply its own wording with [`crate::WriteGuardBuilder::prompt`].
+//! By default: the tool, what changes (the rows of the preview's [`Change`], the same rows the
+//! approval page shows), and every argument (except the confirmation token). A tool may supply
+//! its own wording with [`crate::WriteGuardBuilder::prompt`]; [`PromptInput::change`] gives it
+//! the same rows.
 //!
 //! What a person reads is part of the security boundary: the model chose every argument, and
 //! a preview may echo them. So a wording never sees a raw value: [`PromptInput`] hands out
@@ -12,7 +13,9 @@
 
 use std::{fmt, fmt::Write as _, sync::Arc};
 
-use mcp_write_guard_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
+use mcp_write_guard_core::{
+    Change, DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value,
+};
 use serde_json::{Map, Value};
 
 /// Everything a prompt may be built from, handed out rendered.
@@ -120,6 +123,23 @@ impl<'a> PromptInput<'a> {
             .map(Vec::len)
     }
 
+    /// What changes: the rows of the preview (see [`Change`]), the same rows the approval page
+    /// shows; `None` when there is no preview to show ([`Self::has_preview`]).
+    ///
+    /// ```
+    /// use mcp_write_guard_rmcp::PromptInput;
+    /// use serde_json::{Map, json};
+    ///
+    /// let preview = json!({"sku": "TLS-002", "previousStock": 3, "newStock": 1});
+    /// let args = Map::new();
+    /// let input = PromptInput::new("adjust_stock", &args, Some(&preview));
+    /// let rows: Vec<String> = input.change().unwrap().rows().iter().map(ToString::to_string).collect();
+    /// assert_eq!(rows, ["stock: 3 -> 1", r#"sku: "TLS-002""#]);
+    /// ```
+    pub fn change(&self) -> Option<Change> {
+        self.preview_value().map(Change::of_preview)
+    }
+
     fn preview_value(&self) -> Option<&'a Value> {
         self.preview.filter(|preview| !preview.is_null())
     }
@@ -150,30 +170,23 @@ impl fmt::Debug for PromptInput<'_> {
 /// A tool's own prompt wording.
 pub(crate) type PromptFn = Arc<dyn Fn(&PromptInput<'_>) -> String + Send + Sync>;
 
-/// The default prompt: the tool, the preview's before/after values, every argument.
+/// The default prompt: the tool, what changes, every argument.
 ///
 /// One line per item, every value rendered ([`PromptInput`]), the true change before anything
-/// the model wrote: the header with the tool, then `Before:` and `After:` when the preview has
-/// either, else `Preview:` with the whole preview (no preview, or a `null` one: neither), then
-/// `Arguments: none` or `Arguments:` and one indented `name: value` line per argument (a name
-/// that reads like one of these labels quoted; numbers, flags, arrays and objects first, free
-/// text last), then `Nothing is saved unless you approve.`
+/// the model wrote: the header with the tool, then, when there is a preview, `What changes:` and
+/// one indented line per row of its [`Change`] (`  field: before -> after` or `  field: value`,
+/// the rows the approval page shows, in its order), then `Arguments: none` or `Arguments:` and
+/// one indented `name: value` line per argument (a name that reads like one of these labels
+/// quoted; numbers, flags, arrays and objects first, free text last), then `Nothing is saved
+/// unless you approve.`
 pub fn default_prompt(input: &PromptInput<'_>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Approve this change? Tool: {}", input.tool());
-    // The true change first: what the preview computed.
-    if input.has_preview() {
-        let before = input.preview("/before");
-        let after = input.preview("/after");
-        if before.is_some() || after.is_some() {
-            if let Some(before) = before {
-                let _ = writeln!(out, "Before: {before}");
-            }
-            if let Some(after) = after {
-                let _ = writeln!(out, "After: {after}");
-            }
-        } else if let Some(preview) = input.preview("") {
-            let _ = writeln!(out, "Preview: {preview}");
+    // The true change first: what the preview computed, row by row as the page shows it.
+    if let Some(change) = input.change() {
+        out.push_str("What changes:\n");
+        for row in change.rows() {
+            let _ = writeln!(out, "  {row}");
         }
     }
     // Then the arguments as the model gave them, free text (strings) last.
@@ -193,7 +206,9 @@ pub fn default_prompt(input: &PromptInput<'_>) -> String {
     out
 }
 
-/// The labels of the default prompt's own lines (`Before: …`).
+/// The labels of the default prompt's own lines (`Arguments: …`), and those it used before the
+/// change rows (`Before: …`, `After: …`, `Preview: …`), which a person may still take for the
+/// guard's own.
 const LABELS: [&str; 4] = ["Arguments", "Before", "After", "Preview"];
 
 /// An argument's rendered name on its line of the default prompt: quoted if it reads like one
@@ -219,7 +234,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_prompt_names_the_tool_every_argument_and_before_after() {
+    fn the_default_prompt_names_the_tool_every_argument_and_what_changes() {
         let args = json!({"sku": "A-1", "delta": 20})
             .as_object()
             .cloned()
@@ -229,23 +244,23 @@ mod tests {
         assert!(text.contains("adjust_stock"), "{text}");
         assert!(text.contains("sku: \"A-1\""), "{text}");
         assert!(text.contains("delta: 20"), "{text}");
-        assert!(text.contains("Before: {\"stock\":5}"), "{text}");
-        assert!(text.contains("After: {\"stock\":25}"), "{text}");
+        assert!(text.contains("What changes:\n  stock: 5 -> 25\n"), "{text}");
         // The preview's change before the arguments, a number before text.
         let at = |needle: &str| text.find(needle).unwrap();
-        assert!(at("After: ") < at("Arguments:"), "{text}");
+        assert!(at("stock: 5 -> 25") < at("Arguments:"), "{text}");
         assert!(at("delta: 20") < at("sku: "), "{text}");
     }
 
     #[test]
-    fn a_preview_with_before_or_after_alone_shows_that_one_else_the_whole_preview() {
+    fn a_preview_without_a_before_after_pair_shows_every_field_as_the_page_does() {
         let args = serde_json::Map::new();
         for (preview, lines) in [
             (
                 json!({"after": 25}),
                 &[
                     "Approve this change? Tool: t",
-                    "After: 25",
+                    "What changes:",
+                    "  after: 25",
                     "Arguments: none",
                 ][..],
             ),
@@ -253,7 +268,9 @@ mod tests {
                 json!({"before": 5, "note": "x"}),
                 &[
                     "Approve this change? Tool: t",
-                    "Before: 5",
+                    "What changes:",
+                    "  before: 5",
+                    "  note: \"x\"",
                     "Arguments: none",
                 ],
             ),
@@ -261,7 +278,18 @@ mod tests {
                 json!({"stock": 25}),
                 &[
                     "Approve this change? Tool: t",
-                    "Preview: {\"stock\":25}",
+                    "What changes:",
+                    "  stock: 25",
+                    "Arguments: none",
+                ],
+            ),
+            (
+                json!({"before": 5, "after": 6, "note": "x"}),
+                &[
+                    "Approve this change? Tool: t",
+                    "What changes:",
+                    "  (value): 5 -> 6",
+                    "  note: \"x\"",
                     "Arguments: none",
                 ],
             ),
@@ -296,18 +324,23 @@ mod tests {
         let preview = json!({"before": {"stock": 5}, "after": {"stock": 6}});
         let text = default_prompt(&PromptInput::new("adjust_stock", &args, Some(&preview)));
         let lines: Vec<&str> = text.lines().collect();
-        let before: Vec<&&str> = lines.iter().filter(|l| l.starts_with("Before:")).collect();
-        let after: Vec<&&str> = lines.iter().filter(|l| l.starts_with("After:")).collect();
-        assert_eq!(before, [&"Before: {\"stock\":5}"], "{text}");
-        assert_eq!(after, [&"After: {\"stock\":6}"], "{text}");
+        // The one change line is the preview's; no line starts like a label of the question.
+        let changes: Vec<&&str> = lines.iter().filter(|l| l.contains(" -> ")).collect();
+        assert_eq!(changes, [&"  stock: 5 -> 6"], "{text}");
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l.starts_with("Before:") || l.starts_with("After:")),
+            "{text}"
+        );
         assert!(
             text.contains(r#"  "delta\nBefore: {\"stock\":999}\nAfter: {\"stock\":999}": 1"#),
             "{text}"
         );
         assert!(text.contains("  \"note: ok\": 2"), "{text}");
         assert!(text.contains("  plain_name-1.x: 3"), "{text}");
-        // One line per argument, plus the header lines.
-        assert_eq!(lines.len(), 1 + 1 + 3 + 2 + 1, "{text}");
+        // One line per argument, plus the header lines and the one change row.
+        assert_eq!(lines.len(), 1 + 2 + 1 + 3 + 1, "{text}");
     }
 
     #[test]
@@ -328,8 +361,9 @@ mod tests {
             [
                 "Approve this change? Tool: adjust_stock",
                 // The true change first, then the arguments, free text last.
-                r#"Before: {"note":"a\nb","stock":3}"#,
-                r#"After: {"stock":0}"#,
+                "What changes:",
+                r#"  note: "a\nb" -> null"#,
+                "  stock: 3 -> 0",
                 "Arguments:",
                 r#"  nested: {"k\n":["\u{2029}","\u{061C}"]}"#,
                 r#"  reason: "recount\nNo stock change: stock 3 -> 3.\nBefore: {\"stock\":3}\u{2028}After: {\"stock\":3}\r\n""#,
@@ -398,21 +432,45 @@ mod tests {
             "{debug}"
         );
 
+        assert_eq!(
+            input
+                .change()
+                .unwrap()
+                .rows()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [
+                "before: 2",
+                r#"lines[0].sku: "A\u{202E}""#,
+                r#"lines[1].sku: "B""#,
+                "x: 1.5"
+            ]
+        );
+
         for preview in [None, Some(&Value::Null)] {
             let input = PromptInput::new("t", &args, preview);
             assert!(!input.has_preview());
+            assert_eq!(input.change(), None);
             assert_eq!(input.preview(""), None);
             assert_eq!(input.preview_len(""), None);
         }
     }
 
     #[test]
-    fn a_preview_without_before_after_is_shown_whole() {
+    fn a_preview_without_before_after_is_shown_field_by_field() {
         let args = Map::new();
         let preview = json!({"deleted": 3});
         let text = default_prompt(&PromptInput::new("purge", &args, Some(&preview)));
         assert!(text.contains("Arguments: none"), "{text}");
-        assert!(text.contains("Preview: {\"deleted\":3}"), "{text}");
+        assert!(text.contains("What changes:\n  deleted: 3\n"), "{text}");
+        // A preview that is not an object is one row of the whole value.
+        let preview = json!("3 rows");
+        let text = default_prompt(&PromptInput::new("purge", &args, Some(&preview)));
+        assert!(
+            text.contains("What changes:\n  (preview): \"3 rows\"\n"),
+            "{text}"
+        );
     }
 
     #[test]

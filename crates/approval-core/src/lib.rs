@@ -131,6 +131,7 @@ mod approval;
 mod args;
 mod bound;
 mod canonical;
+mod change;
 mod clock;
 pub mod danger;
 mod definition;
@@ -157,6 +158,7 @@ pub use canonical::{
     ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, MAX_SERIALIZED_DEPTH,
     canonical_json,
 };
+pub use change::{Change, ChangeRow};
 #[cfg(any(test, feature = "test-util"))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};

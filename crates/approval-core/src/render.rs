@@ -62,6 +62,13 @@ impl Rendered {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Text this crate composed from rendered pieces and its own printable ASCII (a change
+    /// row's path such as `lines[0].stock`); never a value as given.
+    pub(crate) fn composed(text: String) -> Self {
+        debug_assert!(!text.chars().any(|c| c.is_control()), "{text:?}");
+        Self(text)
+    }
 }
 
 impl fmt::Display for Rendered {

@@ -5,16 +5,19 @@
 //! question: strings quoted, line breaks, bidi controls and zero-width characters shown as
 //! visible escapes, long values cut with a marker. maud then escapes the rendered text for HTML, so `<script>` shows
 //! as text and a quote cannot leave an attribute.
+//!
+//! The change table shows the rows of mcp-write-guard-core's `Change` of the preview, the same
+//! rows the form's default question lists, so a person reads the same change in both places.
 
 use std::sync::LazyLock;
 
 use base64::Engine as _;
 use maud::{DOCTYPE, Markup, html};
 use mcp_write_guard_rmcp::approval::{
-    DEFAULT_MAX_RENDERED_CHARS, OpenPage, PageChoice, PageRefusal, PageView, Rendered, render_key,
-    render_value,
+    Change, ChangeRow, DEFAULT_MAX_RENDERED_CHARS, OpenPage, PageChoice, PageRefusal, PageView,
+    Rendered, render_key, render_value,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
@@ -37,19 +40,6 @@ pub(crate) static CONTENT_SECURITY_POLICY: LazyLock<String> = LazyLock::new(|| {
          frame-ancestors 'none'; base-uri 'none'"
     )
 });
-
-/// One row of the change table.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Row {
-    /// A field whose value changes: before, after.
-    Change {
-        field: String,
-        before: Rendered,
-        after: Rendered,
-    },
-    /// A field that describes the change without a before and after.
-    Value { field: String, value: Rendered },
-}
 
 /// The open page: what will change, and the form.
 pub(crate) fn open(server: &str, page: &OpenPage) -> Markup {
@@ -91,15 +81,15 @@ pub(crate) fn open(server: &str, page: &OpenPage) -> Markup {
                 table.change {
                     thead { tr { th { "Field" } th { "Before" } th { "After" } } }
                     tbody {
-                        @for row in change_rows(preview) {
+                        @for row in Change::of_preview(preview).rows() {
                             @match row {
-                                Row::Change { field, before, after } => tr {
-                                    th.field scope="row" { (field) }
+                                ChangeRow::Change { field, before, after } => tr {
+                                    th.field scope="row" { (field.as_str()) }
                                     td.before { (before.as_str()) }
                                     td.after { (after.as_str()) }
                                 },
-                                Row::Value { field, value } => tr {
-                                    th.field scope="row" { (field) }
+                                ChangeRow::Value { field, value } => tr {
+                                    th.field scope="row" { (field.as_str()) }
                                     td colspan="2" { (value.as_str()) }
                                 },
                             }
@@ -257,207 +247,12 @@ fn utc_seconds(t: OffsetDateTime) -> OffsetDateTime {
         .unwrap_or(t)
 }
 
-/// The preview as rows: pairs of fields become one before/after row (`{"before": .., "after":
-/// ..}`, or `previousX` beside `newX` or `x`), nested objects and arrays are walked with their
-/// path (`lines[0].newStock`), everything else is a plain row. A preview that is not an object
-/// is one plain row.
-pub(crate) fn change_rows(preview: &Value) -> Vec<Row> {
-    let mut rows = Vec::new();
-    walk(preview, "", &mut rows);
-    if rows.is_empty() {
-        rows.push(Row::Value {
-            field: WHOLE_PREVIEW.to_owned(),
-            value: render(preview),
-        });
-    }
-    rows
-}
-
-fn walk(value: &Value, path: &str, rows: &mut Vec<Row>) {
-    match value {
-        Value::Object(map) => walk_object(map, path, rows),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                walk(item, &format!("{path}[{i}]"), rows);
-            }
-        }
-        scalar => rows.push(Row::Value {
-            field: if path.is_empty() {
-                WHOLE_PREVIEW.to_owned()
-            } else {
-                path.to_owned()
-            },
-            value: render(scalar),
-        }),
-    }
-}
-
-/// The field of a row that shows the whole preview, and of a before/after pair that is not
-/// under a name: in parentheses, which no field name shows (a plain name holds none, any
-/// other is quoted), so no preview can name a field like them.
-const WHOLE_PREVIEW: &str = "(preview)";
-const VALUE: &str = "(value)";
-
-/// A field's name in a row's path: as [`render_key`] shows it, quoted when it holds a `.` (the
-/// path's separator), so that `{"a.b": 1}` and `{"a": {"b": 1}}` give different rows.
-fn path_key(key: &str) -> Rendered {
-    if key.contains('.') {
-        render(&Value::String(key.to_owned()))
-    } else {
-        render_key(key)
-    }
-}
-
-fn walk_object(map: &Map<String, Value>, path: &str, rows: &mut Vec<Row>) {
-    let join = |key: &str| {
-        let key = path_key(key);
-        if path.is_empty() {
-            key.as_str().to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
-    if let (Some(before), Some(after)) = (map.get("before"), map.get("after")) {
-        match (before, after) {
-            (Value::Object(b), Value::Object(a)) => {
-                let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
-                keys.sort();
-                keys.dedup();
-                for key in keys {
-                    rows.push(Row::Change {
-                        field: join(key),
-                        before: b.get(key).map_or_else(absent, render),
-                        after: a.get(key).map_or_else(absent, render),
-                    });
-                }
-            }
-            _ => rows.push(Row::Change {
-                field: if path.is_empty() {
-                    VALUE.to_owned()
-                } else {
-                    path.to_owned()
-                },
-                before: render(before),
-                after: render(after),
-            }),
-        }
-        for (key, value) in map {
-            if key != "before" && key != "after" {
-                walk(value, &join(key), rows);
-            }
-        }
-        return;
-    }
-    let partners: Vec<(&str, &str)> = map
-        .keys()
-        .filter_map(|key| Some((key.as_str(), partner_of(map, key)?)))
-        .collect();
-    for (key, value) in map {
-        if partners.iter().any(|(_, partner)| *partner == key) {
-            continue;
-        }
-        match partners.iter().find(|(previous, _)| *previous == key) {
-            Some((_, partner)) => rows.push(Row::Change {
-                field: join(&lower_first(&key["previous".len()..])),
-                before: render(value),
-                after: map.get(*partner).map_or_else(absent, render),
-            }),
-            None => walk(value, &join(key), rows),
-        }
-    }
-}
-
-/// The field that holds the new value of `previousX`: `newX`, else `x`.
-fn partner_of<'m>(map: &'m Map<String, Value>, key: &str) -> Option<&'m str> {
-    let rest = key.strip_prefix("previous")?;
-    if !rest.starts_with(|c: char| c.is_ascii_uppercase()) {
-        return None;
-    }
-    [format!("new{rest}"), lower_first(rest)]
-        .into_iter()
-        .find_map(|name| map.get_key_value(&name).map(|(k, _)| k.as_str()))
-}
-
-fn lower_first(s: &str) -> String {
-    let mut chars = s.chars();
-    chars.next().map_or_else(String::new, |first| {
-        first.to_ascii_lowercase().to_string() + chars.as_str()
-    })
-}
-
-fn absent() -> Rendered {
-    render(&Value::Null)
-}
-
 #[cfg(test)]
 mod tests {
     use mcp_write_guard_rmcp::approval::{ApprovalId, PageSubject, Principal, ToolName};
     use serde_json::json;
 
     use super::*;
-
-    fn change(field: &str, before: Value, after: Value) -> Row {
-        Row::Change {
-            field: field.to_owned(),
-            before: render(&before),
-            after: render(&after),
-        }
-    }
-
-    fn plain(field: &str, value: Value) -> Row {
-        Row::Value {
-            field: field.to_owned(),
-            value: render(&value),
-        }
-    }
-
-    #[test]
-    fn previous_and_new_fields_pair_into_before_and_after() {
-        let preview = json!({
-            "sku": "TLS-002", "delta": -2, "previousStock": 3, "newStock": 1,
-            "previousStatus": "pending", "status": "cancelled",
-        });
-        assert_eq!(
-            change_rows(&preview),
-            vec![
-                plain("delta", json!(-2)),
-                change("status", json!("pending"), json!("cancelled")),
-                change("stock", json!(3), json!(1)),
-                plain("sku", json!("TLS-002")),
-            ]
-        );
-    }
-
-    #[test]
-    fn before_and_after_objects_pair_by_field_and_lines_keep_their_path() {
-        assert_eq!(
-            change_rows(&json!({"before": {"a": 1, "b": 2}, "after": {"a": 1, "c": 3}})),
-            vec![
-                change("a", json!(1), json!(1)),
-                change("b", json!(2), Value::Null),
-                change("c", Value::Null, json!(3)),
-            ]
-        );
-        assert_eq!(
-            change_rows(&json!({"before": 3, "after": 4})),
-            vec![change(VALUE, json!(3), json!(4))]
-        );
-        assert_eq!(
-            change_rows(&json!({"lines": [{"sku": "A", "previousStock": 5, "newStock": 4}]})),
-            vec![
-                change("lines[0].stock", json!(5), json!(4)),
-                plain("lines[0].sku", json!("A")),
-            ]
-        );
-        assert_eq!(
-            change_rows(&json!("free text")),
-            vec![plain(WHOLE_PREVIEW, json!("free text"))]
-        );
-        assert_eq!(
-            change_rows(&json!({})),
-            vec![plain(WHOLE_PREVIEW, json!({}))]
-        );
-    }
 
     fn page(arguments: Value, preview: Value) -> OpenPage {
         let subject = PageSubject::new(
@@ -568,24 +363,6 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("<script"));
-    }
-
-    /// The change table joins nested names with `.`, and a plain name may itself hold a `.`:
-    /// different previews give the same rows, so the person cannot tell which change they
-    /// approve (`{"a.b": 1}` and `{"a": {"b": 1}}`; `{"before": 3, "after": 4}` and
-    /// `{"value": {"before": 3, "after": 4}}`; `5` and `{"preview": 5}`).
-    #[test]
-    fn different_previews_give_different_change_rows() {
-        for (a, b) in [
-            (json!({"a.b": 1}), json!({"a": {"b": 1}})),
-            (
-                json!({"before": 3, "after": 4}),
-                json!({"value": {"before": 3, "after": 4}}),
-            ),
-            (json!(5), json!({"preview": 5})),
-        ] {
-            assert_ne!(change_rows(&a), change_rows(&b), "{a} / {b}");
-        }
     }
 
     #[test]

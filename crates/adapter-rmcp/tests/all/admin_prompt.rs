@@ -145,7 +145,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
     assert_eq!(
         asked,
         [format!(
-            "{PREPARING}Approve this change? Tool: delete_row\nBefore: 1\nAfter: null\n\
+            "{PREPARING}Approve this change? Tool: delete_row\nWhat changes:\n  (value): 1 -> null\n\
              Arguments:\n  name: \"a\"\nNothing is saved unless you approve."
         )]
     );
@@ -180,7 +180,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
         "{}",
         asked[1]
     );
-    assert!(asked[1].contains("Before: 1"), "{}", asked[1]);
+    assert!(asked[1].contains("  (value): 1 -> null"), "{}", asked[1]);
 }
 
 async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(era: Era) {
@@ -230,7 +230,7 @@ async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
     );
     let intent = &h.scripted.asked()[0];
     assert!(!intent.contains("stray"), "{intent}");
-    assert!(intent.contains("Before: 1"), "{intent}");
+    assert!(intent.contains("  (value): 1 -> null"), "{intent}");
 
     h.scripted.script([Reply::Approve]);
     let result = h

@@ -127,17 +127,20 @@ fn spellings_that_imitate_escapes_give_different_questions() {
     }
 }
 
-/// The default question's own lines are `Before: <value>` and `After: <value>`; an argument line
-/// is `  <name>: <value>`, a plain name shown as it is. So arguments named `Before` and
-/// `After` (the tool ignores members it does not know; the model may send any) put lines into
-/// the question that differ from the guard's own only by two leading spaces, which a client
-/// that renders the message as Markdown or HTML (most chat clients) does not even show. The
-/// person then reads two `Before:` and two `After:` lines, the model's first.
+/// The default question's own lines were once `Before: <value>` and `After: <value>`, and are
+/// now `What changes:` with one `  <field>: <before> -> <after>` row per change, then
+/// `Arguments:`; an argument line is `  <name>: <value>`, a plain name shown as it is. So
+/// arguments named `Before`, `After` or `Arguments` (the tool ignores members it does not know;
+/// the model may send any) would put lines into the question that differ from the guard's own
+/// only by two leading spaces, which a client that renders the message as Markdown or HTML (most
+/// chat clients) does not even show. They are quoted; and no argument line can hold a
+/// ` -> ` outside quotes, so the only change a person reads is the preview's.
 #[test]
-fn an_argument_name_cannot_pass_for_the_questions_own_before_and_after() {
+fn an_argument_name_cannot_pass_for_the_questions_own_lines() {
     let args = json!({
         "Before": {"stock": 5},
         "After": {"stock": 6},
+        "Arguments": "none",
         "delta": 999,
     });
     let preview = json!({"before": {"stock": 5}, "after": {"stock": 1004}});
@@ -150,5 +153,9 @@ fn an_argument_name_cannot_pass_for_the_questions_own_before_and_after() {
     let shown: Vec<&str> = text.lines().map(str::trim_start).collect();
     let befores = shown.iter().filter(|l| l.starts_with("Before:")).count();
     let afters = shown.iter().filter(|l| l.starts_with("After:")).count();
-    assert_eq!((befores, afters), (1, 1), "{text}");
+    assert_eq!((befores, afters), (0, 0), "{text}");
+    let labels = shown.iter().filter(|l| l.starts_with("Arguments")).count();
+    assert_eq!(labels, 1, "{text}");
+    let changes: Vec<&&str> = shown.iter().filter(|l| l.contains(" -> ")).collect();
+    assert_eq!(changes, [&"stock: 5 -> 1004"], "{text}");
 }

@@ -139,7 +139,7 @@ async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
     assert_eq!(state.applies, 1);
     let asked = s.scripted.asked();
     assert_eq!(asked.len(), 1);
-    assert!(asked[0].contains("Before: 0"), "{}", asked[0]);
+    assert!(asked[0].contains("  (value): 0 -> 7"), "{}", asked[0]);
     assert_eq!(
         s.audit.outcomes(),
         vec![Outcome::Asked, Outcome::Approved, Outcome::Applied]

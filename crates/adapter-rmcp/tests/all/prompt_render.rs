@@ -99,19 +99,20 @@ proptest! {
         };
         let text = default_prompt(&PromptInput::new(&tool, &arguments, Some(&preview)));
         assert_clean(&text)?;
-        // Header, Before and After (or Preview): the true change first; then "Arguments:"
-        // (or "Arguments: none"), one line per argument, the closing line.
-        let preview_lines = if with_before_after { 2 } else { 1 };
+        // Header, "What changes:" and its one row (the pair, or the note): the true change
+        // first; then "Arguments:" (or "Arguments: none"), one line per argument, the closing
+        // line.
+        let preview_lines = 2;
         let expected = 1 + preview_lines + 1 + arguments.len() + 1;
         prop_assert_eq!(text.split('\n').count(), expected, "{:?}", text);
         let lines: Vec<&str> = text.split('\n').collect();
         prop_assert!(lines[0].starts_with("Approve this change? Tool: "));
         prop_assert_eq!(*lines.last().unwrap(), "Nothing is saved unless you approve.");
+        prop_assert_eq!(lines[1], "What changes:");
         if with_before_after {
-            prop_assert!(lines[1].starts_with("Before: "));
-            prop_assert!(lines[2].starts_with("After: "));
+            prop_assert!(lines[2].starts_with("  (value): {\"note\":"), "{:?}", text);
         } else {
-            prop_assert!(lines[1].starts_with("Preview: "));
+            prop_assert!(lines[2].starts_with("  note: \""), "{:?}", text);
         }
         prop_assert!(lines[1 + preview_lines].starts_with("Arguments:"));
         let first = 2 + preview_lines;

@@ -47,7 +47,7 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     assert!(intent.contains("delete_row"), "{intent}");
     assert!(intent.contains("name: \"a\""), "{intent}");
     // delete_row has not opted in to previews here: the question shows no preview, none ran.
-    assert!(!intent.contains("Before:"), "{intent}");
+    assert!(!intent.contains("What changes:"), "{intent}");
     assert_eq!(h.state().previews, 0);
     assert_eq!(h.state().applies, 0, "preparing is not deleting");
 

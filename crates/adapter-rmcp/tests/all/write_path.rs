@@ -57,8 +57,7 @@ async fn approve_applies_exactly_the_previewed_change(era: Era) {
     assert_eq!(asked.len(), 1);
     assert!(asked[0].contains("set_counter"), "{}", asked[0]);
     assert!(asked[0].contains("value: 7"), "{}", asked[0]);
-    assert!(asked[0].contains("Before: 0"), "{}", asked[0]);
-    assert!(asked[0].contains("After: 7"), "{}", asked[0]);
+    assert!(asked[0].contains("  (value): 0 -> 7"), "{}", asked[0]);
     assert_eq!(
         h.outcomes(),
         vec![Outcome::Asked, Outcome::Approved, Outcome::Applied]

@@ -108,17 +108,22 @@ impl ClientHandler for GatedClient {
 /// A connection of a [`GatedClient`].
 pub type GatedConnection = RunningService<RoleClient, GatedClient>;
 
-/// The before/after values a default prompt showed, as `{"before": …, "after": …}` (each line
-/// must appear exactly once and hold one JSON value).
+/// The before/after values a default prompt showed, as `{"before": …, "after": …}`: its one
+/// change row `  (value): <before> -> <after>` (the row must appear exactly once and hold one
+/// JSON value on each side).
 pub fn shown_change(prompt: &str) -> Value {
-    let line = |label: &str| {
-        let values: Vec<Value> = prompt
-            .lines()
-            .filter_map(|line| line.strip_prefix(label))
-            .map(|value| serde_json::from_str(value).unwrap())
-            .collect();
-        assert_eq!(values.len(), 1, "one {label:?} line in {prompt}");
-        values.into_iter().next().unwrap()
-    };
-    json!({"before": line("Before: "), "after": line("After: ")})
+    let rows: Vec<(Value, Value)> = prompt
+        .lines()
+        .filter_map(|line| line.strip_prefix("  (value): "))
+        .map(|row| {
+            let (before, after) = row.split_once(" -> ").unwrap();
+            (
+                serde_json::from_str(before).unwrap(),
+                serde_json::from_str(after).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 1, "one change row in {prompt}");
+    let (before, after) = rows.into_iter().next().unwrap();
+    json!({"before": before, "after": after})
 }
