@@ -8,8 +8,8 @@ use crate::args::CapturedArgs;
 use crate::canonical::{ArgLimits, canonical_json};
 use crate::definition::{ToolChanged, ToolDefinition, check_definition};
 use crate::ids::{ApprovalId, ArgsDigest, DefinitionDigest, Principal, ToolName};
-use crate::page::PageId;
 use crate::policy::ApprovalPolicy;
+use crate::secret::PageId;
 
 /// A question put to the user: who asked, which tool (and its definition as the guard saw it),
 /// the arguments captured for it, the preview the user was shown, and when they were asked.
@@ -29,7 +29,7 @@ use crate::policy::ApprovalPolicy;
 /// pending.args = other; // private: the arguments cannot be swapped after the question
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct PendingApproval {
     id: ApprovalId,
     principal: Principal,
@@ -45,6 +45,23 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
+    /// A second copy of this pending approval, for a unit test that decides the same question
+    /// more than once. Not `Clone`: outside the tests a question is decided once.
+    #[cfg(test)]
+    pub(crate) fn test_copy(&self) -> Self {
+        Self {
+            id: self.id,
+            principal: self.principal.clone(),
+            tool: self.tool.clone(),
+            definition: self.definition,
+            args: self.args.clone(),
+            preview: self.preview.clone(),
+            asked_at: self.asked_at,
+            expires_at: self.expires_at,
+            page: self.page,
+        }
+    }
+
     /// Opens an approval at `now` with the approval lifetime of `policy`, for `principal` to
     /// call `tool`, whose definition as the question is put has the digest `definition` (see
     /// [`ToolDefinition`]), with `args`; `preview` is what the person is shown.
@@ -94,7 +111,7 @@ impl PendingApproval {
         }
     }
 
-    /// The same approval, asked about on `page` (see [`open_page`](crate::open_page)).
+    /// The same approval, asked about on `page` (see [`open_page`](crate::page::open_page)).
     pub(crate) fn on_page(mut self, page: PageId) -> Self {
         self.page = Some(page);
         self
@@ -187,7 +204,7 @@ impl PendingApproval {
     }
 
     /// The approval page the person answers on, when they are asked on a page (see
-    /// [`open_page`](crate::open_page)); `None` when the answer comes through the client.
+    /// [`open_page`](crate::page::open_page)); `None` when the answer comes through the client.
     pub fn page(&self) -> Option<&PageId> {
         self.page.as_ref()
     }
@@ -391,7 +408,9 @@ mod tests {
         content: Option<Value>,
         now: OffsetDateTime,
     ) -> Decision {
-        p.clone().decide(&action, content.as_ref(), now).decision()
+        p.test_copy()
+            .decide(&action, content.as_ref(), now)
+            .decision()
     }
 
     #[test]
@@ -462,7 +481,7 @@ mod tests {
         ];
         for (action, content, want) in cases {
             assert_eq!(
-                p.clone().decide(&action, content.as_ref(), t0),
+                p.test_copy().decide(&action, content.as_ref(), t0),
                 Verdict::Denied(want)
             );
         }

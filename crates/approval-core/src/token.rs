@@ -6,6 +6,8 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::approval::expiry;
+/// The argument that carries a confirmation token; left out of the token's argument digest.
+pub use crate::args::CONFIRMATION_TOKEN_ARG;
 use crate::args::CapturedArgs;
 use crate::bound::{self, Refusal};
 use crate::ids::{ConfirmationToken, DefinitionDigest, Principal, TokenId, ToolName};

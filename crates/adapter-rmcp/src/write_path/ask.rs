@@ -9,8 +9,10 @@
 //! person with too many open approvals, is a refusal; one `asked` record says what was shown.
 
 use mcp_write_guard_core::{
-    Opened, PendingApproval, Question, ToolName, close_question, open_question, render_key,
-    take_approval,
+    PendingApproval, ToolName,
+    question::{Opened, Question, close_question, open_question},
+    render_key,
+    round_trip::take_approval,
 };
 use rmcp::{
     ServerHandler,
@@ -87,9 +89,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         let era = elicit::era(context);
         match era {
             Era::InputRounds => {
-                let state = mcp_write_guard_core::open_question_round_trip(store, &pending, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+                let state = mcp_write_guard_core::round_trip::open_question_round_trip(
+                    store, &pending, now,
+                )
+                .await
+                .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &prompt, era, Channel::Form);
                 Ok(Settled::Respond(
                     elicit::input_required(form, state.to_string()).into(),

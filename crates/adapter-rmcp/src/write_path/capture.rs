@@ -7,7 +7,7 @@
 //! [`WriteStep::Preview`]: crate::WriteStep::Preview
 
 use mcp_write_guard_core::{
-    CapturedArgs, DefinitionDigest, PendingApproval, Principal, ToolChanged, ToolName,
+    CapturedArgs, PendingApproval, Principal, ToolChanged, ToolName, ids::DefinitionDigest,
     previews_match,
 };
 use mcp_write_guard_policy::Classification;

@@ -40,8 +40,9 @@ mod settle;
 mod wrap;
 
 use mcp_write_guard_core::{
-    ApprovalId, Approved, ArgsDigest, DefinitionDigest, DefinitionError, Principal, ToolName,
-    danger,
+    ApprovalId, Approved, Principal, ToolName, danger,
+    definition::DefinitionError,
+    ids::{ArgsDigest, DefinitionDigest},
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{

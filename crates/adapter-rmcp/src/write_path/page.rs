@@ -17,8 +17,10 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::{
-    AnswerAction, AnswerChannel, GivenAnswer, Opened, PageSubject, PendingApproval, Principal,
-    Question, answer_question, open_page, open_question, withdraw_page,
+    AnswerAction, PendingApproval, Principal,
+    answer::AnswerChannel,
+    page::{PageSubject, open_page, withdraw_page},
+    question::{GivenAnswer, Opened, Question, answer_question, open_question},
 };
 use rmcp::{
     ServerHandler,
@@ -115,9 +117,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         let era = elicit::era(context);
         match era {
             Era::InputRounds => {
-                let state = mcp_write_guard_core::open_question_round_trip(store, &pending, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+                let state = mcp_write_guard_core::round_trip::open_question_round_trip(
+                    store, &pending, now,
+                )
+                .await
+                .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 self.record_asked(call, &pending, &message, era, Channel::Page);
                 Ok(Settled::Respond(
                     elicit::input_required(question, state.to_string()).into(),
