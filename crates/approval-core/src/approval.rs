@@ -29,7 +29,18 @@ use crate::secret::PageId;
 /// pending.args = other; // private: the arguments cannot be swapped after the question
 /// # }
 /// ```
+///
+/// Nor can it be copied, so a question is decided once:
+///
+/// ```compile_fail
+/// # use mcp_write_guard_core::*;
+/// # fn twice(pending: PendingApproval) {
+/// let copy = pending.clone(); // not `Clone`
+/// # }
+/// ```
 #[derive(Debug, PartialEq)]
+// Not `Clone`: a question is decided once. The unit tests decide copies of one question.
+#[cfg_attr(test, derive(Clone))]
 pub struct PendingApproval {
     id: ApprovalId,
     principal: Principal,
@@ -45,23 +56,6 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
-    /// A second copy of this pending approval, for a unit test that decides the same question
-    /// more than once. Not `Clone`: outside the tests a question is decided once.
-    #[cfg(test)]
-    pub(crate) fn test_copy(&self) -> Self {
-        Self {
-            id: self.id,
-            principal: self.principal.clone(),
-            tool: self.tool.clone(),
-            definition: self.definition,
-            args: self.args.clone(),
-            preview: self.preview.clone(),
-            asked_at: self.asked_at,
-            expires_at: self.expires_at,
-            page: self.page,
-        }
-    }
-
     /// Opens an approval at `now` with the approval lifetime of `policy`, for `principal` to
     /// call `tool`, whose definition as the question is put has the digest `definition` (see
     /// [`ToolDefinition`]), with `args`; `preview` is what the person is shown.
@@ -408,9 +402,7 @@ mod tests {
         content: Option<Value>,
         now: OffsetDateTime,
     ) -> Decision {
-        p.test_copy()
-            .decide(&action, content.as_ref(), now)
-            .decision()
+        p.clone().decide(&action, content.as_ref(), now).decision()
     }
 
     #[test]
@@ -481,7 +473,7 @@ mod tests {
         ];
         for (action, content, want) in cases {
             assert_eq!(
-                p.test_copy().decide(&action, content.as_ref(), t0),
+                p.clone().decide(&action, content.as_ref(), t0),
                 Verdict::Denied(want)
             );
         }

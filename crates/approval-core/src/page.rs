@@ -585,7 +585,7 @@ mod tests {
             );
             let pending = ready(open_page(
                 &self.store,
-                self.pending.test_copy(),
+                self.pending.clone(),
                 subject,
                 self.clock.now(),
             ))
@@ -924,7 +924,7 @@ mod tests {
         assert!(
             ready(open_page(
                 &broken,
-                f.pending.test_copy(),
+                f.pending.clone(),
                 PageSubject::new(ToolName::new("t"), Map::new(), None),
                 f.clock.now()
             ))
@@ -1020,7 +1020,7 @@ mod tests {
                         PageOutcome::Answered { action, content } => {
                             let choice = kept.take();
                             proptest::prop_assert!(choice.is_some(), "an answer from nowhere");
-                            let verdict = pending.test_copy().decide(
+                            let verdict = pending.clone().decide(
                                 &action,
                                 content.as_ref(),
                                 f.clock.now(),

@@ -584,7 +584,7 @@ mod tests {
                 f.clock.now(),
             ))
         };
-        assert_eq!(take(), Ok(f.pending.test_copy()));
+        assert_eq!(take(), Ok(f.pending.clone()));
         assert_eq!(take(), Err(RoundTripRejection::Replayed));
         // An approval id is not a round-trip state.
         assert_eq!(f.take(&id.to_string()), Err(RoundTripRejection::Unknown));

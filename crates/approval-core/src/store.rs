@@ -405,6 +405,24 @@ impl MemoryStore {
             .map(|entry| entry.held.clone())
     }
 
+    /// [`Store::insert`] (`owner` the principal) or [`Store::insert_tombstone`] (`owner`
+    /// `None`) of a record given as JSON.
+    fn insert_json(
+        &self,
+        key: StoreKey,
+        owner: Option<&Principal>,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (expires_at, now) = (
+            expires_at.unix_timestamp_nanos(),
+            now.unix_timestamp_nanos(),
+        );
+        let result = self.insert_held(key, owner, Held::Json(record), expires_at, now);
+        Box::pin(std::future::ready(result))
+    }
+
     /// An explicit purge also forgets every principal that holds nothing, and gives back the
     /// memory its structures no longer need.
     fn purge_now(&self, now: OffsetDateTime) -> usize {
@@ -518,12 +536,7 @@ impl Store for MemoryStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let (expires_at, now) = (
-            expires_at.unix_timestamp_nanos(),
-            now.unix_timestamp_nanos(),
-        );
-        let result = self.insert_held(key, Some(principal), Held::Json(record), expires_at, now);
-        Box::pin(std::future::ready(result))
+        self.insert_json(key, Some(principal), record, expires_at, now)
     }
 
     fn insert_tombstone<'a>(
@@ -534,12 +547,7 @@ impl Store for MemoryStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let (expires_at, now) = (
-            expires_at.unix_timestamp_nanos(),
-            now.unix_timestamp_nanos(),
-        );
-        let result = self.insert_held(key, None, Held::Json(record), expires_at, now);
-        Box::pin(std::future::ready(result))
+        self.insert_json(key, None, record, expires_at, now)
     }
 
     fn take<'a>(
