@@ -10,7 +10,7 @@
     missing_docs
 )]
 
-use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::{CancelOrderArgs, CreateOrderArgs, Mode, OrderLineArgs};

@@ -28,8 +28,10 @@
 use std::{collections::HashSet, fmt, sync::Arc};
 
 use mcp_write_guard_core::{
-    ApprovalId, ArgsDigest, CONFIRMATION_TOKEN_ARG, PREVIEW_LIMITS, PendingApproval, Principal,
-    canonical_json,
+    ApprovalId, PendingApproval, Principal,
+    canonical::{PREVIEW_LIMITS, canonical_json},
+    ids::ArgsDigest,
+    token::CONFIRMATION_TOKEN_ARG,
 };
 use parking_lot::Mutex;
 use serde::Serialize;

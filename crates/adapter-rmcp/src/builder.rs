@@ -9,7 +9,9 @@ use std::{
     },
 };
 
-use mcp_write_guard_core::{ApprovalPolicy, ArgLimits, Clock, MemoryStore, Store, SystemClock};
+use mcp_write_guard_core::{
+    ApprovalPolicy, Clock, MemoryStore, Store, SystemClock, canonical::ArgLimits,
+};
 use mcp_write_guard_envelope::EnvelopePolicy;
 use mcp_write_guard_policy::DEFAULT_WRITES_ENV;
 use rmcp::ServerHandler;

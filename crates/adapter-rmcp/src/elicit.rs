@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use mcp_write_guard_core::{APPROVE_FIELD, AnswerAction};
+use mcp_write_guard_core::{AnswerAction, answer::APPROVE_FIELD};
 use rmcp::{
     model::{
         ElicitRequest, ElicitRequestParams, ElicitationCapability, ElicitationSchema, InputRequest,

@@ -36,7 +36,9 @@ pub use mcp_write_guard_envelope as envelope;
 /// Which tools are writes, and the published surface: `mcp-write-guard-policy`.
 pub use mcp_write_guard_policy as policy;
 
-pub use mcp_write_guard_core::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value};
+pub use mcp_write_guard_core::render::{
+    DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value,
+};
 pub use principal::{
     AuthenticatedSubject, ConnectionId, FromAuthenticatedSubject, LOCAL_PRINCIPAL, LocalMachine,
     PerConnection, PrincipalRequest, PrincipalResolver,

@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
-//! use mcp_write_guard_rmcp::approval::BoxFuture;
+//! use mcp_write_guard_rmcp::approval::store::BoxFuture;
 //!
 //! /// Writes each notice to a queue another process delivers (a pager, a chat bot, e-mail).
 //! struct Outbox(tokio::sync::mpsc::Sender<String>);
@@ -38,7 +38,7 @@
 
 use std::fmt;
 
-use mcp_write_guard_core::{ApprovalId, BoxFuture};
+use mcp_write_guard_core::{ApprovalId, store::BoxFuture};
 use time::OffsetDateTime;
 
 /// What a notifier tells a person about one question.

@@ -8,13 +8,14 @@
 //! What a person reads is part of the security boundary: the model chose every argument, and
 //! a preview may echo them. So a wording never sees a raw value: [`PromptInput`] hands out
 //! [`Rendered`] text only (strings quoted, line breaks, bidi controls and zero-width characters
-//! shown as visible escapes, long values cut with a marker; see [`mcp_write_guard_core::render_value`])
+//! shown as visible escapes, long values cut with a marker; see [`mcp_write_guard_core::render::render_value`])
 //! and plain integers, which cannot carry text.
 
 use std::{fmt, fmt::Write as _, sync::Arc};
 
 use mcp_write_guard_core::{
-    Change, DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value,
+    Change,
+    render::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value},
 };
 use serde_json::{Map, Value};
 

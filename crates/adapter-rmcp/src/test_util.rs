@@ -82,7 +82,10 @@ use std::{
     },
 };
 
-use mcp_write_guard_core::{BoxFuture, MemoryStore, Principal, Store, StoreError, StoreKey};
+use mcp_write_guard_core::{
+    MemoryStore, Principal, Store, StoreError,
+    store::{BoxFuture, StoreKey},
+};
 use parking_lot::Mutex;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt,

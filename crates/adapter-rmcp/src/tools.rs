@@ -6,7 +6,7 @@
 use std::{borrow::Cow, sync::Arc};
 
 use mcp_write_guard_core::{
-    Approved, DefinitionDigest, DefinitionError, ToolChanged, ToolDefinition,
+    Approved, ToolChanged, ToolDefinition, definition::DefinitionError, ids::DefinitionDigest,
 };
 use mcp_write_guard_envelope::EnvelopePolicy;
 use mcp_write_guard_policy::{

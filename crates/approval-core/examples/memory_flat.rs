@@ -20,8 +20,10 @@ mod fixtures;
 
 use fixtures::ready;
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, DefinitionDigest, MemoryStore, PendingApproval, Principal, Store,
-    ToolName, issue_token, spend_token, store_approval, take_approval,
+    ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, Store, ToolName,
+    ids::DefinitionDigest,
+    round_trip::{store_approval, take_approval},
+    token::{issue_token, spend_token},
 };
 use serde_json::json;
 use time::{Duration, OffsetDateTime};

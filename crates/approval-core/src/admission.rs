@@ -116,7 +116,7 @@ pub enum Admission {
 /// do next. Pure: the same facts always give the same answer.
 ///
 /// ```
-/// use mcp_write_guard_core::{admit, Admission, AdmissionFacts, Gate, TokenGate};
+/// use mcp_write_guard_core::admission::{admit, Admission, AdmissionFacts, Gate, TokenGate};
 ///
 /// let facts = AdmissionFacts {
 ///     principal_known: true,

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The name of the boolean field the approval form asks for.
@@ -30,6 +31,28 @@ impl AnswerAction {
             "decline" => Self::Decline,
             "cancel" => Self::Cancel,
             other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+/// How a person answered a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerChannel {
+    /// The client's form: `elicitation/create` below 2026-07-28, the retry's input responses
+    /// from 2026-07-28 on.
+    Form,
+    /// The server's own approval page (reached through URL-mode elicitation or a link a
+    /// notifier sent).
+    Page,
+}
+
+impl AnswerChannel {
+    /// A stable name for the audit trail (`form`, `page`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Form => "form",
+            Self::Page => "page",
         }
     }
 }
@@ -116,7 +139,8 @@ impl fmt::Display for DenyReason {
 /// reason. Extra fields in the content are ignored.
 ///
 /// ```
-/// use mcp_write_guard_core::{decide_answer, AnswerAction, Decision, DenyReason};
+/// use mcp_write_guard_core::answer::decide_answer;
+/// use mcp_write_guard_core::{AnswerAction, Decision, DenyReason};
 /// use serde_json::json;
 ///
 /// assert_eq!(decide_answer(&AnswerAction::Accept, Some(&json!({"approve": true}))), Decision::Approve);

@@ -8,8 +8,8 @@ use crate::args::CapturedArgs;
 use crate::canonical::{ArgLimits, canonical_json};
 use crate::definition::{ToolChanged, ToolDefinition, check_definition};
 use crate::ids::{ApprovalId, ArgsDigest, DefinitionDigest, Principal, ToolName};
-use crate::page::PageId;
 use crate::policy::ApprovalPolicy;
+use crate::secret::PageId;
 
 /// A question put to the user: who asked, which tool (and its definition as the guard saw it),
 /// the arguments captured for it, the preview the user was shown, and when they were asked.
@@ -29,7 +29,18 @@ use crate::policy::ApprovalPolicy;
 /// pending.args = other; // private: the arguments cannot be swapped after the question
 /// # }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Nor can it be copied, so a question is decided once:
+///
+/// ```compile_fail
+/// # use mcp_write_guard_core::*;
+/// # fn twice(pending: PendingApproval) {
+/// let copy = pending.clone(); // not `Clone`
+/// # }
+/// ```
+#[derive(Debug, PartialEq)]
+// Not `Clone`: a question is decided once. The unit tests decide copies of one question.
+#[cfg_attr(test, derive(Clone))]
 pub struct PendingApproval {
     id: ApprovalId,
     principal: Principal,
@@ -94,7 +105,7 @@ impl PendingApproval {
         }
     }
 
-    /// The same approval, asked about on `page` (see [`open_page`](crate::open_page)).
+    /// The same approval, asked about on `page` (see [`open_page`](crate::page::open_page)).
     pub(crate) fn on_page(mut self, page: PageId) -> Self {
         self.page = Some(page);
         self
@@ -187,7 +198,7 @@ impl PendingApproval {
     }
 
     /// The approval page the person answers on, when they are asked on a page (see
-    /// [`open_page`](crate::open_page)); `None` when the answer comes through the client.
+    /// [`open_page`](crate::page::open_page)); `None` when the answer comes through the client.
     pub fn page(&self) -> Option<&PageId> {
         self.page.as_ref()
     }

@@ -50,7 +50,7 @@ impl CapturedArgs {
     /// as much as its canonical form and both digests together). `None` is the empty object.
     ///
     /// On refusal the arguments are dropped here; a caller that must dismantle a pathological
-    /// value itself (see [`canonical_json`](crate::canonical_json)) should check with
+    /// value itself (see [`canonical_json`](crate::canonical::canonical_json)) should check with
     /// [`capture`](Self::capture) first.
     pub fn capture_owned(
         args: Option<Map<String, Value>>,

@@ -13,76 +13,14 @@
 //! Tombstones and receipts are stored with [`Store::insert_tombstone`]: they grant nothing and do
 //! not count towards the principal's cap.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::ids::{ArgsDigest, DefinitionDigest, Principal, ToolName};
+use crate::record::{
+    LiveRecord, Receipt, Record, StoredApproval, Tombstone, from_ns, receipt_key, to_ns,
+};
 use crate::store::{Held, Store, StoreError, StoreKey};
-
-/// A stored record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "camelCase")]
-pub(crate) enum Record {
-    /// Not yet used; under the record's own key until it expires.
-    Live(LiveRecord),
-    /// Taken (spent, or burned by a mismatched attempt); under the record's own key.
-    Used(Tombstone),
-    /// That the record was stored, and when it expires; under the receipt key.
-    Receipt(Receipt),
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Tombstone {
-    pub(crate) owner: Principal,
-    pub(crate) retain_until_ns: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Receipt {
-    pub(crate) owner: Principal,
-    pub(crate) expires_at_ns: i64,
-    pub(crate) retain_until_ns: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct LiveRecord {
-    pub(crate) principal: Principal,
-    pub(crate) tool: ToolName,
-    pub(crate) digest: ArgsDigest,
-    /// The tool's definition when the record was made (see
-    /// [`ToolDefinition`](crate::ToolDefinition)). Required: a record written before
-    /// definitions were bound cannot be read, and is refused like any record the store cannot
-    /// read.
-    pub(crate) definition: DefinitionDigest,
-    pub(crate) issued_at_ns: i64,
-    pub(crate) expires_at_ns: i64,
-    pub(crate) retain_until_ns: i64,
-    /// Boxed: most records (tokens) have none, and a record is moved about whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) approval: Option<Box<StoredApproval>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct StoredApproval {
-    pub(crate) id: String,
-    pub(crate) arguments: Map<String, Value>,
-    pub(crate) preview: Value,
-    /// The approval page that asks about it, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) page: Option<String>,
-}
-
-impl Record {
-    /// The JSON a store holds for this record.
-    pub(crate) fn to_json(&self) -> Result<Value, StoreError> {
-        serde_json::to_value(self).map_err(|e| StoreError::Corrupt(e.to_string()))
-    }
-}
 
 impl Held {
     /// The record held, read from its JSON if it was given as JSON.
@@ -106,35 +44,6 @@ pub(crate) enum Refusal {
     Store,
 }
 
-pub(crate) fn to_ns(t: OffsetDateTime) -> Result<i64, StoreError> {
-    i64::try_from(t.unix_timestamp_nanos())
-        .map_err(|_| StoreError::Corrupt("time out of range".into()))
-}
-
-pub(crate) fn from_ns(ns: i64) -> Result<OffsetDateTime, StoreError> {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
-        .map_err(|_| StoreError::Corrupt("time out of range".into()))
-}
-
-/// When a record issued at `issued_at` and expiring at `expires_at` may be forgotten: one more
-/// lifetime after its expiry (never before the expiry).
-pub(crate) fn retain_until(
-    issued_at: OffsetDateTime,
-    expires_at: OffsetDateTime,
-) -> OffsetDateTime {
-    let lifetime = expires_at - issued_at;
-    if lifetime <= time::Duration::ZERO {
-        return expires_at;
-    }
-    expires_at.checked_add(lifetime).unwrap_or(expires_at)
-}
-
-/// The key of the receipt of the record under `key`. Record ids are canonical UUIDs, which hold
-/// no `.`, so a receipt key is never the key of a record.
-pub(crate) fn receipt_key(key: &StoreKey) -> StoreKey {
-    key.with_suffix(".receipt")
-}
-
 /// A live record to [`put`].
 pub(crate) struct NewRecord {
     record: LiveRecord,
@@ -142,7 +51,7 @@ pub(crate) struct NewRecord {
 
 /// A live record for `principal` calling `tool` (whose definition has the digest `definition`)
 /// with arguments of `digest`, issued at `issued_at` and live until `expires_at`, retained one
-/// more lifetime after that (as [`retain_until`] says, here in nanoseconds).
+/// more lifetime after that (as [`retain_until`](crate::record::retain_until) says, here in nanoseconds).
 pub(crate) fn new_record(
     principal: &Principal,
     tool: &ToolName,
@@ -488,11 +397,10 @@ async fn remember<S: Store + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::round_trip::{store_approval, take_approval};
     use crate::test_support::{JsonOnly, ready};
-    use crate::{
-        ApprovalPolicy, CapturedArgs, Clock, ManualClock, MemoryStore, PendingApproval,
-        TokenRejection, check_token, issue_token, spend_token, store_approval, take_approval,
-    };
+    use crate::token::{TokenRejection, check_token, issue_token, spend_token};
+    use crate::{ApprovalPolicy, CapturedArgs, Clock, ManualClock, MemoryStore, PendingApproval};
     use proptest::prelude::*;
     use serde_json::json;
     use time::Duration;
@@ -593,7 +501,8 @@ mod tests {
     }
 
     fn arguments(i: u8) -> CapturedArgs {
-        CapturedArgs::capture_value(&json!({ "n": i }), &crate::ArgLimits::default()).unwrap()
+        CapturedArgs::capture_value(&json!({ "n": i }), &crate::canonical::ArgLimits::default())
+            .unwrap()
     }
 
     /// What an operation gave, comparable across the two sides (ids differ; outcomes may not).
@@ -664,7 +573,7 @@ mod tests {
                 None => "none".into(),
             },
             Op::Forged => {
-                let forged = crate::TokenId::random().to_string();
+                let forged = crate::ids::TokenId::random().to_string();
                 let got = ready(spend_token(
                     store,
                     &forged,
@@ -840,7 +749,7 @@ mod tests {
             &policy,
         ))
         .unwrap();
-        let key = StoreKey::new(crate::RecordKind::Token, c.as_str());
+        let key = StoreKey::new(crate::store::RecordKind::Token, c.as_str());
         let value = ready(shared.get(&key, now)).unwrap().unwrap();
         assert_eq!(value["status"], json!("live"));
         assert_eq!(value["principal"], json!("alice"));
@@ -875,7 +784,7 @@ mod tests {
             let want = (|| Ok::<_, StoreError>((
                 to_ns(issued_at)?,
                 to_ns(expires_at)?,
-                to_ns(retain_until(issued_at, expires_at))?,
+                to_ns(crate::record::retain_until(issued_at, expires_at))?,
             )))();
             match (got, want) {
                 (Ok(r), Ok(w)) => prop_assert_eq!((r.issued_at_ns, r.expires_at_ns, r.retain_until_ns), w),

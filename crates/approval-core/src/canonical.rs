@@ -17,6 +17,9 @@ use sha2::{Digest as _, Sha256};
 
 use crate::ids::ArgsDigest;
 
+/// The limits a tool's preview is read with (see [`previews_match`](crate::previews_match)).
+pub use crate::approval::PREVIEW_LIMITS;
+
 /// Default [`ArgLimits::max_bytes`]: 1 MiB of canonical JSON.
 pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
 /// Default [`ArgLimits::max_depth`]: 64 nested containers.
@@ -146,7 +149,7 @@ pub const MAX_SERIALIZED_DEPTH: usize = 256;
 /// # Example
 ///
 /// ```
-/// use mcp_write_guard_core::{canonical_json, ArgLimits};
+/// use mcp_write_guard_core::canonical::{canonical_json, ArgLimits};
 /// use serde_json::json;
 ///
 /// let v = json!({"b": [1.0, 2, "x"], "a": {"z": null, "y": true}});

@@ -25,7 +25,8 @@ pub fn approve_without_asking(pending: PendingApproval) -> Approved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ApprovalPolicy, ArgLimits, CapturedArgs, Principal, ToolName};
+    use crate::canonical::ArgLimits;
+    use crate::{ApprovalPolicy, CapturedArgs, Principal, ToolName};
     use serde_json::json;
     use time::{Duration, OffsetDateTime};
 

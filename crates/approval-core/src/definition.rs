@@ -19,7 +19,7 @@ use crate::ids::DefinitionDigest;
 
 /// The limits a tool definition is read with: 16 MiB of canonical JSON, 256 nested containers
 /// (the definition object itself is one). Definitions come from the server, not the model, so
-/// these are as generous as [`PREVIEW_LIMITS`](crate::PREVIEW_LIMITS).
+/// these are as generous as [`PREVIEW_LIMITS`](crate::canonical::PREVIEW_LIMITS).
 pub const DEFINITION_LIMITS: ArgLimits = ArgLimits::new(16 * 1024 * 1024, 256);
 
 /// The parts of a tool's definition that say what the tool does, borrowed from wherever the
@@ -29,7 +29,7 @@ pub const DEFINITION_LIMITS: ArgLimits = ArgLimits::new(16 * 1024 * 1024, 256);
 /// # What counts
 ///
 /// The digest is the SHA-256 of the RFC 8785 canonical form (the one
-/// [`canonical_json`](crate::canonical_json) writes) of the JSON object that holds exactly these
+/// [`canonical_json`](crate::canonical::canonical_json) writes) of the JSON object that holds exactly these
 /// members of the tool as `tools/list` spells them, each left out when the tool has none:
 ///
 /// | member | why it counts |
@@ -56,7 +56,7 @@ pub const DEFINITION_LIMITS: ArgLimits = ArgLimits::new(16 * 1024 * 1024, 256);
 /// # Example
 ///
 /// ```
-/// use mcp_write_guard_core::{ToolDefinition, check_definition};
+/// use mcp_write_guard_core::{ToolDefinition, definition::check_definition};
 /// use serde_json::json;
 ///
 /// let schema = json!({"type": "object", "properties": {"id": {"type": "integer"}}});
@@ -72,7 +72,7 @@ pub const DEFINITION_LIMITS: ArgLimits = ArgLimits::new(16 * 1024 * 1024, 256);
 /// let rewritten = asked.with_description(Some("Delete every order."));
 /// assert!(check_definition(approved, Some(&rewritten)).is_err());
 /// assert!(check_definition(approved, None).is_err(), "the tool is gone");
-/// # Ok::<(), mcp_write_guard_core::DefinitionError>(())
+/// # Ok::<(), mcp_write_guard_core::definition::DefinitionError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

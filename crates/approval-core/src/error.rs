@@ -8,8 +8,8 @@ use crate::store::StoreError;
 /// Errors from this crate.
 ///
 /// Denials are *not* errors: a refused answer is a [`Decision::Deny`](crate::Decision::Deny),
-/// a refused token a [`TokenRejection`](crate::TokenRejection), a refused round trip a
-/// [`RoundTripRejection`](crate::RoundTripRejection). This enum covers values that could not be
+/// a refused token a [`TokenRejection`](crate::token::TokenRejection), a refused round trip a
+/// [`RoundTripRejection`](crate::round_trip::RoundTripRejection). This enum covers values that could not be
 /// parsed or built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

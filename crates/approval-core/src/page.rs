@@ -27,60 +27,16 @@
 //! The marker and the receipt only make later refusals say "answered" or "expired" rather than
 //! "unknown"; an answer matters only while the clock runs, and is refused after it either way.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
 
-use crate::answer::{APPROVE_FIELD, AnswerAction};
+use crate::answer::{APPROVE_FIELD, AnswerAction, AnswerChannel};
 use crate::approval::PendingApproval;
-use crate::bound::{from_ns, retain_until, to_ns};
-use crate::ids::{ApprovalId, IdError, Principal, ToolName};
+use crate::ids::{ApprovalId, Principal, ToolName};
+use crate::record::{AnswerRecord, answer_key, from_ns, retain_until, to_ns};
+pub use crate::secret::{CsrfToken, PageId};
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
-
-/// The number of random bytes in a [`PageId`] and a [`CsrfToken`] (256 bits).
-const SECRET_BYTES: usize = 32;
-
-/// A 256-bit random value from the operating system, shown as 64 lowercase hex digits.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Secret([u8; SECRET_BYTES]);
-
-impl Secret {
-    fn random() -> Result<Self, StoreError> {
-        let mut bytes = [0_u8; SECRET_BYTES];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| StoreError::Unavailable(format!("no random bytes: {e}")))?;
-        Ok(Self(bytes))
-    }
-
-    fn parse(text: &str, kind: &'static str) -> Result<Self, IdError> {
-        // Lowercase only, so each secret has one spelling; in constant time (base16ct), as
-        // the CSRF token is then compared.
-        let mut bytes = [0_u8; SECRET_BYTES];
-        match base16ct::lower::decode(text, &mut bytes) {
-            Ok(decoded) if decoded.len() == SECRET_BYTES => Ok(Self(bytes)),
-            _ => Err(IdError::MalformedId { kind }),
-        }
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = [0_u8; 2 * SECRET_BYTES];
-        let text = base16ct::lower::encode_str(&self.0, &mut text).map_err(|_| fmt::Error)?;
-        f.write_str(text)
-    }
-}
-
-/// The id of an approval page: the secret part of its URL (`/approvals/<id>`).
-///
-/// 256 random bits from the operating system, never derived from anything; shown as 64
-/// lowercase hex digits, the only form [`FromStr`] accepts. `Debug` does not print it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PageId(Secret);
 
 impl PageId {
     fn key(&self) -> StoreKey {
@@ -93,67 +49,6 @@ impl PageId {
 
     fn answer_key(&self) -> StoreKey {
         StoreKey::new(RecordKind::Page, format!("{self}.answer"))
-    }
-}
-
-impl fmt::Display for PageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for PageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("PageId(..)")
-    }
-}
-
-impl FromStr for PageId {
-    type Err = IdError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Secret::parse(s, "approval page").map(Self)
-    }
-}
-
-/// The token a page's form carries, bound to that page: a `POST` without the page's own token
-/// is refused and changes nothing. 256 random bits; compared in constant time. `Debug` does not
-/// print it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CsrfToken(Secret);
-
-impl CsrfToken {
-    /// Whether `presented` is this token (constant time in the token's value).
-    pub fn matches(&self, presented: &str) -> bool {
-        Secret::parse(presented, "csrf token")
-            .is_ok_and(|other| bool::from(self.0.0.ct_eq(&other.0)))
-    }
-}
-
-impl fmt::Display for CsrfToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for CsrfToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CsrfToken(..)")
-    }
-}
-
-impl Serialize for CsrfToken {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for CsrfToken {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Secret::parse(&text, "csrf token")
-            .map(Self)
-            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -218,14 +113,14 @@ mod as_ns {
         t: &OffsetDateTime,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        let ns = crate::bound::to_ns(*t).map_err(serde::ser::Error::custom)?;
+        let ns = crate::record::to_ns(*t).map_err(serde::ser::Error::custom)?;
         serializer.serialize_i64(ns)
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<OffsetDateTime, D::Error> {
-        crate::bound::from_ns(i64::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+        crate::record::from_ns(i64::deserialize(deserializer)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -249,7 +144,6 @@ enum Closed {
 
 /// What a `GET` of a page finds.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum PageView {
     /// Open: show the change and the form.
     Open(Box<OpenPage>),
@@ -288,7 +182,6 @@ pub enum PageChoice {
 
 /// Why a `POST` to a page changed nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum PageRefusal {
     /// The form's CSRF token is missing or is not this page's.
     #[error("the form's token is missing or wrong")]
@@ -344,7 +237,6 @@ pub struct PageAnswered {
 
 /// What the guard finds when it looks at a page.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum PageOutcome {
     /// The person answered; decide it with [`PendingApproval::decide`] (`action`, `content`).
     Answered {
@@ -372,13 +264,13 @@ pub async fn open_page<S: Store + ?Sized>(
     subject: PageSubject,
     now: OffsetDateTime,
 ) -> Result<PendingApproval, StoreError> {
-    let id = PageId(Secret::random()?);
+    let id = PageId::random()?;
     let page = OpenPage {
         approval: pending.id(),
         principal: pending.principal().clone(),
         subject,
         expires_at: pending.expires_at(),
-        csrf: CsrfToken(Secret::random()?),
+        csrf: CsrfToken::random()?,
     };
     let keep_until = retain_until(pending.asked_at(), pending.expires_at());
     let receipt = Record::Receipt {
@@ -481,7 +373,7 @@ pub async fn answer_page<S: Store + ?Sized>(
         Err(error) => Err(error),
     };
     if stored.is_ok() {
-        crate::question::keep_page_answer(
+        keep_page_answer(
             store,
             page.approval,
             &page.principal,
@@ -536,6 +428,39 @@ pub async fn withdraw_page<S: Store + ?Sized>(store: &S, id: &PageId, now: Offse
         && let Some(Record::Open(page)) = decode(value)
     {
         close(store, id, &page, Closed::Withdrawn, now).await;
+    }
+}
+
+/// The page's answer, kept as the answer of the question about `approval` the moment the person
+/// gives it (the first answer counts: an answer that came first through another channel
+/// stays). Best effort: an answer not kept here is taken over from the page when the question is
+/// next read.
+pub(crate) async fn keep_page_answer<S: Store + ?Sized>(
+    store: &S,
+    approval: ApprovalId,
+    principal: &Principal,
+    approve: bool,
+    keep_until: OffsetDateTime,
+    now: OffsetDateTime,
+) {
+    let (action, content) = if approve {
+        ("accept", Some(serde_json::json!({ APPROVE_FIELD: true })))
+    } else {
+        ("decline", None)
+    };
+    let Ok(answered_at_ns) = to_ns(now) else {
+        return;
+    };
+    let record = AnswerRecord {
+        action: action.to_owned(),
+        content,
+        channel: AnswerChannel::Page,
+        answered_at_ns,
+    };
+    if let Ok(record) = serde_json::to_value(&record) {
+        let _first_or_not = store
+            .insert_tombstone(answer_key(&approval), principal, record, keep_until, now)
+            .await;
     }
 }
 
@@ -700,8 +625,8 @@ mod tests {
 
     #[test]
     fn ids_and_tokens_are_256_random_bits_in_one_spelling() {
-        let a = PageId(Secret::random().unwrap());
-        let b = PageId(Secret::random().unwrap());
+        let a = PageId::random().unwrap();
+        let b = PageId::random().unwrap();
         assert_ne!(a, b);
         let text = a.to_string();
         assert_eq!(text.len(), 64);
@@ -711,7 +636,7 @@ mod tests {
         assert!(format!("{text}0").parse::<PageId>().is_err());
         assert!(format!("{}g", &text[..63]).parse::<PageId>().is_err());
         assert_eq!(format!("{a:?}"), "PageId(..)");
-        let csrf = CsrfToken(Secret::random().unwrap());
+        let csrf = CsrfToken::random().unwrap();
         assert!(csrf.matches(&csrf.to_string()));
         assert!(!csrf.matches(&b.to_string()));
         assert!(!csrf.matches(""));
@@ -797,7 +722,7 @@ mod tests {
         let f = fixture();
         let (pending, page) = f.open();
         let id = pending.page().unwrap().to_string();
-        let other = CsrfToken(Secret::random().unwrap()).to_string();
+        let other = CsrfToken::random().unwrap().to_string();
         for csrf in [
             "",
             "x",
@@ -962,7 +887,7 @@ mod tests {
     fn unknown_and_malformed_ids_show_nothing() {
         let f = fixture();
         let _ = f.open();
-        let unknown = PageId(Secret::random().unwrap()).to_string();
+        let unknown = PageId::random().unwrap().to_string();
         assert_eq!(f.show(&unknown), PageView::Unknown);
         assert_eq!(f.show("../../etc/passwd"), PageView::Unknown);
         assert_eq!(
@@ -1072,7 +997,7 @@ mod tests {
             let (pending, page) = f.open();
             let id = *pending.page().unwrap();
             let csrf = page.csrf.to_string();
-            let wrong = CsrfToken(Secret::random().unwrap()).to_string();
+            let wrong = CsrfToken::random().unwrap().to_string();
             let (mut open, mut kept, mut approvals) = (true, None, 0);
             for step in steps {
                 let live = f.clock.now() < page.expires_at;

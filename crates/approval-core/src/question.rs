@@ -36,43 +36,22 @@
 //! `<binding>` is the SHA-256 of the principal, the tool and the arguments' digest, so a key
 //! says nothing of them.
 //!
-//! [`store_approval`]: crate::store_approval
-//! [`take_approval`]: crate::take_approval
+//! [`store_approval`]: crate::round_trip::store_approval
+//! [`take_approval`]: crate::round_trip::take_approval
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use time::OffsetDateTime;
 
+use crate::answer::AnswerChannel;
 use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::approval::PendingApproval;
-use crate::bound::{from_ns, retain_until, to_ns};
 use crate::ids::{ApprovalId, ArgsDigest, Principal, ToolName};
 use crate::page::{PageId, PageOutcome, page_outcome};
+use crate::record::{AnswerRecord, answer_key, from_ns, retain_until, to_ns};
 use crate::round_trip::store_approval;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
-
-/// How a person answered a question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AnswerChannel {
-    /// The client's form: `elicitation/create` below 2026-07-28, the retry's input responses
-    /// from 2026-07-28 on.
-    Form,
-    /// The server's own approval page (reached through URL-mode elicitation or a link a
-    /// notifier sent).
-    Page,
-}
-
-impl AnswerChannel {
-    /// A stable name for the audit trail (`form`, `page`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Form => "form",
-            Self::Page => "page",
-        }
-    }
-}
 
 /// The answer a question got: the first one, from whichever channel gave it.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,17 +189,6 @@ struct IndexRecord {
     page: Option<String>,
 }
 
-/// The answer entry under the approval's id.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AnswerRecord {
-    action: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    content: Option<Value>,
-    channel: AnswerChannel,
-    answered_at_ns: i64,
-}
-
 /// The key of the question for `principal` calling `tool` with arguments of `digest`: the
 /// SHA-256 of the three, each length-prefixed, so no two bindings share a key.
 fn binding_key(principal: &Principal, tool: &ToolName, digest: &ArgsDigest) -> StoreKey {
@@ -234,16 +202,12 @@ fn binding_key(principal: &Principal, tool: &ToolName, digest: &ArgsDigest) -> S
     StoreKey::new(RecordKind::Question, binding.to_hex())
 }
 
-fn answer_key(approval: &ApprovalId) -> StoreKey {
-    StoreKey::new(RecordKind::Question, format!("{approval}.answer"))
-}
-
 fn corrupt(error: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(error.to_string())
 }
 
 /// Opens the question `pending` asks (after its page, if any, was opened with
-/// [`open_page`](crate::open_page)), or finds the same question already asked.
+/// [`open_page`](crate::page::open_page)), or finds the same question already asked.
 ///
 /// # Errors
 /// The store's error: nothing is asked (a pending approval that cannot be stored, or a
@@ -424,42 +388,6 @@ pub async fn answer_question<S: Store + ?Sized>(
     }
 }
 
-/// The page's answer, kept as the answer of the question about `approval` the moment the person
-/// gives it (the first answer counts: an answer that came first through another channel
-/// stays). Best effort: an answer not kept here is taken over from the page when the question is
-/// next read.
-pub(crate) async fn keep_page_answer<S: Store + ?Sized>(
-    store: &S,
-    approval: ApprovalId,
-    principal: &Principal,
-    approve: bool,
-    keep_until: OffsetDateTime,
-    now: OffsetDateTime,
-) {
-    let (action, content) = if approve {
-        (
-            "accept",
-            Some(serde_json::json!({ crate::answer::APPROVE_FIELD: true })),
-        )
-    } else {
-        ("decline", None)
-    };
-    let Ok(answered_at_ns) = to_ns(now) else {
-        return;
-    };
-    let record = AnswerRecord {
-        action: action.to_owned(),
-        content,
-        channel: AnswerChannel::Page,
-        answered_at_ns,
-    };
-    if let Ok(record) = serde_json::to_value(&record) {
-        let _first_or_not = store
-            .insert_tombstone(answer_key(&approval), principal, record, keep_until, now)
-            .await;
-    }
-}
-
 /// Forgets the question for `principal` calling `tool` with arguments of `digest`, if it is
 /// still the one about `approval` (a newer question of the same change stays). Best effort: a
 /// question not forgotten is forgotten when its retention ends, and until then reads as what
@@ -505,9 +433,9 @@ mod tests {
     use time::Duration;
 
     use super::*;
+    use crate::round_trip::{RoundTripRejection, take_approval};
     use crate::{
-        ApprovalPolicy, CapturedArgs, MemoryStore, RoundTripRejection, Verdict, take_approval,
-        test_support::ready as block_on,
+        ApprovalPolicy, CapturedArgs, MemoryStore, Verdict, test_support::ready as block_on,
     };
 
     fn t0() -> OffsetDateTime {

@@ -7,8 +7,9 @@ use time::OffsetDateTime;
 
 use crate::approval::PendingApproval;
 use crate::args::CapturedArgs;
-use crate::bound::{self, LiveRecord, Refusal, StoredApproval};
+use crate::bound::{self, Refusal};
 use crate::ids::{ApprovalId, Principal, StateId, ToolName};
+use crate::record::{self, LiveRecord, StoredApproval};
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
 /// The one text every round-trip refusal renders to, whatever the reason.
@@ -94,7 +95,7 @@ pub async fn open_round_trip<S: Store + ?Sized>(
 }
 
 /// [`open_round_trip`] for a question opened with
-/// [`open_question`](crate::open_question): the question's stored approval already holds the
+/// [`open_question`](crate::question::open_question): the question's stored approval already holds the
 /// principal's place in its cap for the clock, so the state does not hold a second one.
 ///
 /// # Errors
@@ -240,8 +241,8 @@ fn restore(live: LiveRecord) -> Option<PendingApproval> {
         live.definition,
         args,
         stored.preview,
-        bound::from_ns(live.issued_at_ns).ok()?,
-        bound::from_ns(live.expires_at_ns).ok()?,
+        record::from_ns(live.issued_at_ns).ok()?,
+        record::from_ns(live.expires_at_ns).ok()?,
     );
     Some(match page {
         Some(page) => pending.on_page(page),
@@ -615,14 +616,14 @@ mod tests {
             Err(RoundTripRejection::Store)
         );
         // A record that claims to be live but whose arguments do not match its digest.
-        let expires = bound::to_ns(now + Duration::seconds(60)).unwrap();
+        let expires = record::to_ns(now + Duration::seconds(60)).unwrap();
         let tampered = json!({
             "status": "live",
             "principal": "alice",
             "tool": "adjust_stock",
             "digest": p.args().digest(),
             "definition": p.definition(),
-            "issuedAtNs": bound::to_ns(now).unwrap(),
+            "issuedAtNs": record::to_ns(now).unwrap(),
             "expiresAtNs": expires,
             "retainUntilNs": expires,
             "approval": {"id": p.id().to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}

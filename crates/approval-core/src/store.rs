@@ -2,7 +2,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, binary_heap::PeekMut, hash_map};
-use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,159 +10,14 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::bound::Record;
 use crate::ids::Principal;
+pub use crate::key::{RecordKind, StoreError, StoreKey};
 use crate::policy::{ApprovalPolicy, DEFAULT_PER_PRINCIPAL_CAP};
+use crate::record::Record;
 
 /// A boxed, `Send` future (`futures`' own): what [`Store`] methods return, so that the trait is
 /// dyn-compatible and an asynchronous backend (Redis) fits behind it.
 pub use futures_util::future::BoxFuture;
-
-/// What a stored record is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RecordKind {
-    /// A pending approval kept in the store (see [`store_approval`](crate::store_approval)).
-    Approval,
-    /// Round-trip state: the `requestState` of an input-required round trip.
-    RoundTrip,
-    /// A confirmation token.
-    Token,
-    /// An approval page: what it shows, and the person's answer until the guard reads it.
-    Page,
-    /// A question's index (under its binding) and its first answer (see
-    /// [`open_question`](crate::open_question)).
-    Question,
-}
-
-impl RecordKind {
-    /// A stable short name, usable as a key prefix by backends.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Approval => "approval",
-            Self::RoundTrip => "round-trip",
-            Self::Token => "token",
-            Self::Page => "page",
-            Self::Question => "question",
-        }
-    }
-}
-
-/// The key of a stored record: its kind and its opaque id.
-#[derive(Debug, Clone, PartialOrd, Ord)]
-pub struct StoreKey {
-    kind: RecordKind,
-    /// Shared, so that the copy a store keeps in its expiry index costs no allocation.
-    id: Arc<str>,
-}
-
-impl StoreKey {
-    /// A key for a record of `kind` with the opaque `id`.
-    pub fn new(kind: RecordKind, id: impl Into<String>) -> Self {
-        Self {
-            kind,
-            id: Arc::from(id.into()),
-        }
-    }
-
-    /// This key's kind, with `suffix` after its id.
-    pub(crate) fn with_suffix(&self, suffix: &str) -> Self {
-        let (id, suffix) = (self.id.as_bytes(), suffix.as_bytes());
-        let mut buf = [0_u8; 96];
-        let joined = buf.get_mut(..id.len() + suffix.len()).and_then(|joined| {
-            let (head, tail) = joined.split_at_mut(id.len());
-            head.copy_from_slice(id);
-            tail.copy_from_slice(suffix);
-            std::str::from_utf8(joined).ok()
-        });
-        match joined {
-            Some(joined) => Self::from_str(self.kind, joined),
-            None => Self::new(
-                self.kind,
-                [&*self.id, std::str::from_utf8(suffix).unwrap_or_default()].concat(),
-            ),
-        }
-    }
-
-    /// A key for a record of `kind` with the opaque `id`, shared.
-    pub(crate) fn from_shared(kind: RecordKind, id: Arc<str>) -> Self {
-        Self { kind, id }
-    }
-
-    /// A key for a record of `kind` with the opaque `id`, copied once.
-    pub(crate) fn from_str(kind: RecordKind, id: &str) -> Self {
-        Self {
-            kind,
-            id: Arc::from(id),
-        }
-    }
-
-    /// The record kind.
-    pub fn kind(&self) -> RecordKind {
-        self.kind
-    }
-
-    /// The opaque id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-}
-
-/// Equal when kind and id are: a copy of the same key (the store's expiry index holds one) is
-/// known equal without comparing the ids' text.
-impl PartialEq for StoreKey {
-    #[inline]
-    fn eq(&self, other: &Self) -> bool {
-        self.kind == other.kind && (Arc::ptr_eq(&self.id, &other.id) || self.id == other.id)
-    }
-}
-
-impl Eq for StoreKey {}
-
-/// As a derived `Hash` would: the kind, then the id's text (so equal keys hash alike however
-/// their ids are held).
-impl std::hash::Hash for StoreKey {
-    #[inline]
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.kind.hash(state);
-        self.id.hash(state);
-    }
-}
-
-impl fmt::Display for StoreKey {
-    /// `kind:id`, for example `token:4f…`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind.as_str(), self.id)
-    }
-}
-
-/// A store failure. Every store failure is a denial for the write that needed the store.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The backend could not be reached or failed.
-    #[error("approval store unavailable: {0}")]
-    Unavailable(String),
-    /// The principal already has `cap` live entries.
-    #[error(
-        "too many pending approvals and tokens for this user (limit {cap}); finish or let some expire first"
-    )]
-    PrincipalCapReached {
-        /// The per-principal cap.
-        cap: usize,
-    },
-    /// The whole store holds `cap` live entries.
-    #[error("the approval store is full (limit {cap} entries)")]
-    Full {
-        /// The store-wide cap.
-        cap: usize,
-    },
-    /// A live entry with this key already exists (ids are random, so this means misuse).
-    #[error("a record with this key already exists")]
-    KeyExists,
-    /// A stored record could not be read back.
-    #[error("corrupt record in the approval store: {0}")]
-    Corrupt(String),
-}
 
 /// Storage for approvals, round-trip state and tokens: insert with an absolute expiry, take once
 /// atomically, purge expired entries.
@@ -551,6 +405,24 @@ impl MemoryStore {
             .map(|entry| entry.held.clone())
     }
 
+    /// [`Store::insert`] (`owner` the principal) or [`Store::insert_tombstone`] (`owner`
+    /// `None`) of a record given as JSON.
+    fn insert_json(
+        &self,
+        key: StoreKey,
+        owner: Option<&Principal>,
+        record: Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (expires_at, now) = (
+            expires_at.unix_timestamp_nanos(),
+            now.unix_timestamp_nanos(),
+        );
+        let result = self.insert_held(key, owner, Held::Json(record), expires_at, now);
+        Box::pin(std::future::ready(result))
+    }
+
     /// An explicit purge also forgets every principal that holds nothing, and gives back the
     /// memory its structures no longer need.
     fn purge_now(&self, now: OffsetDateTime) -> usize {
@@ -664,12 +536,7 @@ impl Store for MemoryStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let (expires_at, now) = (
-            expires_at.unix_timestamp_nanos(),
-            now.unix_timestamp_nanos(),
-        );
-        let result = self.insert_held(key, Some(principal), Held::Json(record), expires_at, now);
-        Box::pin(std::future::ready(result))
+        self.insert_json(key, Some(principal), record, expires_at, now)
     }
 
     fn insert_tombstone<'a>(
@@ -680,12 +547,7 @@ impl Store for MemoryStore {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let (expires_at, now) = (
-            expires_at.unix_timestamp_nanos(),
-            now.unix_timestamp_nanos(),
-        );
-        let result = self.insert_held(key, None, Held::Json(record), expires_at, now);
-        Box::pin(std::future::ready(result))
+        self.insert_json(key, None, record, expires_at, now)
     }
 
     fn take<'a>(
@@ -1230,17 +1092,19 @@ mod tests {
         //! `cargo test -p mcp-write-guard-core --release --lib -- --ignored memory_flat`.
         use super::*;
         use crate::clock::{Clock, ManualClock};
-        use crate::{
-            CapturedArgs, PendingApproval, TokenRejection, ToolName, issue_token, spend_token,
-            store_approval, take_approval,
-        };
+        use crate::round_trip::{store_approval, take_approval};
+        use crate::token::{TokenRejection, issue_token, spend_token};
+        use crate::{CapturedArgs, PendingApproval, ToolName};
 
         /// Principals the records are spread over (the cap is per principal).
         const PRINCIPALS: usize = 1_000;
 
         fn args(i: usize) -> CapturedArgs {
-            CapturedArgs::capture_value(&json!({ "n": i % 7 }), &crate::ArgLimits::default())
-                .unwrap()
+            CapturedArgs::capture_value(
+                &json!({ "n": i % 7 }),
+                &crate::canonical::ArgLimits::default(),
+            )
+            .unwrap()
         }
 
         /// Everything the store holds, in all its structures.
@@ -1257,7 +1121,7 @@ mod tests {
         /// make) leaves nothing behind.
         fn assert_back_to_empty(store: &MemoryStore, clock: &ManualClock, lifetime: i64) {
             clock.advance(Duration::seconds(2 * lifetime + 1));
-            let forged = crate::TokenId::random().to_string();
+            let forged = crate::ids::TokenId::random().to_string();
             let (p, t) = (Principal::new("late"), ToolName::new("t"));
             let refused = ready(spend_token(
                 store,

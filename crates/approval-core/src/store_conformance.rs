@@ -13,7 +13,7 @@
 //! once, a Redis store's run on tokio.
 //!
 //! ```
-//! use mcp_write_guard_core::{DEFAULT_MAX_ENTRIES, MemoryStore, store_conformance};
+//! use mcp_write_guard_core::{MemoryStore, store::DEFAULT_MAX_ENTRIES, store_conformance};
 //!
 //! # let waker = std::task::Waker::noop();
 //! let suite = store_conformance::run_all(async |cap| MemoryStore::with_caps(cap, DEFAULT_MAX_ENTRIES));

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::approval::expiry;
+/// The argument that carries a confirmation token; left out of the token's argument digest.
+pub use crate::args::CONFIRMATION_TOKEN_ARG;
 use crate::args::CapturedArgs;
 use crate::bound::{self, Refusal};
 use crate::ids::{ConfirmationToken, DefinitionDigest, Principal, TokenId, ToolName};
@@ -147,20 +149,17 @@ pub async fn spend_token<S: Store + ?Sized>(
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    // Only the one spelling of a token parses, so `token` is the key's id as issued.
-    let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
-    let live = bound::take(
+    attempt(
+        Attempt::Spend,
         store,
-        token_key(token),
+        token,
         principal,
         tool,
-        args.token_digest(),
+        definition,
+        args,
         now,
     )
     .await
-    .map_err(TokenRejection::from)?;
-    // Taken: a token issued for another definition of the tool is used up too.
-    same_definition(live.definition, definition)
 }
 
 /// Like [`spend_token`], reading the token from the `confirmationToken` member of `args`: absent
@@ -192,17 +191,49 @@ pub async fn check_token<S: Store + ?Sized>(
     args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
-    let live = bound::peek(
+    attempt(
+        Attempt::Check,
         store,
-        &token_key(token),
+        token,
         principal,
         tool,
-        args.token_digest(),
+        definition,
+        args,
         now,
     )
     .await
+}
+
+/// Whether an attempt with a token takes it ([`spend_token`]) or only reads it
+/// ([`check_token`]).
+#[derive(Debug, Clone, Copy)]
+enum Attempt {
+    Spend,
+    Check,
+}
+
+/// [`spend_token`] or [`check_token`]: the same refusals, in the same order; only a spend takes
+/// the token.
+#[allow(clippy::too_many_arguments)]
+async fn attempt<S: Store + ?Sized>(
+    attempt: Attempt,
+    store: &S,
+    token: &str,
+    principal: &Principal,
+    tool: &ToolName,
+    definition: DefinitionDigest,
+    args: &CapturedArgs,
+    now: OffsetDateTime,
+) -> Result<(), TokenRejection> {
+    // Only the one spelling of a token parses, so `token` is the key's id as issued.
+    let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
+    let (key, digest) = (token_key(token), args.token_digest());
+    let live = match attempt {
+        Attempt::Spend => bound::take(store, key, principal, tool, digest, now).await,
+        Attempt::Check => bound::peek(store, &key, principal, tool, digest, now).await,
+    }
     .map_err(TokenRejection::from)?;
+    // A token issued for another definition of the tool is refused (and, by a spend, used up).
     same_definition(live.definition, definition)
 }
 

@@ -1,7 +1,11 @@
 //! Attacks on what a person reads (`render_value`, `render_key`) and on the argument digest.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use mcp_write_guard_core::{ArgLimits, CapturedArgs, render_key, render_value};
+use mcp_write_guard_core::{
+    CapturedArgs,
+    canonical::ArgLimits,
+    render::{render_key, render_value},
+};
 use serde_json::{Value, json};
 use unicode_general_category::{GeneralCategory, get_general_category};
 
@@ -72,7 +76,7 @@ fn a_leading_combining_mark_is_not_drawn_on_the_renderers_quote() {
     }
 }
 
-fn digest_of(text: &str) -> Result<(Value, mcp_write_guard_core::ArgsDigest), String> {
+fn digest_of(text: &str) -> Result<(Value, mcp_write_guard_core::ids::ArgsDigest), String> {
     let value: Value = serde_json::from_str(text).unwrap();
     CapturedArgs::capture_value(&value, &ArgLimits::default())
         .map(|args| (value, args.digest()))

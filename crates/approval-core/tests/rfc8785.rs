@@ -2,7 +2,11 @@
 //! and pinned canonical forms and digests: a change of implementation must not change the digest
 //! of any argument that was already approved.
 
-use mcp_write_guard_core::{ArgLimits, ArgsDigest, ArgsError, CapturedArgs, canonical_json};
+use mcp_write_guard_core::{
+    CapturedArgs,
+    canonical::{ArgLimits, ArgsError, canonical_json},
+    ids::ArgsDigest,
+};
 use serde_json::{Number, Value};
 use sha2::{Digest as _, Sha256};
 

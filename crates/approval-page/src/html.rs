@@ -14,8 +14,9 @@ use std::sync::LazyLock;
 use base64::Engine as _;
 use maud::{DOCTYPE, Markup, html};
 use mcp_write_guard_rmcp::approval::{
-    Change, ChangeRow, DEFAULT_MAX_RENDERED_CHARS, OpenPage, PageChoice, PageRefusal, PageView,
-    Rendered, render_key, render_value,
+    Change, ChangeRow,
+    page::{OpenPage, PageChoice, PageRefusal, PageView},
+    render::{DEFAULT_MAX_RENDERED_CHARS, Rendered, render_key, render_value},
 };
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -134,7 +135,7 @@ pub(crate) fn closed(view: &PageView) -> Markup {
             "The approval store cannot be reached, so this request cannot be shown or \
              answered. Nothing was saved. Try again later.",
         ),
-        PageView::Unknown | PageView::Open(_) | _ => (
+        PageView::Unknown | PageView::Open(_) => (
             "Not found",
             "There is no approval request at this address. Nothing changed.",
         ),
@@ -179,7 +180,7 @@ pub(crate) fn refused(refusal: PageRefusal) -> Markup {
         PageRefusal::Withdrawn => closed(&PageView::Withdrawn),
         PageRefusal::Expired => closed(&PageView::Expired),
         PageRefusal::Unavailable => closed(&PageView::Unavailable),
-        PageRefusal::Unknown | _ => closed(&PageView::Unknown),
+        PageRefusal::Unknown => closed(&PageView::Unknown),
     }
 }
 
@@ -249,7 +250,7 @@ fn utc_seconds(t: OffsetDateTime) -> OffsetDateTime {
 
 #[cfg(test)]
 mod tests {
-    use mcp_write_guard_rmcp::approval::{ApprovalId, PageSubject, Principal, ToolName};
+    use mcp_write_guard_rmcp::approval::{ApprovalId, Principal, ToolName, page::PageSubject};
     use serde_json::json;
 
     use super::*;

@@ -15,7 +15,8 @@ use mcp_write_guard_rmcp::{
     AuditRecord, Channel, ConnectionId, Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest,
     PrincipalResolver,
     approval::{
-        OpenPage, PageChoice, PagePerson, PageRefusal, PageView, Principal, answer_page, show_page,
+        Principal,
+        page::{OpenPage, PageChoice, PagePerson, PageRefusal, PageView, answer_page, show_page},
     },
     page::{PAGE_PATH, PageHost},
 };
@@ -143,7 +144,7 @@ fn status_of(view: &PageView) -> StatusCode {
         PageView::Open(_) => StatusCode::OK,
         PageView::Answered | PageView::Withdrawn | PageView::Expired => StatusCode::GONE,
         PageView::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        PageView::Unknown | _ => StatusCode::NOT_FOUND,
+        PageView::Unknown => StatusCode::NOT_FOUND,
     }
 }
 
@@ -153,7 +154,7 @@ fn refusal_status(refusal: PageRefusal) -> StatusCode {
         PageRefusal::NotSignedIn => StatusCode::UNAUTHORIZED,
         PageRefusal::Answered | PageRefusal::Withdrawn | PageRefusal::Expired => StatusCode::GONE,
         PageRefusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        PageRefusal::Unknown | _ => StatusCode::NOT_FOUND,
+        PageRefusal::Unknown => StatusCode::NOT_FOUND,
     }
 }
 

@@ -228,7 +228,7 @@ pub enum AuthError {
 /// Why a request's credential was refused. The text goes into `error_description`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum TokenRejection {
+pub enum BearerRejection {
     /// No `Authorization: Bearer` header.
     Missing,
     /// Not a JWT, or a header the layer does not accept.
@@ -249,7 +249,7 @@ pub enum TokenRejection {
     Claims,
 }
 
-impl TokenRejection {
+impl BearerRejection {
     /// The `error_description`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -266,7 +266,7 @@ impl TokenRejection {
     }
 }
 
-impl fmt::Display for TokenRejection {
+impl fmt::Display for BearerRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -530,29 +530,29 @@ impl BearerAuth {
     pub async fn verify(
         &self,
         authorization: Option<&HeaderValue>,
-    ) -> Result<AuthenticatedSubject, TokenRejection> {
-        let value = authorization.ok_or(TokenRejection::Missing)?;
-        let value = value.to_str().map_err(|_| TokenRejection::Malformed)?;
-        let (scheme, token) = value.split_once(' ').ok_or(TokenRejection::Malformed)?;
+    ) -> Result<AuthenticatedSubject, BearerRejection> {
+        let value = authorization.ok_or(BearerRejection::Missing)?;
+        let value = value.to_str().map_err(|_| BearerRejection::Malformed)?;
+        let (scheme, token) = value.split_once(' ').ok_or(BearerRejection::Malformed)?;
         if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(TokenRejection::Missing);
+            return Err(BearerRejection::Missing);
         }
         self.verify_token(token.trim()).await
     }
 
     /// Checks a bare JWT.
-    pub async fn verify_token(&self, token: &str) -> Result<AuthenticatedSubject, TokenRejection> {
+    pub async fn verify_token(&self, token: &str) -> Result<AuthenticatedSubject, BearerRejection> {
         let header = jsonwebtoken::decode_header(token).map_err(|error| match error.kind() {
             ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => {
-                TokenRejection::Algorithm
+                BearerRejection::Algorithm
             }
-            _ if names_an_algorithm(token) => TokenRejection::Algorithm,
-            _ => TokenRejection::Malformed,
+            _ if names_an_algorithm(token) => BearerRejection::Algorithm,
+            _ => BearerRejection::Malformed,
         })?;
         let alg = header.alg;
-        let family = family_of(alg).ok_or(TokenRejection::Algorithm)?;
+        let family = family_of(alg).ok_or(BearerRejection::Algorithm)?;
         if !ALLOWED.contains(&alg) {
-            return Err(TokenRejection::Algorithm);
+            return Err(BearerRejection::Algorithm);
         }
         let mut keys = self.keys().await;
         if let Some(kid) = &header.kid
@@ -569,13 +569,13 @@ impl BearerAuth {
                     .is_none_or(|kid| k.kid.as_ref() == Some(kid))
         });
         let validation = self.validation(alg);
-        let mut rejection = TokenRejection::Signature;
+        let mut rejection = BearerRejection::Signature;
         for key in candidates {
             match jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation) {
                 Ok(data) => return data.claims.into_subject(&self.inner.config.issuer),
                 Err(error) => {
                     rejection = rejection_for(error.kind());
-                    if rejection != TokenRejection::Signature {
+                    if rejection != BearerRejection::Signature {
                         // The signature verified and a claim is wrong: no other key changes that.
                         return Err(rejection);
                     }
@@ -648,8 +648,8 @@ impl BearerAuth {
         }
     }
 
-    fn unauthorized(&self, rejection: TokenRejection) -> Response {
-        let challenge = if rejection == TokenRejection::Missing {
+    fn unauthorized(&self, rejection: BearerRejection) -> Response {
+        let challenge = if rejection == BearerRejection::Missing {
             self.inner.challenge.clone()
         } else {
             format!(
@@ -659,7 +659,7 @@ impl BearerAuth {
             )
         };
         let body = json!({
-            "error": if rejection == TokenRejection::Missing { "unauthorized" } else { "invalid_token" },
+            "error": if rejection == BearerRejection::Missing { "unauthorized" } else { "invalid_token" },
             "error_description": rejection.as_str(),
         });
         let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
@@ -688,15 +688,15 @@ async fn require(State(layer): State<Layer>, mut request: Request, next: Next) -
     let Layer { auth, sessions } = layer;
     let headers = request.headers();
     let verified = if headers.get_all(header::AUTHORIZATION).iter().count() > 1 {
-        Err(TokenRejection::Malformed)
+        Err(BearerRejection::Malformed)
     } else {
         auth.verify(headers.get(header::AUTHORIZATION)).await
     };
     let (subject, owner) = match verified.map(|s| (s.principal(), s)) {
         Ok((Some(principal), subject)) => (subject, principal.as_str().to_owned()),
-        Ok((None, _)) => return auth.unauthorized(TokenRejection::Claims),
+        Ok((None, _)) => return auth.unauthorized(BearerRejection::Claims),
         Err(rejection) => {
-            if rejection != TokenRejection::Missing {
+            if rejection != BearerRejection::Missing {
                 tracing::info!(reason = rejection.as_str(), "bearer token refused");
             }
             return auth.unauthorized(rejection);
@@ -736,21 +736,21 @@ fn too_many_sessions() -> Response {
         .into_response()
 }
 
-fn rejection_for(kind: &ErrorKind) -> TokenRejection {
+fn rejection_for(kind: &ErrorKind) -> BearerRejection {
     match kind {
-        ErrorKind::ExpiredSignature => TokenRejection::Expired,
-        ErrorKind::ImmatureSignature => TokenRejection::NotYetValid,
-        ErrorKind::InvalidIssuer => TokenRejection::Issuer,
-        ErrorKind::InvalidAudience => TokenRejection::Audience,
+        ErrorKind::ExpiredSignature => BearerRejection::Expired,
+        ErrorKind::ImmatureSignature => BearerRejection::NotYetValid,
+        ErrorKind::InvalidIssuer => BearerRejection::Issuer,
+        ErrorKind::InvalidAudience => BearerRejection::Audience,
         ErrorKind::MissingRequiredClaim(_) | ErrorKind::InvalidClaimFormat(_) => {
-            TokenRejection::Claims
+            BearerRejection::Claims
         }
         ErrorKind::InvalidToken
         | ErrorKind::Base64(_)
         | ErrorKind::Json(_)
-        | ErrorKind::Utf8(_) => TokenRejection::Malformed,
-        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => TokenRejection::Algorithm,
-        _ => TokenRejection::Signature,
+        | ErrorKind::Utf8(_) => BearerRejection::Malformed,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => BearerRejection::Algorithm,
+        _ => BearerRejection::Signature,
     }
 }
 
@@ -786,12 +786,12 @@ struct Claims {
 }
 
 impl Claims {
-    fn into_subject(self, issuer: &str) -> Result<AuthenticatedSubject, TokenRejection> {
+    fn into_subject(self, issuer: &str) -> Result<AuthenticatedSubject, BearerRejection> {
         let Some(Value::String(sub)) = self.sub else {
-            return Err(TokenRejection::Claims);
+            return Err(BearerRejection::Claims);
         };
         if sub.is_empty() || self.iss.as_ref().and_then(Value::as_str) != Some(issuer) {
-            return Err(TokenRejection::Claims);
+            return Err(BearerRejection::Claims);
         }
         let mut scopes: Vec<String> = Vec::new();
         for claim in [self.scope, self.scp].into_iter().flatten() {
@@ -803,7 +803,7 @@ impl Claims {
                         _ => None,
                     }));
                 }
-                _ => return Err(TokenRejection::Claims),
+                _ => return Err(BearerRejection::Claims),
             }
         }
         scopes.retain(|s| !s.is_empty());

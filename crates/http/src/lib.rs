@@ -32,8 +32,8 @@ mod auth;
 mod sessions;
 
 pub use auth::{
-    AuthConfig, AuthError, BearerAuth, DEFAULT_JWKS_REFRESH, DEFAULT_LEEWAY,
-    DEFAULT_UNKNOWN_KID_REFETCH, JwksSource, METADATA_PATH, TokenRejection,
+    AuthConfig, AuthError, BearerAuth, BearerRejection, DEFAULT_JWKS_REFRESH, DEFAULT_LEEWAY,
+    DEFAULT_UNKNOWN_KID_REFETCH, JwksSource, METADATA_PATH,
 };
 pub use sessions::{
     BoundedSessions, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_OWNER, DEFAULT_SESSION_IDLE,

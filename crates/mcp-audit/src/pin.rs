@@ -2,7 +2,7 @@
 //! which part of it changed.
 //!
 //! A tool's fingerprint is the SHA-256 digest (lowercase hex) of the workspace's canonical JSON
-//! form ([`mcp_write_guard_core::canonical_json`], RFC 8785 style: keys sorted, no whitespace, numbers
+//! form ([`mcp_write_guard_core::canonical::canonical_json`], RFC 8785 style: keys sorted, no whitespace, numbers
 //! written as ECMAScript does) of the whole tool object exactly as the server listed it: every
 //! field, those the MCP schema names (`title`, `description`, `inputSchema`, `outputSchema`,
 //! `annotations`, `icons`, `execution`, `_meta`) and any other. It does not depend on JSON key
@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use mcp_write_guard_core::{ArgLimits, canonical_json};
+use mcp_write_guard_core::canonical::{ArgLimits, canonical_json};
 use mcp_write_guard_policy::Annotations;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

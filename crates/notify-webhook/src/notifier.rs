@@ -2,7 +2,7 @@
 
 use std::{error::Error as _, fmt, path::Path, sync::Arc, time::Duration};
 
-use mcp_write_guard_rmcp::approval::{BoxFuture, Clock, SystemClock};
+use mcp_write_guard_rmcp::approval::{Clock, SystemClock, store::BoxFuture};
 use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use url::Url;

@@ -13,8 +13,10 @@
 use std::time::{Duration, Instant};
 
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, DefinitionDigest, MemoryStore, PendingApproval, Principal, Store,
-    ToolName, issue_token, spend_token, store_approval, take_approval,
+    ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, Store, ToolName,
+    ids::DefinitionDigest,
+    round_trip::{store_approval, take_approval},
+    token::{issue_token, spend_token},
 };
 use mcp_write_guard_redis::RedisStore;
 use mcp_write_guard_redis::test_util::redis_url;
@@ -28,7 +30,10 @@ const SAMPLES: usize = 20_000;
 
 fn args() -> CapturedArgs {
     let value = serde_json::json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"});
-    match CapturedArgs::capture_value(&value, &mcp_write_guard_core::ArgLimits::default()) {
+    match CapturedArgs::capture_value(
+        &value,
+        &mcp_write_guard_core::canonical::ArgLimits::default(),
+    ) {
         Ok(args) => args,
         Err(err) => panic!("{err}"),
     }

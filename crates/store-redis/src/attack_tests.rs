@@ -40,7 +40,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_write_guard_core::store_conformance::T0;
-use mcp_write_guard_core::{Principal, RecordKind, Store, StoreError, StoreKey};
+use mcp_write_guard_core::{
+    Principal, Store, StoreError,
+    store::{RecordKind, StoreKey},
+};
 use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
 use time::OffsetDateTime;

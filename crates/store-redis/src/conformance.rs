@@ -30,7 +30,10 @@ async fn the_redis_store_keeps_the_store_contract() {
 /// Concurrent takes from separate connections (as from separate replicas) grant once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takes_from_many_connections_grant_once() {
-    use mcp_write_guard_core::{Principal, RecordKind, Store, StoreKey};
+    use mcp_write_guard_core::{
+        Principal, Store,
+        store::{RecordKind, StoreKey},
+    };
     let redis = redis_url();
     let first = fresh_store(redis.url(), 64).await;
     let now = store_conformance::T0;

@@ -5,9 +5,12 @@
 
 use mcp_write_guard_core::store_conformance::T0;
 use mcp_write_guard_core::{
-    ApprovalPolicy, ArgLimits, CapturedArgs, DefinitionDigest, PendingApproval, Principal,
-    RecordKind, RoundTripRejection, Store, StoreKey, TokenRejection, ToolDefinition, ToolName,
-    check_token, issue_token, spend_token, store_approval, take_approval,
+    ApprovalPolicy, CapturedArgs, PendingApproval, Principal, Store, ToolDefinition, ToolName,
+    canonical::ArgLimits,
+    ids::DefinitionDigest,
+    round_trip::{RoundTripRejection, store_approval, take_approval},
+    store::{RecordKind, StoreKey},
+    token::{TokenRejection, check_token, issue_token, spend_token},
 };
 use serde_json::{Value, json};
 

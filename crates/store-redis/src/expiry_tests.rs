@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_write_guard_core::{Principal, RecordKind, Store, StoreKey};
+use mcp_write_guard_core::{
+    Principal, Store,
+    store::{RecordKind, StoreKey},
+};
 use time::OffsetDateTime;
 
 use crate::RedisStore;

@@ -51,7 +51,7 @@
 //! # Keys
 //!
 //! Records are hashes under `PREFIX:KIND:ID` (`KIND` is
-//! [`RecordKind::as_str`](mcp_write_guard_core::RecordKind::as_str)); a principal's
+//! [`RecordKind::as_str`](mcp_write_guard_core::store::RecordKind::as_str)); a principal's
 //! cap is a sorted set under `PREFIX:principal:NAME`. Several servers can share one Redis with
 //! different prefixes. One Redis server is supported, not Redis Cluster (a take frees its
 //! principal's place in a key it reads from the record). Replication is asynchronous: after a
@@ -69,7 +69,9 @@ use std::fmt;
 use std::time::Duration;
 
 use mcp_write_guard_core::{
-    ApprovalPolicy, BoxFuture, DEFAULT_PER_PRINCIPAL_CAP, Principal, Store, StoreError, StoreKey,
+    ApprovalPolicy, Principal, Store, StoreError,
+    policy::DEFAULT_PER_PRINCIPAL_CAP,
+    store::{BoxFuture, StoreKey},
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script};
@@ -517,7 +519,7 @@ fn unavailable(err: &RedisError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_write_guard_core::RecordKind;
+    use mcp_write_guard_core::store::RecordKind;
 
     #[test]
     fn milliseconds_round_down() {

@@ -25,7 +25,7 @@ use std::{
 
 use common::{HttpChild, Log, Record, SigningKey, fields, records, records_when};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
+use mcp_write_guard_core::{round_trip::ROUND_TRIP_REFUSAL_MESSAGE, token::TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::{
     model::{CallToolRequestParams, CallToolResponse, InputResponses, JsonObject},
@@ -485,10 +485,10 @@ async fn invalid_token(raw: &Raw, case: &str, token: &str) -> Result<(String, Va
     Ok((header, serde_json::from_str(&reply.body)?))
 }
 
-/// The 401's `error_description` (and the logged reason) says why, as `TokenRejection`
+/// The 401's `error_description` (and the logged reason) says why, as `BearerRejection`
 /// documents it: a missing `exp`, `iss`, `aud` or `sub` is "lacks a required claim"
-/// (`TokenRejection::Claims`), and `alg: none` is "signing algorithm is not accepted"
-/// (`TokenRejection::Algorithm`: "an algorithm other than the asymmetric ones (`none` and
+/// (`BearerRejection::Claims`), and `alg: none` is "signing algorithm is not accepted"
+/// (`BearerRejection::Algorithm`: "an algorithm other than the asymmetric ones (`none` and
 /// `HS*` included)").
 #[tokio::test]
 async fn a_refused_token_is_described_by_its_documented_reason() -> Result<(), Failure> {
@@ -851,7 +851,7 @@ async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> 
 #[tokio::test]
 async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_sessions_are_404()
 -> Result<(), Failure> {
-    const CAP: usize = mcp_write_guard_core::DEFAULT_PER_PRINCIPAL_CAP;
+    const CAP: usize = mcp_write_guard_core::policy::DEFAULT_PER_PRINCIPAL_CAP;
     const EXTRA: usize = 3;
     let server = AuthServer::start().await?;
     let file = server.file();

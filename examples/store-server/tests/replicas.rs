@@ -41,7 +41,7 @@ use std::{
 };
 
 use common::{HttpChild, Log, SigningKey};
-use mcp_write_guard_core::{ROUND_TRIP_REFUSAL_MESSAGE, TOKEN_REFUSAL_MESSAGE};
+use mcp_write_guard_core::{round_trip::ROUND_TRIP_REFUSAL_MESSAGE, token::TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
 use mcp_write_guard_rmcp::{
     ALREADY_USED_MESSAGE, INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION,

@@ -1,8 +1,8 @@
 //! `answer`: the person's answer, as an elicitation result and as 2026-07-28 `inputResponses`.
 
 use mcp_write_guard_core::{
-    AnswerAction, ApprovalPolicy, CapturedArgs, Decision, DefinitionDigest, DenyReason,
-    PendingApproval, Principal, ToolName, Verdict, decide_answer,
+    AnswerAction, ApprovalPolicy, CapturedArgs, Decision, DenyReason, PendingApproval, Principal,
+    ToolName, Verdict, answer::decide_answer, ids::DefinitionDigest,
 };
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 //! `canonical`: the RFC 8785 canonical form of any JSON value.
 
-use mcp_write_guard_core::{
+use mcp_write_guard_core::canonical::{
     ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, canonical_json,
 };
 use serde_json::{Number, Value};

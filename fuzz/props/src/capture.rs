@@ -1,8 +1,13 @@
 //! `capture`: tool arguments captured once, checked, canonicalised and digested.
 
 use mcp_write_guard_core::{
-    ArgLimits, ArgsDigest, ArgsError, CONFIRMATION_TOKEN_ARG, CapturedArgs, DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_DEPTH, MAX_SERIALIZED_DEPTH, canonical_json,
+    CapturedArgs,
+    canonical::{
+        ArgLimits, ArgsError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, MAX_SERIALIZED_DEPTH,
+        canonical_json,
+    },
+    ids::ArgsDigest,
+    token::CONFIRMATION_TOKEN_ARG,
 };
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};

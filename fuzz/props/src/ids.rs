@@ -5,11 +5,13 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use mcp_write_guard_core::{
-    ApprovalId, ApprovalPolicy, ArgsDigest, CapturedArgs, CsrfToken, DefinitionDigest, IdError,
-    MemoryStore, PageChoice, PagePerson, PageRefusal, PageView, PendingApproval, Principal,
-    RoundTripRejection, StateId, TokenId, TokenRejection, ToolName, answer_page, check_token,
-    issue_token, open_round_trip, show_page, spend_token, spend_token_from_args, store_approval,
-    take_approval, take_round_trip,
+    ApprovalId, ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, ToolName,
+    ids::{ArgsDigest, DefinitionDigest, IdError, StateId, TokenId},
+    page::{CsrfToken, PageChoice, PagePerson, PageRefusal, PageView, answer_page, show_page},
+    round_trip::{
+        RoundTripRejection, open_round_trip, store_approval, take_approval, take_round_trip,
+    },
+    token::{TokenRejection, check_token, issue_token, spend_token, spend_token_from_args},
 };
 use serde_json::{Value, json};
 
@@ -27,7 +29,7 @@ const DEFINITION: DefinitionDigest = DefinitionDigest::from_bytes([7; 32]);
 /// Properties: nothing panics; a parser accepts exactly the one spelling its docs give (a version
 /// 4 UUID, hyphenated, lowercase; or 64 lowercase hex digits) and an accepted text displays as
 /// itself; a refusal names the kind it was parsing; [`TokenId`], [`ApprovalId`] and [`StateId`]
-/// share one form, which is never a [`PageId`](mcp_write_guard_core::PageId) or
+/// share one form, which is never a [`PageId`](mcp_write_guard_core::page::PageId) or
 /// [`ArgsDigest`]'s, and the other way round; on an empty store a malformed `requestState` is
 /// `Malformed` and a well-formed one `Unknown`; a genuine round trip, stored approval or token
 /// is given back only for its exact text, and a near miss never uses it up.
@@ -93,7 +95,12 @@ fn check_parsers(text: &str) {
     assert_parser::<TokenId>(text, uuid, &malformed("token"), "TokenId");
     assert_parser::<ApprovalId>(text, uuid, &malformed("approval"), "ApprovalId");
     assert_parser::<StateId>(text, uuid, &malformed("round-trip state"), "StateId");
-    assert_parser::<mcp_write_guard_core::PageId>(text, hex, &malformed("approval page"), "PageId");
+    assert_parser::<mcp_write_guard_core::page::PageId>(
+        text,
+        hex,
+        &malformed("approval page"),
+        "PageId",
+    );
     assert_parser::<ArgsDigest>(text, hex, &IdError::MalformedDigest, "ArgsDigest");
     // The serde forms read what the parsers read.
     let as_json = Value::String(text.to_owned());

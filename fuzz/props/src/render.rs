@@ -1,6 +1,6 @@
 //! `render`: the renderer of every value a person reads in an approval question.
 
-use mcp_write_guard_core::{DEFAULT_MAX_RENDERED_CHARS, render_key, render_value};
+use mcp_write_guard_core::render::{DEFAULT_MAX_RENDERED_CHARS, render_key, render_value};
 use serde_json::Value;
 use unicode_general_category::{GeneralCategory, get_general_category};
 
@@ -10,7 +10,7 @@ use crate::support::fail;
 /// anything else is taken modulo 600. The rest is rendered as a string (lossily UTF-8), as a key,
 /// and, when it parses, as a JSON value.
 ///
-/// Properties, as [`Rendered`](mcp_write_guard_core::Rendered) and [`render_value`] promise them:
+/// Properties, as [`Rendered`](mcp_write_guard_core::render::Rendered) and [`render_value`] promise them:
 /// no character of general category Cc, Cf, Zl, Zp, Co, Cn (or Cs), nor one of the listed
 /// invisible default-ignorable characters, survives; an escape `\u{..}` is used only for such a
 /// character; the whole rendering never ends with `)` and reads back (escapes undone) as the
@@ -41,7 +41,7 @@ pub fn check_render(data: &[u8]) {
 }
 
 /// Whether `c` must never be shown as itself: general category Cc, Cf, Zl, Zp, Cs, Co, Cn, or
-/// one of the invisible default-ignorable characters [`Rendered`](mcp_write_guard_core::Rendered)
+/// one of the invisible default-ignorable characters [`Rendered`](mcp_write_guard_core::render::Rendered)
 /// lists.
 pub(crate) fn hidden(c: char) -> bool {
     let category = matches!(

@@ -48,7 +48,7 @@
 
 use std::{collections::HashMap, fmt, sync::Arc};
 
-use mcp_write_guard_core::{Clock, PageId, Store};
+use mcp_write_guard_core::{Clock, Store, page::PageId};
 use parking_lot::Mutex;
 use time::OffsetDateTime;
 use tokio::sync::Notify;

@@ -6,8 +6,10 @@
 //! [`admit`], a pure function with a truth table beside it.
 
 use mcp_write_guard_core::{
-    Admission, AdmissionFacts, ArgsError, CapturedArgs, Gate, Principal, TokenGate, TokenRejection,
-    admit, check_token_from_args,
+    CapturedArgs, Principal,
+    admission::{Admission, AdmissionFacts, Gate, TokenGate, admit},
+    canonical::ArgsError,
+    token::{TokenRejection, check_token_from_args},
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{

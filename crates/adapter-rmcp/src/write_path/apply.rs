@@ -11,7 +11,10 @@
 //! transaction that applies. For `prepare_admin_action` the apply is issuing the token, bound
 //! to the target's definition.
 
-use mcp_write_guard_core::{Approved, TokenRejection, ToolName, issue_token, spend_token};
+use mcp_write_guard_core::{
+    Approved, ToolName,
+    token::{TokenRejection, issue_token, spend_token},
+};
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,

@@ -9,8 +9,11 @@
 //! person with too many open approvals, is a refusal; one `asked` record says what was shown.
 
 use mcp_write_guard_core::{
-    DenyReason, Opened, PendingApproval, Question, ToolName, close_question, open_question,
-    open_question_round_trip, render_key, take_approval, withdraw_page,
+    DenyReason, PendingApproval, ToolName,
+    page::withdraw_page,
+    question::{Opened, Question, close_question, open_question},
+    render::render_key,
+    round_trip::{open_question_round_trip, take_approval},
 };
 use rmcp::{
     ServerHandler,

@@ -7,7 +7,7 @@
 //! [`WriteStep::Preview`]: crate::WriteStep::Preview
 
 use mcp_write_guard_core::{
-    CapturedArgs, DefinitionDigest, PendingApproval, ToolChanged, ToolName, previews_match,
+    CapturedArgs, PendingApproval, ToolChanged, ToolName, ids::DefinitionDigest, previews_match,
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{

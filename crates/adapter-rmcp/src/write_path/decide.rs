@@ -5,9 +5,10 @@
 //! that reach the apply are the ones the person was asked about.
 
 use mcp_write_guard_core::{
-    AnswerAction, AnswerChannel, Approved, CapturedArgs, GivenAnswer, PendingApproval, Principal,
-    Question, RoundTripRejection, Verdict, answer_question, close_question, find_question,
-    take_round_trip,
+    AnswerAction, Approved, CapturedArgs, PendingApproval, Principal, Verdict,
+    answer::AnswerChannel,
+    question::{GivenAnswer, Question, answer_question, close_question, find_question},
+    round_trip::{RoundTripRejection, take_round_trip},
 };
 use rmcp::{
     ServerHandler,

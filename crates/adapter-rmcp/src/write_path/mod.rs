@@ -45,7 +45,9 @@ mod settle;
 mod wrap;
 
 use mcp_write_guard_core::{
-    ApprovalId, ArgsDigest, DefinitionDigest, DefinitionError, Principal, ToolName, danger,
+    ApprovalId, Principal, ToolName, danger,
+    definition::DefinitionError,
+    ids::{ArgsDigest, DefinitionDigest},
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{

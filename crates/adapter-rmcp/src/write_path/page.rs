@@ -17,8 +17,10 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::{
-    AnswerAction, AnswerChannel, GivenAnswer, Opened, PageId, PageSubject, PendingApproval,
-    Principal, Question, answer_question, open_page, open_question, withdraw_page,
+    AnswerAction, PendingApproval, Principal,
+    answer::AnswerChannel,
+    page::{PageId, PageSubject, open_page, withdraw_page},
+    question::{GivenAnswer, Opened, Question, answer_question, open_question},
 };
 use rmcp::{
     ServerHandler,

@@ -5,8 +5,8 @@
 //! from the configured [`ApprovalPolicy`].
 
 use mcp_write_guard_core::{
-    ApprovalPolicy, DefinitionError, DenyReason, RoundTripRejection, StoreError, TokenRejection,
-    ToolChanged, ToolName, render_key,
+    ApprovalPolicy, DenyReason, StoreError, ToolChanged, ToolName, definition::DefinitionError,
+    render::render_key, round_trip::RoundTripRejection, token::TokenRejection,
 };
 use rmcp::model::{CallToolResult, ContentBlock};
 

@@ -18,9 +18,13 @@
 use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use mcp_write_guard_core::{
-    AnswerAction, AnswerChannel, ApprovalId, CapturedArgs, DenyReason, GivenAnswer, Principal,
-    Question, QuestionStatus, RoundTripRejection, answer_question, close_question, find_question,
-    open_round_trip, peek_approval, question_status, refresh_question, take_approval,
+    AnswerAction, ApprovalId, CapturedArgs, DenyReason, Principal,
+    answer::AnswerChannel,
+    question::{
+        GivenAnswer, Question, QuestionStatus, answer_question, close_question, find_question,
+        question_status, refresh_question,
+    },
+    round_trip::{RoundTripRejection, open_round_trip, peek_approval, take_approval},
 };
 use rmcp::{
     ServerHandler,
@@ -722,7 +726,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             let message = format!(
                 "The approval page for {} is still waiting for your answer: approve or decline \
                  the change there.",
-                mcp_write_guard_core::render_key(pending.tool().as_str())
+                mcp_write_guard_core::render::render_key(pending.tool().as_str())
             );
             let url = pages.config.url(page);
             let notice = self.page_notice(pending, admin_target.as_ref(), &prompt, url.clone());
@@ -761,8 +765,12 @@ impl<S: ServerHandler> WriteGuard<S> {
     pub(super) async fn withdraw(&self, question: &Question) {
         #[cfg(feature = "approval-page")]
         if let Some(page) = question.page() {
-            mcp_write_guard_core::withdraw_page(&*self.shared.store, page, self.shared.clock.now())
-                .await;
+            mcp_write_guard_core::page::withdraw_page(
+                &*self.shared.store,
+                page,
+                self.shared.clock.now(),
+            )
+            .await;
         }
         #[cfg(not(feature = "approval-page"))]
         let _ = question;

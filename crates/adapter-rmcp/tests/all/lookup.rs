@@ -2,7 +2,7 @@
 //! each tool through `list_tools`, following the cursor to the last page, and classifies it
 //! exactly as it would through `get_tool`.
 
-use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::json;
 

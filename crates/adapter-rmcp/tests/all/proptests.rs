@@ -1,7 +1,7 @@
 //! Invariants over inputs: any answer that is not `accept` with `approve: true` writes nothing,
 //! in either era; and what is applied is exactly what was approved.
 
-use mcp_write_guard_core::{AnswerAction, Decision, DenyReason, decide_answer};
+use mcp_write_guard_core::{AnswerAction, Decision, DenyReason, answer::decide_answer};
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, InputResponses};

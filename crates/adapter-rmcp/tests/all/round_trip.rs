@@ -1,7 +1,7 @@
 //! The 2026-07-28 input round, driven by hand: the `requestState` is server-bound, single-use
 //! and expiring, and whatever the client sends back is checked against it.
 
-use mcp_write_guard_core::ROUND_TRIP_REFUSAL_MESSAGE;
+use mcp_write_guard_core::round_trip::ROUND_TRIP_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome};
 use proptest::prelude::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};

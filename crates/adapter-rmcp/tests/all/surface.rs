@@ -371,7 +371,7 @@ async fn non_object_arguments_are_refused_without_a_panic() {
         json!({"name": "add_row", "arguments": true}),
     ];
     let mut deep = json!(1);
-    for _ in 0..(mcp_write_guard_core::DEFAULT_MAX_DEPTH + 5) {
+    for _ in 0..(mcp_write_guard_core::canonical::DEFAULT_MAX_DEPTH + 5) {
         deep = json!([deep]);
     }
     // A control over the same connection: object arguments do reach the guard, which refuses

@@ -1,7 +1,7 @@
 //! Token-gated tools and `prepare_admin_action`, in both protocol eras: every way a token can
 //! be wrong is refused with nothing written and one audit record naming the reason.
 
-use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::json;
 

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};

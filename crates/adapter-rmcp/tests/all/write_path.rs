@@ -322,23 +322,23 @@ async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
     h.script([Reply::Approve, Reply::Approve]);
-    let huge = "x".repeat(mcp_write_guard_core::DEFAULT_MAX_BYTES + 1);
+    let huge = "x".repeat(mcp_write_guard_core::canonical::DEFAULT_MAX_BYTES + 1);
     let result = h.call("add_row", json!({"name": huge, "value": 1})).await;
     let too_large = format!(
         "tool arguments are larger than the limit of {} bytes",
-        mcp_write_guard_core::DEFAULT_MAX_BYTES
+        mcp_write_guard_core::canonical::DEFAULT_MAX_BYTES
     );
     h.assert_refused(&result, &before, Outcome::BadArguments, Some(&too_large));
 
     h.audit.clear();
     let mut deep = json!(1);
-    for _ in 0..(mcp_write_guard_core::DEFAULT_MAX_DEPTH + 5) {
+    for _ in 0..(mcp_write_guard_core::canonical::DEFAULT_MAX_DEPTH + 5) {
         deep = json!([deep]);
     }
     let result = h.call("add_row", json!({"name": "a", "value": deep})).await;
     let too_deep = format!(
         "tool arguments nest deeper than the limit of {} levels",
-        mcp_write_guard_core::DEFAULT_MAX_DEPTH
+        mcp_write_guard_core::canonical::DEFAULT_MAX_DEPTH
     );
     h.assert_refused(&result, &before, Outcome::BadArguments, Some(&too_deep));
     assert!(h.asked().is_empty());

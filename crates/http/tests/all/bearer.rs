@@ -11,7 +11,7 @@ use std::{
 
 use axum::{Router, extract::State, routing::get};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
-use mcp_write_guard_http::{AuthConfig, BearerAuth, BoundedSessions, JwksSource, TokenRejection};
+use mcp_write_guard_http::{AuthConfig, BearerAuth, BearerRejection, BoundedSessions, JwksSource};
 use parking_lot::Mutex;
 use rmcp::{
     ServerHandler,
@@ -118,7 +118,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
     let invented = token(&stranger, "invented", "mallory");
     assert_eq!(
         auth.verify_token(&invented).await.unwrap_err(),
-        TokenRejection::Signature
+        BearerRejection::Signature
     );
     assert_eq!(
         keys.fetches.load(Ordering::SeqCst),
@@ -130,7 +130,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
         let forged = token(&stranger, &format!("invented-{i}"), "mallory");
         assert_eq!(
             auth.verify_token(&forged).await.unwrap_err(),
-            TokenRejection::Signature
+            BearerRejection::Signature
         );
     }
     assert_eq!(
@@ -142,7 +142,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
     let wrong = token(&stranger, "k1", "mallory");
     assert_eq!(
         auth.verify_token(&wrong).await.unwrap_err(),
-        TokenRejection::Signature
+        BearerRejection::Signature
     );
     assert_eq!(keys.fetches.load(Ordering::SeqCst), 3);
 }

@@ -5,7 +5,7 @@
 //! refused. Below 2026-07-28, where the server hears the client's error (from 2026-07-28 the
 //! client's own library sees the input request, and no retry arrives).
 
-use mcp_write_guard_core::BoxFuture;
+use mcp_write_guard_core::store::BoxFuture;
 use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
 use parking_lot::Mutex;
 

@@ -1,0 +1,151 @@
+//! The store's vocabulary: what a record is ([`RecordKind`]), where it lives ([`StoreKey`]) and
+//! how storing it fails ([`StoreError`]). Below every module that stores something.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// What a stored record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecordKind {
+    /// A pending approval kept in the store (see [`store_approval`](crate::round_trip::store_approval)).
+    Approval,
+    /// Round-trip state: the `requestState` of an input-required round trip.
+    RoundTrip,
+    /// A confirmation token.
+    Token,
+    /// An approval page: what it shows, and the person's answer until the guard reads it.
+    Page,
+    /// A question's index (under its binding) and its first answer (see
+    /// [`open_question`](crate::question::open_question)).
+    Question,
+}
+
+impl RecordKind {
+    /// A stable short name, usable as a key prefix by backends.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::RoundTrip => "round-trip",
+            Self::Token => "token",
+            Self::Page => "page",
+            Self::Question => "question",
+        }
+    }
+}
+
+/// The key of a stored record: its kind and its opaque id.
+#[derive(Debug, Clone, PartialOrd, Ord)]
+pub struct StoreKey {
+    kind: RecordKind,
+    /// Shared, so that the copy a store keeps in its expiry index costs no allocation.
+    id: Arc<str>,
+}
+
+impl StoreKey {
+    /// A key for a record of `kind` with the opaque `id`.
+    pub fn new(kind: RecordKind, id: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id: Arc::from(id.into()),
+        }
+    }
+
+    /// This key's kind, with `suffix` after its id.
+    pub(crate) fn with_suffix(&self, suffix: &str) -> Self {
+        let (id, suffix) = (self.id.as_bytes(), suffix.as_bytes());
+        let mut buf = [0_u8; 96];
+        let joined = buf.get_mut(..id.len() + suffix.len()).and_then(|joined| {
+            let (head, tail) = joined.split_at_mut(id.len());
+            head.copy_from_slice(id);
+            tail.copy_from_slice(suffix);
+            std::str::from_utf8(joined).ok()
+        });
+        match joined {
+            Some(joined) => Self::from_str(self.kind, joined),
+            None => Self::new(
+                self.kind,
+                [&*self.id, std::str::from_utf8(suffix).unwrap_or_default()].concat(),
+            ),
+        }
+    }
+
+    /// A key for a record of `kind` with the opaque `id`, shared.
+    pub(crate) fn from_shared(kind: RecordKind, id: Arc<str>) -> Self {
+        Self { kind, id }
+    }
+
+    /// A key for a record of `kind` with the opaque `id`, copied once.
+    pub(crate) fn from_str(kind: RecordKind, id: &str) -> Self {
+        Self {
+            kind,
+            id: Arc::from(id),
+        }
+    }
+
+    /// The record kind.
+    pub fn kind(&self) -> RecordKind {
+        self.kind
+    }
+
+    /// The opaque id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Equal when kind and id are: a copy of the same key (the store's expiry index holds one) is
+/// known equal without comparing the ids' text.
+impl PartialEq for StoreKey {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && (Arc::ptr_eq(&self.id, &other.id) || self.id == other.id)
+    }
+}
+
+impl Eq for StoreKey {}
+
+/// As a derived `Hash` would: the kind, then the id's text (so equal keys hash alike however
+/// their ids are held).
+impl std::hash::Hash for StoreKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.id.hash(state);
+    }
+}
+
+impl fmt::Display for StoreKey {
+    /// `kind:id`, for example `token:4f…`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind.as_str(), self.id)
+    }
+}
+
+/// A store failure. Every store failure is a denial for the write that needed the store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend could not be reached or failed.
+    #[error("approval store unavailable: {0}")]
+    Unavailable(String),
+    /// The principal already has `cap` live entries.
+    #[error(
+        "too many pending approvals and tokens for this user (limit {cap}); finish or let some expire first"
+    )]
+    PrincipalCapReached {
+        /// The per-principal cap.
+        cap: usize,
+    },
+    /// The whole store holds `cap` live entries.
+    #[error("the approval store is full (limit {cap} entries)")]
+    Full {
+        /// The store-wide cap.
+        cap: usize,
+    },
+    /// A live entry with this key already exists (ids are random, so this means misuse).
+    #[error("a record with this key already exists")]
+    KeyExists,
+    /// A stored record could not be read back.
+    #[error("corrupt record in the approval store: {0}")]
+    Corrupt(String),
+}
