@@ -96,6 +96,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .trust_read("list_notes")
         .build(); // writes only with MCP_WRITES_ENABLED=true
+    // rmcp's own stdio transport keeps this example within the adapter's dependencies. A server
+    // of your own serves through `mcp_write_guard_stdio::stdio()?` instead (crate
+    // mcp-write-guard-stdio: bad frames answered, backpressure), as the workspace README's
+    // example does; docs/known-limits.md says what rmcp's transport drops.
     guard
         .serve(rmcp::transport::stdio())
         .await?

@@ -1,32 +1,4 @@
-//! Streamable HTTP for a guarded MCP server, hardened: who is asking (a bearer-token resource
-//! server), which pages may call, how many sessions. It decides nothing about writes: the
-//! principal it establishes is what `mcp-write-guard-rmcp`'s `WriteGuard` binds approvals to.
-//!
-//! rmcp's [`StreamableHttpService`](rmcp::transport::streamable_http_server::StreamableHttpService)
-//! serves MCP over HTTP; these pieces go around it:
-//!
-//! - [`BearerAuth`]: an OAuth 2.1 resource server. Requests without a valid JWT get 401 and the
-//!   RFC 9728 metadata URL; valid ones carry an [`AuthenticatedSubject`](mcp_write_guard_rmcp::AuthenticatedSubject),
-//!   which [`FromAuthenticatedSubject`](mcp_write_guard_rmcp::FromAuthenticatedSubject) turns into the principal
-//!   (issuer + subject) and [`WriteGuardBuilder::write_scope`](mcp_write_guard_rmcp::WriteGuardBuilder::write_scope)
-//!   checks for the write scope.
-//! - [`LOOPBACK_ORIGINS`]: the browser origins a local server accepts; pass them, with any
-//!   origin you list, to `StreamableHttpServerConfig::with_allowed_origins`, which answers every
-//!   other `Origin` with 403 (requests without `Origin`, such as those of non-browser clients,
-//!   pass).
-//! - [`BoundedSessions`]: rmcp's session manager with a ceiling on live sessions and an idle
-//!   timeout.
-//!
-//! Which principal a deployment gets:
-//!
-//! | set-up | resolver | who can write |
-//! |---|---|---|
-//! | loopback only, no auth | [`LocalMachine`](mcp_write_guard_rmcp::LocalMachine) | every client on the machine, as one person (`local`) |
-//! | bearer auth | [`FromAuthenticatedSubject`](mcp_write_guard_rmcp::FromAuthenticatedSubject) | each verified subject, as itself |
-//! | neither | [`PerConnection`](mcp_write_guard_rmcp::PerConnection) | sessions of the older protocol era only; 2026-07-28 requests are refused |
-//!
-//! A runnable server with auth: `examples/http_auth.rs`
-//! (`cargo run -p mcp-write-guard-http --example http_auth`).
+#![doc = include_str!("../README.md")]
 
 mod auth;
 mod sessions;

@@ -113,7 +113,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS")]
     progress_every: Option<u64>,
     /// Where approvals, round trips and tokens live: `memory` (this process) or
-    /// redis://HOST[:PORT][/DB], shared by every replica (see "Running replicas" in the README).
+    /// redis://HOST[:PORT][/DB], shared by every replica (see "Running replicas" in docs/operations.md).
     #[arg(long, value_name = "URL", default_value = "memory")]
     store: String,
     /// The prefix of this server's Redis keys (default: the server's own): the same on every

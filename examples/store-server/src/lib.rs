@@ -181,8 +181,9 @@ fn prompt(input: &PromptInput<'_>) -> String {
 
 /// What the binary says on stderr when a person, not a client, is at the other end of stdin.
 pub const TERMINAL_HINT: &str = "store-server speaks MCP (JSON-RPC) on stdin and stdout; \
-typed text is not a command. Connect an MCP client instead, for example the MCP Inspector: \
-npx @modelcontextprotocol/inspector -e MCP_WRITES_ENABLED=true ./target/debug/store-server \
+typed text is not a command. Connect an MCP client instead, for example the MCP Inspector \
+2.12.0 (Node.js 22.19 or newer; keep the version, an older Inspector cannot approve): \
+npx -y @modelcontextprotocol/inspector@2.12.0 -e MCP_WRITES_ENABLED=true ./target/debug/store-server \
 (or serve HTTP with --http 127.0.0.1:8080). End with Ctrl-D.";
 
 /// The Redis key prefix of `--store redis://...` unless `--store-prefix` says otherwise.

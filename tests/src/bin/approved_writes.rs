@@ -20,11 +20,11 @@
 //! release build), `--dir DIR` (where the temporary database is made; default the system's
 //! temporary directory; `/dev/shm` takes the disk's flushes out of the figure).
 //!
-//! `--seed DIR` also drives the seed design (`../shared/peers/ts-store`, copied to `DIR` with
-//! its dependencies installed: `npm ci`) with the same client, in the legacy era only (its SDK
-//! has no 2026-07-28), right after the reference server in every run, and prints the ratio of
-//! the two. Its writes carry `"confirm": true`, which its design needs. `--node PATH` names
-//! the Node.js to run it with (default `node`).
+//! `--seed DIR` also drives the seed design (`../shared/peers/ts-store` of an outside checkout,
+//! not in this repository; copied to `DIR` with its dependencies installed: `npm ci`) with the
+//! same client, in the legacy era only (its SDK has no 2026-07-28), right after the reference
+//! server in every run, and prints the ratio of the two. Its writes carry `"confirm": true`,
+//! which its design needs. `--node PATH` names the Node.js to run it with (default `node`).
 //!
 //! Every write's time is split where the question reaches the user: "call to question" is the
 //! `tools/call` arriving, the checks, the preview and the question on its way (in 2026-07-28,
