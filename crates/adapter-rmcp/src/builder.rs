@@ -75,6 +75,13 @@ impl<S> fmt::Debug for WriteGuardBuilder<S> {
     }
 }
 
+impl<S: ServerHandler> WriteGuard<S> {
+    /// Starts configuring a guard around `inner`.
+    pub fn builder(inner: S) -> WriteGuardBuilder<S> {
+        WriteGuardBuilder::new(inner)
+    }
+}
+
 impl<S: ServerHandler> WriteGuardBuilder<S> {
     pub(crate) fn new(inner: S) -> Self {
         Self {

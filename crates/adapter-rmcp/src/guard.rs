@@ -42,7 +42,6 @@ use rmcp::{
 
 use crate::{
     audit::{AuditSink, Redaction},
-    builder::WriteGuardBuilder,
     config_check::{self, ConfigMistake},
     methods,
     principal::{ConnectionId, PrincipalResolver},
@@ -115,7 +114,7 @@ const GATED_YES: u8 = 1;
 const GATED_NO: u8 = 2;
 
 /// Wraps any rmcp [`ServerHandler`] so that every write needs a person's approval of that exact
-/// change. Build one with [`WriteGuard::builder`].
+/// change. Build one with [`WriteGuard::builder`](crate::WriteGuard::builder).
 ///
 /// Cloning is cheap (the configuration, store and audit sink are shared), and **each clone is a
 /// new connection** for the default [`crate::PerConnection`] principal: serve one clone per
@@ -147,13 +146,6 @@ impl<S> fmt::Debug for WriteGuard<S> {
             .field("writes_enabled", &self.shared.writes_enabled)
             .field("connection", &self.connection)
             .finish_non_exhaustive()
-    }
-}
-
-impl<S: ServerHandler> WriteGuard<S> {
-    /// Starts configuring a guard around `inner`.
-    pub fn builder(inner: S) -> WriteGuardBuilder<S> {
-        WriteGuardBuilder::new(inner)
     }
 }
 

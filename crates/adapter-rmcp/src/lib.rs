@@ -29,7 +29,7 @@ pub use error::Error;
 pub use guard::WriteGuard;
 /// The decisions (approvals, tokens, clock, store): `mcp-write-guard-core`, so that a server
 /// needs this one dependency for what the builder takes ([`approval::Clock`],
-/// [`approval::Store`], [`approval::ArgLimits`]).
+/// [`approval::Store`], [`approval::canonical::ArgLimits`]).
 pub use mcp_write_guard_core as approval;
 /// The untrusted-data envelope: `mcp-write-guard-envelope`.
 pub use mcp_write_guard_envelope as envelope;
