@@ -87,14 +87,9 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
         let tool_shown = subject.tool.as_str().to_owned();
-        let (pending, page) = match self.open_on_page(pending, subject).await? {
-            OnPage::Opened(pending, page) => (pending, page),
-            OnPage::Existing(question, pending) => {
-                let (principal, args) = (pending.principal(), pending.args());
-                return self
-                    .settle(call, question, principal, args, None, context)
-                    .await;
-            }
+        let (pending, page) = match self.open_on_page(call, pending, subject, context).await? {
+            Ok(opened) => opened,
+            Err(joined) => return Ok(joined),
         };
         let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
         let elicitation_id = pending.id().to_string();
@@ -111,13 +106,15 @@ impl<S: ServerHandler> WriteGuard<S> {
         self.put(call, pending, put, context).await
     }
 
-    /// Opens `pending` on a page, then as a question; if the same change's question was open
-    /// already, this page is withdrawn again.
+    /// Opens `pending` on a page, then as a question. If the same change's question was open
+    /// already, this page is withdrawn again and that question settles this call (`Err`).
     async fn open_on_page(
         &self,
+        call: &Call,
         pending: PendingApproval,
         subject: PageSubject,
-    ) -> Result<OnPage, Refusal> {
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Result<(PendingApproval, PageId), Settled>, Refusal> {
         let store = &*self.shared.store;
         let now = self.shared.clock.now();
         let store_refusal = |error| Refusal::store(&error, &self.shared.policy);
@@ -132,11 +129,15 @@ impl<S: ServerHandler> WriteGuard<S> {
             withdraw_page(store, page, now).await;
         }
         match (opened.map_err(store_refusal)?, page) {
-            (Opened::New, Some(page)) => Ok(OnPage::Opened(pending, page)),
+            (Opened::New, Some(page)) => Ok(Ok((pending, page))),
             (Opened::New, None) => Err(Refusal::ask_failed(&Error::Ask(
                 "the approval page was not opened".into(),
             ))),
-            (Opened::Existing(question), _) => Ok(OnPage::Existing(question, pending)),
+            (Opened::Existing(question), _) => {
+                let (principal, args) = (pending.principal(), pending.args());
+                let joined = self.settle(call, question, principal, args, None, context);
+                Ok(Err(joined.await?))
+            }
         }
     }
 
@@ -154,14 +155,9 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
         let tool_shown = subject.tool.as_str().to_owned();
-        let (pending, page) = match self.open_on_page(pending, subject).await? {
-            OnPage::Opened(pending, page) => (pending, page),
-            OnPage::Existing(question, pending) => {
-                let (principal, args) = (pending.principal(), pending.args());
-                return self
-                    .settle(call, question, principal, args, None, context)
-                    .await;
-            }
+        let (pending, page) = match self.open_on_page(call, pending, subject, context).await? {
+            Ok(opened) => opened,
+            Err(joined) => return Ok(joined),
         };
         let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
         let era = elicit::era(context);
@@ -290,15 +286,6 @@ impl<S: ServerHandler> WriteGuard<S> {
         let _first_answer =
             answer_question(&*self.shared.store, question, principal, cancelled, now).await;
     }
-}
-
-/// Where a pending approval stands once opened on a page.
-enum OnPage {
-    /// Opened on this page, and as the change's question.
-    Opened(PendingApproval, PageId),
-    /// The same change's question was open already: that question, with the approval this
-    /// call captured.
-    Existing(Question, PendingApproval),
 }
 
 /// The questions a notice was delivered for on this process, until their clock ends: a question
