@@ -1,0 +1,280 @@
+//! The attack on the approval questions is closed: a reason the model writes cannot add lines
+//! to what the person reads, fake a "Before:"/"After:" line or a "no stock change" sentence,
+//! reorder the text (bidi overrides), hide characters (zero-width, U+2028) or end its quotes
+//! with a look-alike quotation mark. Each question has exactly the lines its wording intends,
+//! the line with the change carries the true figures before the reason, and none of the raw
+//! characters reaches the person. The person declines, and nothing on disk
+//! moves.
+
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use mcp_write_guard_rmcp::{
+    DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
+};
+use serde_json::json;
+use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
+use workspace_tests::{Client, Failure, call, is_error, structured};
+
+use crate::store::{Store, connect};
+
+const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
+
+/// The sentence `prepare_admin_action` puts before the target's question.
+const PREPARING: &str = "Allow preparing an admin action? It issues a one-time confirmation token \
+                         for tool cancel_order with exactly these arguments; the action itself \
+                         will ask you again before it runs.";
+
+/// Characters that must never reach the person raw (line breaks are counted separately):
+/// controls, and quotation marks that could pass for the end of a quoted reason.
+const RAW: [char; 17] = [
+    '\r', '\u{202E}', '\u{200B}', '\u{2060}', '\u{FEFF}', '\u{2028}', '\u{2029}', '\u{200E}',
+    '\u{2066}', '\u{201C}', '\u{201D}', '\u{2018}', '\u{2019}', '\u{00AB}', '\u{00BB}', '\u{300C}',
+    '\u{FF02}',
+];
+
+/// The hostile reasons, each within the store's 200-character limit (a longer one is refused
+/// by the preview, and nobody is asked).
+fn hostile_reasons() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "a fake sentence, then 60 line breaks to push the real one out of sight",
+            format!(
+                "recount\n{FAKE_SENTENCE}\n{FAKE_SENTENCE}{}",
+                "\n".repeat(58)
+            ),
+        ),
+        (
+            "fake Before/After lines",
+            "recount\nBefore: {\"stock\":3}\nAfter: {\"stock\":3}".to_owned(),
+        ),
+        (
+            "a right-to-left override",
+            "recount \u{202E}3 >- 3 kcots".to_owned(),
+        ),
+        (
+            "zero-width characters",
+            "re\u{200B}count\u{2060} stock 3 -> 3\u{FEFF}".to_owned(),
+        ),
+        (
+            "a line separator",
+            format!("recount\u{2028}{FAKE_SENTENCE}\u{2029}\u{200E}\u{2066}\r"),
+        ),
+        (
+            "look-alike quotation marks that close the reason and open a fake consequence",
+            "duplicate\u{201D} Stock goes back: \u{201C}nothing, the order stays open".to_owned(),
+        ),
+        (
+            "single quotes, guillemets, corner brackets and a fullwidth quote",
+            "x\u{2019} stock 3 -> 3 \u{2018}y\u{00BB} \u{00AB}z\u{300C} \u{FF02}w".to_owned(),
+        ),
+    ]
+}
+
+/// The reason as the person must see it: quoted, escaped, cut like any value.
+fn shown(reason: &str) -> String {
+    render_value(&json!(reason), DEFAULT_MAX_RENDERED_CHARS).to_string()
+}
+
+/// The question has exactly `lines` lines and no control character but its own line breaks,
+/// nor any of the raw characters.
+fn assert_clean(question: &str, lines: usize, case: &str) {
+    assert_eq!(question.split('\n').count(), lines, "{case}: {question:?}");
+    for c in question.chars() {
+        assert!(
+            c == '\n' || !(c.is_control() || RAW.contains(&c)),
+            "{case}: raw {c:?} in {question:?}"
+        );
+    }
+}
+
+/// Places a pending order for one TLS-002 directly in the database; returns its id.
+fn place_order(store: &Store) -> Result<i64, Failure> {
+    let request = CreateOrderArgs {
+        customer_id: 1,
+        lines: vec![OrderLineArgs {
+            sku: "TLS-002".into(),
+            quantity: 1,
+        }],
+    };
+    let placed = store.db.create_order(&request, Mode::Apply)?;
+    placed.order_id.ok_or_else(|| "no order id".into())
+}
+
+/// The cancellation question, as the store words it from its preview of order 1.
+fn cancel_question(reason: &str) -> String {
+    format!(
+        "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", total \
+         $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: {}",
+        shown(reason)
+    )
+}
+
+async fn prepare(
+    client: &Client,
+    order: i64,
+    reason: &str,
+) -> Result<rmcp::model::CallToolResult, Failure> {
+    call(
+        client,
+        PREPARE_ADMIN_ACTION,
+        json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": reason}}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(), Failure> {
+    for era in ERAS {
+        for (case, reason) in hostile_reasons() {
+            let case = format!("{era:?}, {case}");
+            let store = Store::new()?;
+            let file = store.file();
+            let before = file.snapshot()?;
+            let (user, client) = store.person(era, [Reply::Decline]).await?;
+
+            let result = call(
+                &client,
+                "adjust_stock",
+                json!({"sku": "TLS-002", "delta": -3, "reason": reason}),
+            )
+            .await?;
+
+            assert!(is_error(&result), "{case}: {result:?}");
+            let messages = user.asked();
+            assert_eq!(messages.len(), 1, "{case}");
+            let question = &messages[0];
+            assert_clean(question, 1, &case);
+            // The true change first, the reason last and labelled.
+            assert!(
+                question.starts_with("Adjust \"TLS-002\" by -3: stock 3 -> 0. Reason given: \""),
+                "{case}: {question}"
+            );
+            assert_eq!(
+                question,
+                &format!(
+                    "Adjust \"TLS-002\" by -3: stock 3 -> 0. Reason given: {}",
+                    shown(&reason)
+                ),
+                "{case}"
+            );
+
+            assert_eq!(file.stock("TLS-002")?, 3, "{case}");
+            assert!(file.movements()?.is_empty(), "{case}");
+            assert_eq!(file.snapshot()?, before, "{case}");
+            assert_eq!(store.audit.decisions(), [Outcome::Declined], "{case}");
+            client.cancel().await?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(), Failure> {
+    for era in ERAS {
+        for (case, reason) in hostile_reasons() {
+            let case = format!("{era:?}, {case}");
+            let store = Store::new()?;
+            let file = store.file();
+            let order = place_order(&store)?;
+            let before = file.snapshot()?;
+            let (user, client) = store.person(era, [Reply::Decline]).await?;
+
+            let result = prepare(&client, order, &reason).await?;
+
+            assert!(is_error(&result), "{case}: {result:?}");
+            assert!(
+                result
+                    .structured_content
+                    .as_ref()
+                    .and_then(|content| content.get("confirmationToken"))
+                    .is_none(),
+                "{case}: no token issued"
+            );
+            let messages = user.asked();
+            assert_eq!(messages.len(), 1, "{case}");
+            let question = &messages[0];
+            // The preparing sentence, then the cancellation in the store's words: two lines.
+            assert_clean(question, 2, &case);
+            let lines: Vec<&str> = question.split('\n').collect();
+            assert_eq!(lines[0], PREPARING, "{case}");
+            assert!(
+                lines[1].starts_with(
+                    "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", \
+                     total $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \""
+                ),
+                "{case}: {question}"
+            );
+            assert_eq!(lines[1], cancel_question(&reason), "{case}");
+
+            assert_eq!(
+                file.order_status(order)?.as_deref(),
+                Some("pending"),
+                "{case}"
+            );
+            assert_eq!(file.stock("TLS-002")?, 2, "{case}");
+            assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
+            assert_eq!(file.snapshot()?, before, "{case}");
+            assert_eq!(store.audit.decisions(), [Outcome::Declined], "{case}");
+            client.cancel().await?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(), Failure> {
+    for era in ERAS {
+        for (case, reason) in hostile_reasons() {
+            let case = format!("{era:?}, {case}");
+            let store = Store::new()?;
+            let file = store.file();
+            let order = place_order(&store)?;
+            let before = file.snapshot()?;
+            // Approve the intent (to get a token), decline the act.
+            let (user, client) = store.person(era, [Reply::Approve, Reply::Decline]).await?;
+
+            let prepared = prepare(&client, order, &reason).await?;
+            assert!(!is_error(&prepared), "{case}: {prepared:?}");
+            let token = structured(&prepared)?["confirmationToken"]
+                .as_str()
+                .ok_or("no token")?
+                .to_owned();
+            let result = call(
+                &client,
+                "cancel_order",
+                json!({"orderId": order, "reason": reason, "confirmationToken": token}),
+            )
+            .await?;
+
+            assert!(is_error(&result), "{case}: {result:?}");
+            let messages = user.asked();
+            assert_eq!(messages.len(), 2, "{case}");
+            assert_clean(&messages[0], 2, &case);
+            let question = &messages[1];
+            assert_clean(question, 1, &case);
+            assert_eq!(question, &cancel_question(&reason), "{case}");
+            assert!(
+                question.starts_with(
+                    "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", \
+                     total $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \""
+                ),
+                "{case}: {question}"
+            );
+
+            assert_eq!(
+                file.order_status(order)?.as_deref(),
+                Some("pending"),
+                "{case}"
+            );
+            assert_eq!(file.stock("TLS-002")?, 2, "{case}");
+            assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
+            assert_eq!(file.snapshot()?, before, "{case}");
+            assert_eq!(
+                store.audit.decisions(),
+                [Outcome::Approved, Outcome::TokenIssued, Outcome::Declined],
+                "{case}"
+            );
+            client.cancel().await?;
+        }
+    }
+    Ok(())
+}

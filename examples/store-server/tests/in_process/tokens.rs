@@ -1,0 +1,445 @@
+//! `cancel_order` is token-gated: `prepare_admin_action` asks the user and issues a one-time
+//! token bound to the exact arguments; the cancellation then asks again. Every misuse is
+//! refused and the order and its stock stay as they were.
+
+use mcp_write_guard_core::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use serde_json::{Value, json};
+use store_server::{CancelOrderArgs, CreateOrderArgs, Mode, OrderLineArgs};
+use workspace_tests::{
+    Client, Failure, Movement, call, enveloped_data, is_error, message, structured, text,
+};
+
+use crate::store::{Store, connect};
+
+const REASON: &str = "customer changed their mind";
+
+/// Places a pending order for one TLS-002 directly in the database; returns its id.
+fn place_order(store: &Store) -> Result<i64, Failure> {
+    let request = CreateOrderArgs {
+        customer_id: 1,
+        lines: vec![OrderLineArgs {
+            sku: "TLS-002".into(),
+            quantity: 1,
+        }],
+    };
+    let placed = store.db.create_order(&request, Mode::Apply)?;
+    placed.order_id.ok_or_else(|| "no order id".into())
+}
+
+/// Asks for a token for `cancel_order {orderId, reason}`; the scripted user must approve.
+async fn prepare(client: &Client, order_id: i64, reason: &str) -> Result<String, Failure> {
+    let result = call(
+        client,
+        PREPARE_ADMIN_ACTION,
+        json!({"tool": "cancel_order", "arguments": {"orderId": order_id, "reason": reason}}),
+    )
+    .await?;
+    if is_error(&result) {
+        return Err(format!("prepare refused: {}", text(&result)).into());
+    }
+    let token = structured(&result)?["confirmationToken"]
+        .as_str()
+        .ok_or("no token")?
+        .to_owned();
+    Ok(token)
+}
+
+/// An audit outcome with its reason.
+type Decision = (Outcome, Option<String>);
+
+/// Builds a `cancel_order` call from (first order, second order, token).
+type Misuse = fn(i64, i64, &str) -> Value;
+
+/// The last audit record's outcome and reason.
+fn last_decision(store: &Store) -> Decision {
+    let record = store.audit.last().expect("an audit record");
+    (record.outcome, record.reason)
+}
+
+fn token_rejected(reason: &str) -> Decision {
+    (Outcome::TokenRejected, Some(reason.to_owned()))
+}
+
+fn cancel_args(order_id: i64, reason: &str, token: &str) -> Value {
+    json!({"orderId": order_id, "reason": reason, "confirmationToken": token})
+}
+
+#[tokio::test]
+async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), Failure> {
+    for era in ERAS {
+        let store = Store::new()?;
+        let file = store.file();
+        let order = place_order(&store)?;
+        assert_eq!(file.stock("TLS-002")?, 2);
+        let (user, client) = store.person(era, [Reply::Approve, Reply::Approve]).await?;
+
+        // First approval: the intent. Nothing changes yet.
+        let token = prepare(&client, order, REASON).await?;
+        assert_eq!(
+            file.order_status(order)?.as_deref(),
+            Some("pending"),
+            "{era:?}"
+        );
+        assert_eq!(file.stock("TLS-002")?, 2);
+        // The intent question is worded from the cancellation's preview: the order, the
+        // customer, the lines, the total and the reason, after the sentence that says a token
+        // is being prepared.
+        let intent = user.asked()[0].clone();
+        assert!(
+            intent.starts_with(
+                "Allow preparing an admin action? It issues a one-time confirmation token for \
+                 tool cancel_order with exactly these arguments; the action itself will ask you \
+                 again before it runs.\n"
+            ),
+            "{intent}"
+        );
+        assert!(
+            intent.contains(r#"Cancel order 1 for customer 1 ("Harbor Street Garage")"#),
+            "{intent}"
+        );
+        assert!(intent.contains(r#"1 x "TLS-002""#), "{intent}");
+        assert!(intent.contains("total $109.99"), "{intent}");
+        assert!(
+            intent.contains(&format!("Reason given: \"{REASON}\"")),
+            "{intent}"
+        );
+
+        // Second approval: the act, worded from the database.
+        let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
+        assert!(!is_error(&result), "{era:?}: {result:?}");
+        assert_eq!(
+            user.asked()[1],
+            "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", total \
+             $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \"customer changed their \
+             mind\""
+        );
+        assert!(
+            intent.ends_with(&format!("\n{}", user.asked()[1])),
+            "the intent asks in the act's words: {intent}"
+        );
+        let data = enveloped_data(&result)?;
+        assert_eq!(data["status"], "cancelled");
+        assert_eq!(data["lines"][0]["newStock"], 3);
+
+        assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));
+        assert_eq!(file.stock("TLS-002")?, 3);
+        assert_eq!(
+            file.movements()?,
+            [
+                Movement {
+                    sku: "TLS-002".into(),
+                    delta: -1,
+                    reason: "order 1 created".into()
+                },
+                Movement {
+                    sku: "TLS-002".into(),
+                    delta: 1,
+                    reason: format!("order 1 cancelled: {REASON}")
+                },
+            ]
+        );
+        assert_eq!(
+            store.audit.decisions(),
+            [
+                Outcome::Approved,
+                Outcome::TokenIssued,
+                Outcome::Approved,
+                Outcome::Applied
+            ],
+            "{era:?}"
+        );
+
+        // Single use: the same call again is refused and nothing moves.
+        let before = file.snapshot()?;
+        let again = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
+        assert!(is_error(&again));
+        assert_eq!(text(&again), TOKEN_REFUSAL_MESSAGE);
+        assert_eq!(user.asked().len(), 2, "{era:?}: the replay asked nobody");
+        assert_eq!(last_decision(&store), token_rejected("already-spent"));
+        assert_eq!(file.snapshot()?, before);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_missing_or_malformed_token_is_refused_before_anyone_is_asked() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let order = place_order(&store)?;
+    let before = store.file().snapshot()?;
+    let (user, client) = store.person(era, [Reply::Approve, Reply::Approve, Reply::Approve]);
+    let client = store.connect(&user).await?;
+
+    let attempts = [
+        json!({"orderId": order, "reason": REASON}),
+        json!({"orderId": order, "reason": REASON, "confirmationToken": null}),
+        json!({"orderId": order, "reason": REASON, "confirmationToken": "let-me-in"}),
+        json!({"orderId": order, "reason": REASON, "confirmationToken": 42}),
+    ];
+    for arguments in attempts {
+        let result = call(&client, "cancel_order", arguments.clone()).await?;
+        assert!(is_error(&result), "{arguments}");
+        assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE, "{arguments}");
+    }
+    assert!(user.asked().is_empty());
+    assert_eq!(store.file().snapshot()?, before);
+    let reasons: Vec<_> = store
+        .audit
+        .records()
+        .into_iter()
+        .map(|r| (r.outcome, r.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            token_rejected("missing"),
+            token_rejected("malformed"),
+            token_rejected("malformed"),
+            token_rejected("malformed")
+        ]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let first = place_order(&store)?;
+    let second = place_order(&store)?;
+    let before = file.snapshot()?;
+    let forged = "0b7f1f8e-6a8e-4c1e-9d55-3f1f4d1a2b3c";
+    // Each attempt below gets a fresh token for (first, REASON) and misuses it.
+    let misuses: [(&str, Misuse, Decision); 4] = [
+        (
+            "other order",
+            |_, second, token| cancel_args(second, REASON, token),
+            token_rejected("other-arguments"),
+        ),
+        (
+            "other reason",
+            |first, _, token| cancel_args(first, "found a cheaper one", token),
+            token_rejected("other-arguments"),
+        ),
+        (
+            "extra argument",
+            |first, _, token| json!({"orderId": first, "reason": REASON, "confirmationToken": token, "force": true}),
+            token_rejected("other-arguments"),
+        ),
+        (
+            "forged token",
+            |first, _, _| cancel_args(first, REASON, "0b7f1f8e-6a8e-4c1e-9d55-3f1f4d1a2b3c"),
+            token_rejected("unknown"),
+        ),
+    ];
+    for (what, misuse, expected) in misuses {
+        // One answer for the intent; a second one would only be used if the misuse got as far
+        // as asking, which it must not.
+        let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
+        let client = store.connect(&user).await?;
+        let token = prepare(&client, first, REASON).await?;
+        assert_ne!(token, forged);
+
+        let result = call(&client, "cancel_order", misuse(first, second, &token)).await?;
+
+        assert!(is_error(&result), "{what}: {result:?}");
+        assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE, "{what}");
+        assert_eq!(user.asked().len(), 1, "{what}: only the intent was asked");
+        assert_eq!(file.snapshot()?, before, "{what}");
+        assert_eq!(last_decision(&store), expected, "{what}");
+        assert!(
+            !store.audit.decisions().contains(&Outcome::Applied),
+            "{what}: {:?}",
+            store.audit.decisions()
+        );
+    }
+    // Neither order was touched.
+    assert_eq!(file.order_status(first)?.as_deref(), Some("pending"));
+    assert_eq!(file.order_status(second)?.as_deref(), Some("pending"));
+    assert_eq!(file.stock("TLS-002")?, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -> Result<(), Failure>
+{
+    let store = Store::new()?;
+    let file = store.file();
+    let order = place_order(&store)?;
+    let behind = file.clone();
+    let user = ScriptedClient::answering([
+        Reply::Approve,
+        // The user approves the cancellation, but the stock changes while they look: the guard
+        // spends the token, and the cancellation, comparing inside its own transaction, finds
+        // a different restock and rolls back.
+        Reply::after(
+            move || {
+                behind
+                    .set_stock_behind_the_servers_back("TLS-002", 7)
+                    .unwrap()
+            },
+            Reply::Approve,
+        ),
+        Reply::Approve,
+    ]);
+    let client = store.connect(&user).await?;
+    let token = prepare(&client, order, REASON).await?;
+
+    let stale = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
+    assert!(is_error(&stale));
+    assert_eq!(text(&stale), mcp_write_guard_rmcp::STALE_MESSAGE);
+    let before = file.snapshot()?;
+
+    let replay = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
+
+    assert!(is_error(&replay), "{replay:?}");
+    assert_eq!(text(&replay), TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(user.asked().len(), 2, "the replay asked nobody");
+    assert_eq!(user.unused_replies(), 1);
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
+    assert_eq!(file.stock("TLS-002")?, 7);
+    assert_eq!(last_decision(&store), token_rejected("already-spent"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let order = place_order(&store)?;
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
+    let client = store.connect(&user).await?;
+    let token = prepare(&client, order, REASON).await?;
+    let before = file.snapshot()?;
+
+    store.clock.advance(time::Duration::seconds(301));
+    let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
+
+    assert!(is_error(&result));
+    assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE);
+    assert_eq!(user.asked().len(), 1, "only the intent was asked");
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(last_decision(&store), token_rejected("expired"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let order = place_order(&store)?;
+    // One guard (one approval store), two connections: two principals.
+    let guard = store.guard(true);
+    let alice = ScriptedClient::answering([Reply::Approve]);
+    let mallory = ScriptedClient::answering([Reply::Approve]);
+    let alice_client = connect(guard.clone(), &alice, Era::Legacy).await?;
+    let mallory_client = connect(guard.clone(), &mallory, Era::Legacy).await?;
+    let token = prepare(&alice_client, order, REASON).await?;
+    let before = file.snapshot()?;
+
+    let result = call(
+        &mallory_client,
+        "cancel_order",
+        cancel_args(order, REASON, &token),
+    )
+    .await?;
+
+    assert!(is_error(&result));
+    assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE);
+    assert!(mallory.asked().is_empty());
+    assert_eq!(alice.asked().len(), 1);
+    assert_eq!(file.snapshot()?, before);
+    assert_eq!(last_decision(&store), token_rejected("other-principal"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn declining_the_intent_issues_no_token() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let order = place_order(&store)?;
+    let before = store.file().snapshot()?;
+    let user = ScriptedClient::answering([Reply::Decline]);
+    let client = store.connect(&user).await?;
+
+    let result = call(
+        &client,
+        PREPARE_ADMIN_ACTION,
+        json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": REASON}}),
+    )
+    .await?;
+
+    assert!(is_error(&result));
+    assert!(!text(&result).contains("confirmationToken"));
+    assert!(result.structured_content.is_none());
+    assert_eq!(store.file().snapshot()?, before);
+    assert_eq!(store.audit.decisions(), [Outcome::Declined]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -> Result<(), Failure>
+{
+    for era in ERAS {
+        let store = Store::new()?;
+        let order = place_order(&store)?;
+        let cancelled = CancelOrderArgs {
+            order_id: order,
+            reason: REASON.into(),
+            confirmation_token: None,
+        };
+        store.db.cancel_order(&cancelled, Mode::Apply)?;
+        let before = store.file().snapshot()?;
+        let user = ScriptedClient::answering([Reply::Approve]).await?;
+
+        let result = call(
+            &client,
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": REASON}}),
+        )
+        .await?;
+
+        assert!(is_error(&result), "{era:?}: {result:?}");
+        // The store's own words, in the envelope, as a failed preview of cancel_order itself.
+        assert_eq!(
+            message(&result),
+            format!(
+                "order {order} is cancelled, only a pending order can be cancelled; nothing was \
+                 changed"
+            ),
+            "{era:?}"
+        );
+        assert!(result.structured_content.is_none(), "{era:?}: no token");
+        assert!(user.asked().is_empty(), "{era:?}: {:?}", user.asked());
+        assert_eq!(store.file().snapshot()?, before, "{era:?}");
+        assert_eq!(
+            last_decision(&store),
+            (Outcome::PreviewFailed, Some("preview failed".to_owned())),
+            "{era:?}"
+        );
+        assert_eq!(store.audit.decisions(), [Outcome::PreviewFailed], "{era:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_token_gated_tools_can_be_prepared() -> Result<(), Failure> {
+    let store = Store::new()?;
+    let before = store.file().snapshot()?;
+    let user = ScriptedClient::answering([Reply::Approve]);
+    let client = store.connect(&user).await?;
+
+    let result = call(
+        &client,
+        PREPARE_ADMIN_ACTION,
+        json!({"tool": "adjust_stock", "arguments": {"sku": "TLS-002", "delta": -3, "reason": "x"}}),
+    )
+    .await?;
+
+    assert!(is_error(&result));
+    assert!(user.asked().is_empty());
+    assert_eq!(store.file().snapshot()?, before);
+    Ok(())
+}
