@@ -6,7 +6,7 @@ use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use serde_json::json;
 use workspace_tests::{Failure, Movement, call, enveloped_data, is_error, structured, text};
 
-use crate::store::{Store, connect};
+use crate::store::Store;
 
 #[tokio::test]
 async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), Failure> {

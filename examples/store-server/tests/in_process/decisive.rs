@@ -2,11 +2,11 @@
 //! file shows that nothing happened.
 
 use mcp_write_guard_rmcp::Outcome;
-use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply};
 use serde_json::json;
 use workspace_tests::{Failure, call, is_error, text};
 
-use crate::store::{Store, connect};
+use crate::store::Store;
 
 #[tokio::test]
 async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure> {

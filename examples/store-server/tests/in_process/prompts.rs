@@ -6,7 +6,7 @@
 //! characters reaches the person. The person declines, and nothing on disk
 //! moves.
 
-use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply};
 use mcp_write_guard_rmcp::{
     DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
 };
@@ -14,7 +14,7 @@ use serde_json::json;
 use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{Client, Failure, call, is_error, structured};
 
-use crate::store::{Store, connect};
+use crate::store::Store;
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 

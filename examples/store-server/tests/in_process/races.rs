@@ -3,14 +3,14 @@
 //! a question and its apply makes the approval stale with nothing of it saved.
 
 use mcp_write_guard_rmcp::Outcome;
-use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use mcp_write_guard_rmcp::test_util::ERAS;
 use serde_json::{Value, json};
 use workspace_tests::{
-    Failure, Movement, call, enveloped_data, hold_approvals, is_error, race_one_stock,
-    race_plus_one, tally,
+    Failure, RACE_PLUS_ONE_PROMPT, counter_sale, enveloped_data, hold_approvals, is_error,
+    race_one_stock, race_plus_one, sell_one, tally,
 };
 
-use crate::store::{Store, connect};
+use crate::store::Store;
 
 /// How many approvals the model collects before it sends the applies.
 const N: usize = 10;

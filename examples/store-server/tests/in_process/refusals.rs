@@ -4,6 +4,7 @@
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
+use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
 use workspace_tests::{Failure, call, is_error, message, structured, text};
 
@@ -21,7 +22,7 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
     let store = Store::new()?;
     let file = store.file();
     let before = file.snapshot()?;
-    let (user, client) = store.person(era, [Reply::Approve, Reply::Approve, Reply::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Approve, Reply::Approve]);
     let client = connect(store.guard(false), &user, Era::Legacy).await?;
 
     let writes = [
@@ -85,7 +86,7 @@ async fn a_client_that_cannot_ask_its_user_cannot_write() -> Result<(), Failure>
 
 #[tokio::test]
 async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<(), Failure> {
-    let cases: Vec<(fn() -> Answer, Outcome)> = vec![
+    let cases: Vec<(fn() -> Reply, Outcome)> = vec![
         (|| Reply::Decline, Outcome::Declined),
         (|| Reply::Cancel, Outcome::Cancelled),
         (
@@ -107,7 +108,7 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
             let store = Store::new()?;
             let file = store.file();
             let before = file.snapshot()?;
-            let user = ScriptedClient::answering([answer()]).await?;
+            let (user, client) = store.person(era, [answer()]).await?;
 
             let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -132,7 +133,7 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
     // Legacy: the elicitation request fails; the guard refuses.
     let store = Store::new()?;
     let before = store.file().snapshot()?;
-    let (user, client) = store.person(era, [Reply::Fail]);
+    let user = ScriptedClient::answering([Reply::Fail]);
     let client = connect(store.guard(true), &user, Era::Legacy).await?;
     let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
     assert!(is_error(&result), "{result:?}");
@@ -162,7 +163,7 @@ async fn an_answer_after_two_minutes_writes_nothing() -> Result<(), Failure> {
         let file = store.file();
         let before = file.snapshot()?;
         let late = Reply::late(&store.clock, time::Duration::seconds(121), Reply::Approve);
-        let user = ScriptedClient::answering([late]).await?;
+        let (_, client) = store.person(era, [late]).await?;
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -183,7 +184,7 @@ async fn an_answer_just_inside_two_minutes_still_counts() -> Result<(), Failure>
     for era in ERAS {
         let store = Store::new()?;
         let in_time = Reply::late(&store.clock, time::Duration::seconds(119), Reply::Approve);
-        let (user, client) = store.person(era, [in_time]).await?;
+        let (_, client) = store.person(era, [in_time]).await?;
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 

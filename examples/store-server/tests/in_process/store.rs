@@ -13,22 +13,22 @@ use tempfile::TempDir;
 use workspace_tests::{Client, Failure, FileView, connect_over};
 
 /// A seeded store on a temporary file.
-pub struct Store {
+pub(crate) struct Store {
     /// Keeps the temporary directory alive.
     _dir: TempDir,
     /// The SQLite file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The server's database handle.
-    pub db: Arc<Db>,
+    pub(crate) db: Arc<Db>,
     /// The guard's clock; advance it instead of sleeping.
-    pub clock: ManualClock,
+    pub(crate) clock: ManualClock,
     /// Every decision the guard recorded.
-    pub audit: Arc<MemorySink>,
+    pub(crate) audit: Arc<MemorySink>,
 }
 
 impl Store {
     /// A fresh store file, created and seeded by the server's own code.
-    pub fn new() -> Result<Self, Failure> {
+    pub(crate) fn new() -> Result<Self, Failure> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("store.db");
         let db = Arc::new(Db::open(&path)?);
@@ -42,17 +42,17 @@ impl Store {
     }
 
     /// An outside observer of the file.
-    pub fn file(&self) -> FileView {
+    pub(crate) fn file(&self) -> FileView {
         FileView::new(&self.path)
     }
 
     /// The guard the binary builds, with writes on or off, this store's clock and audit sink.
-    pub fn guard(&self, writes_enabled: bool) -> WriteGuard<StoreServer> {
+    pub(crate) fn guard(&self, writes_enabled: bool) -> WriteGuard<StoreServer> {
         self.guard_builder(writes_enabled).build()
     }
 
     /// [`Store::guard`] before `.build()`, for a test that changes one more thing.
-    pub fn guard_builder(&self, writes_enabled: bool) -> WriteGuardBuilder<StoreServer> {
+    pub(crate) fn guard_builder(&self, writes_enabled: bool) -> WriteGuardBuilder<StoreServer> {
         guard_builder(StoreServer::new(Arc::clone(&self.db)))
             .writes_enabled(writes_enabled)
             .clock(Arc::new(self.clock.clone()))
@@ -61,7 +61,7 @@ impl Store {
 
     /// A person who answers with `replies` (and declines any question after them), connected in
     /// `era` to a guard with writes enabled: the person and their client.
-    pub async fn person(
+    pub(crate) async fn person(
         &self,
         era: Era,
         replies: impl IntoIterator<Item = Reply>,
@@ -74,7 +74,7 @@ impl Store {
     /// Two people on connections of their own to this store (writes enabled), in `era`: the
     /// first, returned with their client, is asked only what a test scripts (or holds); the
     /// other approves one write.
-    pub async fn with_another_person(
+    pub(crate) async fn with_another_person(
         &self,
         era: Era,
     ) -> Result<(ScriptedClient, Client, Client), Failure> {
@@ -84,13 +84,13 @@ impl Store {
     }
 
     /// Serves a guard with writes enabled and connects `user` to it in process (legacy era).
-    pub async fn connect(&self, user: &ScriptedClient) -> Result<Client, Failure> {
+    pub(crate) async fn connect(&self, user: &ScriptedClient) -> Result<Client, Failure> {
         connect(self.guard(true), user, Era::Legacy).await
     }
 }
 
 /// Serves `guard` over an in-memory pipe and connects `user` to it speaking `era`.
-pub async fn connect(
+pub(crate) async fn connect(
     guard: WriteGuard<StoreServer>,
     user: &ScriptedClient,
     era: Era,

@@ -169,7 +169,7 @@ async fn a_missing_or_malformed_token_is_refused_before_anyone_is_asked() -> Res
     let store = Store::new()?;
     let order = place_order(&store)?;
     let before = store.file().snapshot()?;
-    let (user, client) = store.person(era, [Reply::Approve, Reply::Approve, Reply::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Approve, Reply::Approve]);
     let client = store.connect(&user).await?;
 
     let attempts = [
@@ -392,7 +392,7 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
         };
         store.db.cancel_order(&cancelled, Mode::Apply)?;
         let before = store.file().snapshot()?;
-        let user = ScriptedClient::answering([Reply::Approve]).await?;
+        let (user, client) = store.person(era, [Reply::Approve]).await?;
 
         let result = call(
             &client,
