@@ -31,3 +31,34 @@ pub fn log_tail(path: &Path) -> String {
         .unwrap_or_default()
         .join("\n")
 }
+
+/// A bench's options from its command line, or the exit code after saying why not: `parse`
+/// failed (usage, 2), or there is no server binary at `server(&options)` (2). Notes a debug
+/// build on stderr.
+pub fn options_or_exit<T>(
+    parse: impl FnOnce(std::env::ArgsOs) -> Result<T, String>,
+    server: impl FnOnce(&T) -> &Path,
+) -> Result<T, std::process::ExitCode> {
+    let args = {
+        let mut args = std::env::args_os();
+        args.next();
+        args
+    };
+    let options = parse(args).map_err(|e| {
+        eprintln!("{e}");
+        std::process::ExitCode::from(2)
+    })?;
+    let path = server(&options);
+    if !path.is_file() {
+        eprintln!(
+            "no server at {}: build it first (cargo build --release -p store-server) or pass \
+             --server PATH",
+            path.display()
+        );
+        return Err(std::process::ExitCode::from(2));
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("note: this is a debug build; use a release build for figures");
+    }
+    Ok(options)
+}

@@ -1,30 +1,32 @@
-//! Shared helpers for the workspace end-to-end tests in `tests/tests/`.
+//! The end-to-end kit shared by the tests that drive the reference `store-server` (its own
+//! `tests/`, the proxy's) and by the benches in `src/bin`.
 //!
-//! The tests start the real `store-server` (its database layer, its rmcp server and the guard
-//! exactly as the binary builds them) and drive it with a client that plays the user
-//! ([`ScriptedUser`]). What matters is checked on disk: [`FileView`] reads the SQLite file
-//! through a connection of its own. [`Browser`] opens the pages a person sees in a headless
-//! chromium.
+//! The person is played by mcp-write-guard-rmcp's
+//! [`ScriptedClient`](mcp_write_guard_rmcp::test_util::ScriptedClient) ([`connect_over`] any
+//! transport). What matters is checked on disk: [`FileView`] reads the SQLite file through a
+//! connection of its own. [`RawHttp`] speaks streamable HTTP by hand; [`Browser`] opens the
+//! pages a person sees in a headless chromium. The kit does not depend on `store-server`: it
+//! knows the server by its binary and its file.
 
 mod browser;
+mod child;
 pub mod cli;
-mod fixture;
+mod client;
 mod race;
 mod raw;
 mod results;
 mod sqlite;
-mod user;
 
 pub use browser::Browser;
-pub use fixture::{Client, Era, Store, connect, connect_over};
+pub use child::{PYTHON_MCP, SERVING_AT, python_sdk, serving_url};
+pub use client::{Client, connect_over};
 pub use race::{
-    HeldApprovals, Round, Tally, approve_round, ask_once, hold_approvals, race_one_stock,
-    race_plus_one, tally,
+    COUNTER_SALE, HeldApprovals, RACE_PLUS_ONE_PROMPT, Round, Tally, approve_round, ask_once,
+    counter_sale, hold_approvals, race_one_stock, race_plus_one, sell_one, tally,
 };
-pub use raw::{RawHttp, Reply, approve};
+pub use raw::{HttpReply, RawHttp, approve};
 pub use results::{call, enveloped_data, is_error, message, structured, text};
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};
-pub use user::{Answer, Asked, Gate, ScriptedUser, SideEffect};
 
 /// What a helper returns when something unexpected happens; tests `?` or unwrap it.
 pub type Failure = Box<dyn std::error::Error + Send + Sync>;

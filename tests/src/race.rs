@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use mcp_write_guard_rmcp::{INPUT_KEY, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{
+    Era, INPUT_KEY, STALE_MESSAGE,
+    test_util::{Gate, Reply, ScriptedClient},
+};
 use rmcp::{
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses, JsonObject},
     service::{Peer, RoleClient},
@@ -14,11 +17,9 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use crate::{
-    Failure,
-    fixture::{Client, Era},
+    Client, Failure,
     results::{enveloped_data, is_error, text},
     sqlite::FileView,
-    user::{Answer, Gate, ScriptedUser},
 };
 
 /// How long a held question may take to arrive before the helper gives up.
@@ -114,7 +115,7 @@ enum Pending {
 ///   approved retries are built by [`approve_round`]).
 pub async fn hold_approvals(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     era: Era,
     tool: &str,
     calls: &[Value],
@@ -125,7 +126,7 @@ pub async fn hold_approvals(
         Era::Legacy => {
             let gate = Gate::new();
             let asked_before = user.asked().len();
-            user.script((0..n).map(|_| Answer::held(&gate, Answer::Approve)));
+            user.script((0..n).map(|_| Reply::held(&gate, Reply::Approve)));
             let calls = calls
                 .iter()
                 .map(|arguments| {
@@ -136,13 +137,14 @@ pub async fn hold_approvals(
                 })
                 .collect::<Result<_, Failure>>()?;
             gate.wait_for_questions(n, ASKED_WITHIN).await?;
-            let prompts = user.messages().split_off(asked_before);
+            let prompts = user.asked().split_off(asked_before);
             Ok(HeldApprovals {
                 prompts,
                 pending: Pending::Legacy { gate, calls },
             })
         }
-        Era::Rounds => {
+        // 2026-07-28 and later: input rounds.
+        _ => {
             let mut rounds = Vec::with_capacity(n);
             for arguments in calls {
                 rounds.push(ask_once(&peer, tool, arguments).await?);
@@ -220,6 +222,37 @@ fn object(arguments: &Value) -> Result<JsonObject, Failure> {
     }
 }
 
+/// The question [`race_plus_one`] asks on the seeded store.
+pub const RACE_PLUS_ONE_PROMPT: &str =
+    r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "race""#;
+
+/// What another person sells at the counter while a question is open.
+pub const COUNTER_SALE: &str = "sold at the counter";
+
+/// Another person on `other` sells one `sku` at the counter (`adjust_stock` by -1, reason
+/// [`COUNTER_SALE`]); an error if it was not applied.
+pub async fn sell_one(other: &Client, sku: &str) -> Result<(), Failure> {
+    let sale = crate::call(
+        other,
+        "adjust_stock",
+        json!({"sku": sku, "delta": -1, "reason": COUNTER_SALE}),
+    )
+    .await?;
+    if is_error(&sale) {
+        return Err(format!("the counter sale of {sku} was refused: {sale:?}").into());
+    }
+    Ok(())
+}
+
+/// The one movement [`sell_one`] of `sku` records.
+pub fn counter_sale(sku: &str) -> crate::Movement {
+    crate::Movement {
+        sku: sku.into(),
+        delta: -1,
+        reason: COUNTER_SALE.into(),
+    }
+}
+
 /// The arguments of the race: `+1` on TLS-002 (seeded at stock 3).
 pub fn race_plus_one() -> Value {
     race_plus_one_as(0)
@@ -242,7 +275,7 @@ fn race_plus_one_as(i: usize) -> Value {
 /// checks the audit trail its own way.
 pub async fn race_one_stock(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     era: Era,
     file: &FileView,
     n: usize,

@@ -15,7 +15,7 @@ pub struct RawHttp {
 
 /// What the server answered.
 #[derive(Debug)]
-pub struct Reply {
+pub struct HttpReply {
     /// The HTTP status.
     pub status: u16,
     /// The response headers.
@@ -24,7 +24,7 @@ pub struct Reply {
     pub body: String,
 }
 
-impl Reply {
+impl HttpReply {
     /// A response header's value, if present and text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name)?.to_str().ok()
@@ -76,7 +76,7 @@ impl RawHttp {
     }
 
     /// POSTs `body` with the streamable-HTTP headers and `extra` ones.
-    pub async fn post(&self, extra: &[(&str, &str)], body: &Value) -> Result<Reply, Failure> {
+    pub async fn post(&self, extra: &[(&str, &str)], body: &Value) -> Result<HttpReply, Failure> {
         let mut request = self
             .client
             .post(&self.url)
@@ -87,7 +87,7 @@ impl RawHttp {
             request = request.header(*name, *value);
         }
         let response = request.send().await?;
-        Ok(Reply {
+        Ok(HttpReply {
             status: response.status().as_u16(),
             headers: response.headers().clone(),
             body: response.text().await?,
@@ -102,7 +102,7 @@ impl RawHttp {
         tool: &str,
         arguments: &Value,
         retry: Option<(&str, Value)>,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<HttpReply, Failure> {
         self.call_2026_asking(extra, &json!({"form": {}}), tool, arguments, retry)
             .await
     }
@@ -116,7 +116,7 @@ impl RawHttp {
         tool: &str,
         arguments: &Value,
         retry: Option<(&str, Value)>,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<HttpReply, Failure> {
         let mut params = json!({
             "name": tool,
             "arguments": arguments,
@@ -146,7 +146,7 @@ impl RawHttp {
     }
 
     /// A legacy `initialize`; the reply carries the new session's `Mcp-Session-Id`.
-    pub async fn initialize(&self, extra: &[(&str, &str)]) -> Result<Reply, Failure> {
+    pub async fn initialize(&self, extra: &[(&str, &str)]) -> Result<HttpReply, Failure> {
         let body = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
@@ -188,7 +188,7 @@ impl RawHttp {
         session: &str,
         tool: &str,
         arguments: &Value,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<HttpReply, Failure> {
         let body = json!({
             "jsonrpc": "2.0", "id": 7, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments},
@@ -208,7 +208,7 @@ impl RawHttp {
         &self,
         extra: &[(&str, &str)],
         session: &str,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<HttpReply, Failure> {
         let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"});
         let mut headers = vec![
             ("mcp-session-id", session),

@@ -3,7 +3,7 @@
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::Value;
 
-use crate::{Failure, fixture::Client};
+use crate::{Client, Failure};
 
 /// Calls `tool` with `arguments` (a JSON object) and returns the tool result. A JSON-RPC error
 /// is an `Err`.

@@ -6,8 +6,11 @@
 //!   with `elicitation/create`; at 2026-07-28 the guard answers the `tools/call` with an
 //!   `InputRequiredResult`, and rmcp's client runs the same handler and retries the call with
 //!   the answers.
+//!   A [`Gate`] holds answers back until the test opens it.
 //! - [`SilentClient`]: a client whose dialog never answers, for timeouts and cancellation.
-//! - [`connect`]: any client to any server over an in-memory duplex, in either [`Era`].
+//! - [`connect`]: any client to any server over an in-memory duplex, in either [`Era`];
+//!   [`connect_over`]: a client over any transport (a child process, streamable HTTP), checking
+//!   the era the server agreed to.
 //! - [`FailingStore`]: an approval store that can be switched down.
 //! - [`ManualClock`]: mcp-write-guard-core's fake clock, so approvals and tokens expire without sleeping.
 //!
@@ -80,6 +83,7 @@ use std::{
         Arc,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
+    time::{Duration, Instant},
 };
 
 use mcp_write_guard_core::{
@@ -98,10 +102,11 @@ use rmcp::{
         ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RequestContext,
         RunningService,
     },
+    transport::IntoTransport,
 };
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 pub use mcp_write_guard_core::ManualClock;
 
@@ -109,6 +114,11 @@ use crate::Era;
 
 /// Both protocol eras, for a test that runs once in each.
 pub const ERAS: [Era; 2] = [Era::Legacy, Era::InputRounds];
+
+/// The era named `name` ([`Era::as_str`]: `legacy` or `2026-07-28`), for a command line.
+pub fn era_named(name: &str) -> Option<Era> {
+    ERAS.into_iter().find(|era| era.as_str() == name)
+}
 
 /// Connects `client` to `server` over an in-memory duplex in `era`: below 2026-07-28 with
 /// `initialize`, or with `server/discover` at 2026-07-28. The server runs on a spawned task
@@ -128,19 +138,68 @@ where
             let _ = running.waiting().await;
         }
     });
+    start(client, client_io, era).await
+}
+
+/// The protocol version a client speaking `era` asks for and expects.
+fn version(era: Era) -> ProtocolVersion {
     match era {
-        Era::Legacy => client.serve(client_io).await,
+        Era::Legacy => ProtocolVersion::LATEST_WITH_INITIALIZE,
+        Era::InputRounds => ProtocolVersion::V_2026_07_28,
+    }
+}
+
+/// Starts `client` on `transport` in `era`: `initialize`, or `server/discover` at 2026-07-28.
+async fn start<C, T, E, A>(
+    client: C,
+    transport: T,
+    era: Era,
+) -> Result<RunningService<RoleClient, C>, ClientInitializeError>
+where
+    C: ClientHandler,
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match era {
+        Era::Legacy => client.serve(transport).await,
         Era::InputRounds => {
             client
                 .serve_with_lifecycle(
-                    client_io,
+                    transport,
                     ClientLifecycleMode::Discover {
-                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                        preferred_versions: vec![version(era)],
                     },
                 )
                 .await
         }
     }
+}
+
+/// Connects `client` over any client transport (an in-memory pipe, a child process, streamable
+/// HTTP) in `era`, and checks that the server agreed to that era's protocol version.
+///
+/// # Errors
+///
+/// When the client cannot start, or the server negotiated another version.
+pub async fn connect_over<C, T, E, A>(
+    transport: T,
+    era: Era,
+    client: C,
+) -> Result<RunningService<RoleClient, C>, Box<dyn std::error::Error + Send + Sync>>
+where
+    C: ClientHandler,
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let running = start(client, transport, era).await?;
+    let expected = version(era);
+    let negotiated = running
+        .peer_info()
+        .map(|info| info.protocol_version.clone());
+    if negotiated.as_ref() != Some(&expected) {
+        return Err(format!("{era:?}: negotiated {negotiated:?}, expected {expected:?}").into());
+    }
+    Ok(running)
 }
 
 /// The capabilities of a client that can show the guard's approval form.
@@ -170,6 +229,9 @@ pub enum Reply {
     /// Runs a side effect (advance a clock, change the data behind the tool) while the question
     /// is open, then answers. Build it with [`Reply::after`].
     After(Box<dyn FnOnce() + Send>, Box<Reply>),
+    /// Waits at the [`Gate`] until the test opens it, then answers: the question stays open
+    /// (and shown) meanwhile. Build it with [`Reply::held`].
+    Held(Gate, Box<Reply>),
 }
 
 impl Reply {
@@ -178,31 +240,106 @@ impl Reply {
         Self::After(Box::new(effect), Box::new(then))
     }
 
-    fn answer(self) -> Result<ElicitResult, ErrorData> {
-        match self {
-            Self::Approve => {
-                Ok(ElicitResult::new(ElicitationAction::Accept)
-                    .with_content(json!({"approve": true})))
+    /// Lets the fake `clock` run on by `by` while the person thinks, then answers with `then`.
+    pub fn late(clock: &ManualClock, by: time::Duration, then: Reply) -> Self {
+        let clock = clock.clone();
+        Self::after(move || clock.advance(by), then)
+    }
+
+    /// Waits at `gate` until the test opens it, then answers with `then`.
+    pub fn held(gate: &Gate, then: Reply) -> Self {
+        Self::Held(gate.clone(), Box::new(then))
+    }
+
+    fn answer(self) -> BoxFuture<'static, Result<ElicitResult, ErrorData>> {
+        Box::pin(async move {
+            match self {
+                Self::Approve => Ok(ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(json!({"approve": true}))),
+                Self::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+                Self::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+                Self::Accept(content) => {
+                    Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+                }
+                Self::Raw(action, content) => {
+                    let mut result = ElicitResult::new(action);
+                    result.content = content;
+                    Ok(result)
+                }
+                Self::Fail => Err(ErrorData::internal_error(
+                    "the approval dialog crashed",
+                    None,
+                )),
+                Self::After(effect, then) => {
+                    effect();
+                    then.answer().await
+                }
+                Self::Held(gate, then) => {
+                    gate.pass().await;
+                    then.answer().await
+                }
             }
-            Self::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
-            Self::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
-            Self::Accept(content) => {
-                Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
-            }
-            Self::Raw(action, content) => {
-                let mut result = ElicitResult::new(action);
-                result.content = content;
-                Ok(result)
-            }
-            Self::Fail => Err(ErrorData::internal_error(
-                "the approval dialog crashed",
-                None,
-            )),
-            Self::After(effect, then) => {
-                effect();
-                then.answer()
-            }
+        })
+    }
+}
+
+/// Holds [`Reply::held`] answers back until the test opens it, and counts the questions waiting
+/// at it, so a test can let every question be asked (and shown) before any is answered, or
+/// change the data while a question is open. Clones share the gate.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    waiting: watch::Sender<usize>,
+    open: watch::Sender<bool>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gate {
+    /// A closed gate with nobody waiting.
+    pub fn new() -> Self {
+        Self {
+            waiting: watch::Sender::new(0),
+            open: watch::Sender::new(false),
         }
+    }
+
+    /// Waits until at least `n` questions have arrived at the gate.
+    ///
+    /// # Errors
+    ///
+    /// When they have not arrived `within`.
+    pub async fn wait_for_questions(
+        &self,
+        n: usize,
+        within: Duration,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let mut waiting = self.waiting.subscribe();
+        match tokio::time::timeout(within, waiting.wait_for(|arrived| *arrived >= n)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(closed)) => Err(closed.into()),
+            Err(_) => Err(format!(
+                "{} of {n} questions arrived within {within:?}",
+                *self.waiting.borrow()
+            )
+            .into()),
+        }
+    }
+
+    /// Opens the gate: every held answer, and every later one, goes through.
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+
+    /// Arrives at the gate and waits until it is open.
+    async fn pass(&self) {
+        let mut open = self.open.subscribe();
+        self.waiting.send_modify(|arrived| *arrived += 1);
+        // The sender lives in `self`, so the wait cannot fail; it only ends when opened.
+        let _ = open.wait_for(|open| *open).await;
     }
 }
 
@@ -218,6 +355,7 @@ impl fmt::Debug for Reply {
             }
             Self::Fail => f.write_str("Fail"),
             Self::After(_, then) => f.debug_tuple("After").field(&"..").field(then).finish(),
+            Self::Held(_, then) => f.debug_tuple("Held").field(&"..").field(then).finish(),
         }
     }
 }
@@ -226,18 +364,22 @@ impl fmt::Debug for Reply {
 struct Script {
     replies: Mutex<VecDeque<Reply>>,
     asked: Mutex<Vec<String>>,
+    /// When the last question arrived (the `approved-writes` bench splits a write's time there).
+    last_asked_at: Mutex<Option<Instant>>,
 }
 
 /// A client whose approval dialog answers from a script, in order, and records every question.
 ///
 /// Clones share the script and the record. When the script has run out, the dialog fails (the
-/// handler returns an error, as [`Reply::Fail`] does), so a test that did not expect a question
+/// handler returns an error, as [`Reply::Fail`] does), or, for a client made with
+/// [`answering`](Self::answering), declines; either way a test that did not expect a question
 /// sees a refusal instead of an approval.
 #[derive(Debug, Clone)]
 pub struct ScriptedClient {
     script: Arc<Script>,
     elicitation: bool,
     extensions: Vec<String>,
+    decline_unscripted: bool,
 }
 
 impl Default for ScriptedClient {
@@ -253,15 +395,26 @@ impl ScriptedClient {
             script: Arc::default(),
             elicitation: true,
             extensions: Vec::new(),
+            decline_unscripted: false,
         }
+    }
+
+    /// A client that declares form elicitation and answers with `replies` in order; a question
+    /// after them is declined (a person closing a dialog they did not expect).
+    pub fn answering(replies: impl IntoIterator<Item = Reply>) -> Self {
+        let client = Self {
+            decline_unscripted: true,
+            ..Self::new()
+        };
+        client.script(replies);
+        client
     }
 
     /// A client that declares no elicitation: the guard cannot ask it anything.
     pub fn without_elicitation() -> Self {
         Self {
-            script: Arc::default(),
             elicitation: false,
-            extensions: Vec::new(),
+            ..Self::new()
         }
     }
 
@@ -280,6 +433,16 @@ impl ScriptedClient {
     /// Every question asked so far, in order.
     pub fn asked(&self) -> Vec<String> {
         self.script.asked.lock().clone()
+    }
+
+    /// When the last question arrived, if one has.
+    pub fn last_asked_at(&self) -> Option<Instant> {
+        *self.script.last_asked_at.lock()
+    }
+
+    /// How many scripted replies are still unused.
+    pub fn unused_replies(&self) -> usize {
+        self.script.replies.lock().len()
     }
 }
 
@@ -314,10 +477,12 @@ impl ClientHandler for ScriptedClient {
         {
             panic!("the approval form asks for one required boolean, approve: {schema}");
         }
+        *self.script.last_asked_at.lock() = Some(Instant::now());
         self.script.asked.lock().push(message);
         let reply = self.script.replies.lock().pop_front();
         match reply {
-            Some(reply) => reply.answer(),
+            Some(reply) => reply.answer().await,
+            None if self.decline_unscripted => Reply::Decline.answer().await,
             None => Err(ErrorData::internal_error("no scripted answer", None)),
         }
     }

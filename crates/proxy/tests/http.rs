@@ -12,12 +12,14 @@ use std::{
 };
 
 use axum::response::IntoResponse as _;
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
-use workspace_tests::{Answer, Era, ScriptedUser, call, connect_over, enveloped_data, is_error};
+use workspace_tests::{call, connect_over, enveloped_data, is_error, serving_url};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -25,7 +27,6 @@ const PROXY: &str = env!("CARGO_BIN_EXE_mcp-write-guard-proxy");
 const ISSUER: &str = "https://issuer.proxy.test";
 const AUDIENCE: &str = "notes-proxy";
 const WRITE_SCOPE: &str = "notes:write";
-const SERVING_AT: &str = "serving streamable HTTP at ";
 
 fn peer_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer")
@@ -109,20 +110,7 @@ async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Fail
         .kill_on_drop(true)
         .spawn()?;
     let mut stderr = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-    let url = loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).await? == 0 {
-            return Err("the proxy exited before serving".into());
-        }
-        if let Some(at) = line.find(SERVING_AT) {
-            let rest = line.get(at + SERVING_AT.len()..).unwrap_or_default();
-            break rest
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-        }
-    };
+    let url = serving_url(&mut stderr).await?;
     tokio::spawn(async move {
         let mut line = String::new();
         while stderr.read_line(&mut line).await.is_ok_and(|n| n > 0) {
@@ -135,7 +123,7 @@ async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Fail
 async fn client(
     proxy: &Proxy,
     token: &str,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     era: Era,
 ) -> workspace_tests::Client {
     let config =
@@ -193,16 +181,16 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
     );
 
     let mut expected = String::new();
-    for era in Era::ALL {
-        let user = ScriptedUser::answering([Answer::Approve]);
+    for era in ERAS {
+        let user = ScriptedClient::answering([Reply::Approve]);
         let alice = client(&proxy, &key.token("alice", WRITE_SCOPE), &user, era).await;
-        let line = format!("from {}", era.name());
+        let line = format!("from {}", era.as_str());
         let result = call(&alice, "append_note", json!({ "text": line }))
             .await
             .unwrap();
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(user.asked().len(), 1, "{era:?}: asked once");
-        assert!(user.messages()[0].contains(&line), "{:?}", user.messages());
+        assert!(user.asked()[0].contains(&line), "{:?}", user.asked());
         expected.push_str(&line);
         expected.push('\n');
         assert_eq!(notes(&notes_file), expected, "{era:?}: applied once");
@@ -212,7 +200,7 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
         assert!(data.to_string().contains(&line), "{data}");
 
         // A token without the write scope: refused before anyone is asked, nothing written.
-        let reader_user = ScriptedUser::answering([Answer::Approve]);
+        let reader_user = ScriptedClient::answering([Reply::Approve]);
         let reader = client(&proxy, &key.token("bob", "notes:read"), &reader_user, era).await;
         let denied = call(&reader, "append_note", json!({ "text": "bob" }))
             .await
@@ -264,7 +252,7 @@ async fn an_http_upstream_behind_a_bearer_token_is_guarded_like_a_command() {
         rmcp::transport::TokioChildProcess::new(command).unwrap()
     };
 
-    let wrong = ScriptedUser::answering([]);
+    let wrong = ScriptedClient::answering([]);
     assert!(
         connect_over(proxy("not-the-token\n"), &wrong, Era::Legacy)
             .await
@@ -273,7 +261,7 @@ async fn an_http_upstream_behind_a_bearer_token_is_guarded_like_a_command() {
     );
 
     let before = db.get_product("TLS-002").unwrap().stock;
-    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Decline, Reply::Approve]);
     let client = connect_over(proxy("s3cret-upstream\n"), &user, Era::Legacy)
         .await
         .unwrap();
@@ -284,11 +272,7 @@ async fn an_http_upstream_behind_a_bearer_token_is_guarded_like_a_command() {
     let applied = call(&client, "adjust_stock", adjust).await.unwrap();
     assert!(!is_error(&applied), "{applied:?}");
     assert_eq!(user.asked().len(), 2);
-    assert!(
-        user.messages()[1].contains("found two"),
-        "{:?}",
-        user.messages()
-    );
+    assert!(user.asked()[1].contains("found two"), "{:?}", user.asked());
     assert_eq!(
         db.get_product("TLS-002").unwrap().stock,
         before + 2,

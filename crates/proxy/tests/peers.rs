@@ -101,51 +101,10 @@ fn the_typescript_sdk_client_writes_through_the_proxy_only_what_the_person_appro
     }
 }
 
-/// The official Python SDK version the driver uses.
-const PYTHON_MCP: &str = "mcp==2.3.0";
-
 /// A venv with the official Python SDK under the target directory, shared with the other
-/// packages' tests that use the same one (the same folder name): made on first use in a folder
-/// of this process's own and renamed into place when complete.
+/// packages' tests ([`workspace_tests::python_sdk`]).
 fn python() -> Result<PathBuf, Failure> {
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-mcp-2.3.0");
-    let python = venv.join("bin").join("python");
-    if venv.join(".installed").exists() {
-        return Ok(python);
-    }
-    let building = venv.with_extension(format!("building-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&building);
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&building)
-        .status()
-        .map_err(|e| format!("python3 -m venv (is Python 3 installed?): {e}"))?;
-    if !made.success() {
-        return Err(format!("python3 -m venv {} failed", building.display()).into());
-    }
-    let installed = Command::new(building.join("bin").join("python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .arg(PYTHON_MCP)
-        .status()?;
-    if !installed.success() {
-        return Err(format!("pip install {PYTHON_MCP} failed (PyPI reachable?)").into());
-    }
-    std::fs::write(building.join(".installed"), PYTHON_MCP)?;
-    if std::fs::rename(&building, &venv).is_err() {
-        let _ = std::fs::remove_dir_all(&building);
-        if !venv.join(".installed").exists() {
-            return Err(format!("could not put the venv at {}", venv.display()).into());
-        }
-    }
-    Ok(python)
+    workspace_tests::python_sdk(Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
 #[test]

@@ -19,16 +19,17 @@ mod common;
 use std::{path::Path, process::Stdio, sync::Arc};
 
 use common::{HttpChild, command};
-use mcp_write_guard_rmcp::test_util::{PageClient, PageQuestion};
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{self, PageClient, PageQuestion};
 use rmcp::{
-    RoleClient, ServiceExt,
-    model::{CallToolRequestParams, CallToolResult, ElicitationAction, ProtocolVersion},
-    service::{ClientLifecycleMode, ClientServiceExt, RunningService},
+    RoleClient,
+    model::{CallToolRequestParams, CallToolResult, ElicitationAction},
+    service::RunningService,
     transport::{StreamableHttpClientTransport, TokioChildProcess},
 };
 use serde_json::json;
 use tokio::task::JoinHandle;
-use workspace_tests::{Browser, Era, Failure, FileView};
+use workspace_tests::{Browser, Failure, FileView};
 
 type PageSession = Arc<RunningService<RoleClient, PageClient>>;
 
@@ -55,20 +56,7 @@ where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let client = match era {
-        Era::Legacy => person.clone().serve(transport).await?,
-        Era::Rounds => {
-            person
-                .clone()
-                .serve_with_lifecycle(
-                    transport,
-                    ClientLifecycleMode::Discover {
-                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                    },
-                )
-                .await?
-        }
-    };
+    let client = test_util::connect_over(transport, era, person.clone()).await?;
     Ok(Arc::new(client))
 }
 
@@ -116,7 +104,7 @@ async fn change_table(browser: &Browser) -> Result<Vec<Vec<String>>, Failure> {
 #[tokio::test]
 async fn a_person_answers_on_the_approval_page_in_a_real_browser() -> Result<(), Failure> {
     let browser = Browser::start().await?;
-    for era in [Era::Legacy, Era::Rounds] {
+    for era in [Era::Legacy, Era::InputRounds] {
         approve_shows_the_change_and_applies_exactly_it(&browser, era).await?;
         decline_saves_nothing(&browser, era).await?;
         an_expired_page_says_so_and_saves_nothing(&browser, era).await?;

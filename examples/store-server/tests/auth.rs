@@ -26,6 +26,8 @@ use std::{
 use common::{HttpChild, Log, Record, SigningKey, fields, records, records_when};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_write_guard_core::{round_trip::ROUND_TRIP_REFUSAL_MESSAGE, token::TOKEN_REFUSAL_MESSAGE};
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::{
     model::{CallToolRequestParams, CallToolResponse, InputResponses, JsonObject},
@@ -37,8 +39,7 @@ use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
 use workspace_tests::{
-    Answer, Client, Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, call,
-    connect_over, is_error, text,
+    Client, Failure, FileView, HttpReply, Movement, RawHttp, call, connect_over, is_error, text,
 };
 
 const ISSUER: &str = "https://issuer.test";
@@ -195,7 +196,12 @@ impl AuthServer {
     }
 
     /// An rmcp client for `user`, speaking `era`, sending `token` on every request.
-    async fn connect(&self, token: &str, user: &ScriptedUser, era: Era) -> Result<Client, Failure> {
+    async fn connect(
+        &self,
+        token: &str,
+        user: &ScriptedClient,
+        era: Era,
+    ) -> Result<Client, Failure> {
         let config =
             StreamableHttpClientTransportConfig::with_uri(self.url().to_owned()).auth_header(token);
         connect_over(
@@ -239,7 +245,7 @@ impl Raw {
         session: Option<&str>,
         tool: &str,
         arguments: &Value,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<HttpReply, Failure> {
         let mut extra = Vec::new();
         if let Some(authorization) = authorization {
             extra.push(("authorization", authorization));
@@ -258,7 +264,7 @@ impl Raw {
         session: Option<&str>,
         tool: &str,
         arguments: &Value,
-    ) -> Result<Reply, Failure> {
+    ) -> Result<HttpReply, Failure> {
         let authorization = token.map(|t| format!("Bearer {t}"));
         self.call_with(authorization.as_deref(), session, tool, arguments)
             .await
@@ -589,17 +595,21 @@ async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Re
     let server = AuthServer::start().await?;
     let file = server.file();
     let before = file.snapshot()?;
-    let alice_user = ScriptedUser::answering([Answer::Approve]);
-    let bob_user = ScriptedUser::answering([Answer::Approve]);
+    let alice_user = ScriptedClient::answering([Reply::Approve]);
+    let bob_user = ScriptedClient::answering([Reply::Approve]);
     let alice = server
         .connect(
             &server.token("alice", READ_AND_WRITE),
             &alice_user,
-            Era::Rounds,
+            Era::InputRounds,
         )
         .await?;
     let bob = server
-        .connect(&server.token("bob", READ_AND_WRITE), &bob_user, Era::Rounds)
+        .connect(
+            &server.token("bob", READ_AND_WRITE),
+            &bob_user,
+            Era::InputRounds,
+        )
         .await?;
 
     let params = CallToolRequestParams::new("adjust_stock").with_arguments(arguments(&plus_one()));
@@ -696,7 +706,7 @@ fn place_order(db: &Path) -> Result<i64, Failure> {
 
 #[tokio::test]
 async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let mut order = 0;
         let server = AuthServer::start_with(|db| {
             order = place_order(db)?;
@@ -706,8 +716,8 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
         let file = server.file();
         assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
         assert_eq!(file.stock("TLS-001")?, 10);
-        let alice_user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
-        let bob_user = ScriptedUser::answering([Answer::Approve]);
+        let alice_user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
+        let bob_user = ScriptedClient::answering([Reply::Approve]);
         let alice = server
             .connect(&server.token("alice", READ_AND_WRITE), &alice_user, era)
             .await?;
@@ -784,7 +794,7 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
 #[tokio::test]
 async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> Result<(), Failure>
 {
-    for era in Era::ALL {
+    for era in ERAS {
         let server = AuthServer::start().await?;
         let file = server.file();
         let before = file.snapshot()?;
@@ -794,7 +804,7 @@ async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> 
             .key
             .sign(&with(claims("reader", ""), "scope", Value::Null));
         for token in [read_only, no_scope] {
-            let user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
+            let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
             let client = server.connect(&token, &user, era).await?;
 
             let products = call(&client, "list_products", json!({})).await?;
@@ -823,8 +833,8 @@ async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> 
                 );
                 assert!(message.contains("nothing was saved"), "{era:?}: {message}");
             }
-            assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
-            assert_eq!(user.unused_answers(), 2, "{era:?}");
+            assert!(user.asked().is_empty(), "{era:?}: {:?}", user.asked());
+            assert_eq!(user.unused_replies(), 2, "{era:?}");
             client.cancel().await?;
         }
 
@@ -900,8 +910,10 @@ async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_s
         );
     }
     // And without one, from an rmcp client: the same person, the same cap.
-    let alice_user = ScriptedUser::answering([]);
-    let alice_client = server.connect(&alice, &alice_user, Era::Rounds).await?;
+    let alice_user = ScriptedClient::answering([]);
+    let alice_client = server
+        .connect(&alice, &alice_user, Era::InputRounds)
+        .await?;
     let params = CallToolRequestParams::new("adjust_stock").with_arguments(arguments(&plus_one()));
     match alice_client.peer().call_tool_once(params.clone()).await? {
         CallToolResponse::Complete(result) => {
@@ -912,9 +924,13 @@ async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_s
     }
 
     // Meanwhile Bob is asked as usual.
-    let bob_user = ScriptedUser::answering([]);
+    let bob_user = ScriptedClient::answering([]);
     let bob = server
-        .connect(&server.token("bob", READ_AND_WRITE), &bob_user, Era::Rounds)
+        .connect(
+            &server.token("bob", READ_AND_WRITE),
+            &bob_user,
+            Era::InputRounds,
+        )
         .await?;
     match bob.peer().call_tool_once(params).await? {
         CallToolResponse::InputRequired(input) => {
@@ -966,10 +982,10 @@ async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_s
 #[tokio::test]
 async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_principal()
 -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let server = AuthServer::start().await?;
         let file = server.file();
-        let user = ScriptedUser::answering([Answer::Approve]);
+        let user = ScriptedClient::answering([Reply::Approve]);
         let client = server
             .connect(&server.token("alice", READ_AND_WRITE), &user, era)
             .await?;
@@ -978,7 +994,7 @@ async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_princip
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
-            user.messages(),
+            user.asked(),
             [r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "recount""#],
             "{era:?}"
         );
@@ -1059,7 +1075,7 @@ async fn answer_in_session(
     token: &str,
     session: &str,
     id: &Value,
-) -> Result<Reply, Failure> {
+) -> Result<HttpReply, Failure> {
     let answer = json!({"jsonrpc": "2.0", "id": id,
                         "result": {"action": "accept", "content": {"approve": true}}});
     raw.post(

@@ -19,15 +19,15 @@ mod common;
 use std::path::Path;
 
 use common::{Log, launch_stdio};
+use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::Outcome;
+use mcp_write_guard_rmcp::test_util::{ERAS, ScriptedClient};
 use mcp_write_guard_webhook::verify_signature;
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::net::TcpListener;
-use workspace_tests::{
-    Browser, Client, Era, Failure, FileView, Movement, ScriptedUser, call, message,
-};
+use workspace_tests::{Browser, Client, Failure, FileView, Movement, call, message};
 
 const SKU: &str = "TLS-002";
 
@@ -114,7 +114,7 @@ impl Headless {
             path_str(&secret_file),
         ];
         args.extend_from_slice(more);
-        let user = ScriptedUser::without_elicitation();
+        let user = ScriptedClient::without_elicitation();
         let (client, log) = launch_stdio(dir.path(), &args, Some("true"), &user, era).await?;
         Ok(Self {
             client,
@@ -240,7 +240,7 @@ fn assert_asked(result: &CallToolResult, link: &str, era: Era) {
 #[tokio::test]
 async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<(), Failure> {
     let browser = Browser::start().await?;
-    for era in Era::ALL {
+    for era in ERAS {
         let hooks = Receiver::start().await?;
         let h = Headless::start(era, &hooks.url).await?;
 
@@ -346,7 +346,7 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
 #[tokio::test]
 async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
     let browser = Browser::start().await?;
-    for era in Era::ALL {
+    for era in ERAS {
         let hooks = Receiver::start().await?;
         let h = Headless::start(era, &hooks.url).await?;
         let first = h.adjust(minus_one()).await?;
@@ -391,7 +391,7 @@ async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
 async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure> {
     const TTL: std::time::Duration = std::time::Duration::from_secs(4);
     let browser = Browser::start().await?;
-    for era in Era::ALL {
+    for era in ERAS {
         let hooks = Receiver::start().await?;
         let h = Headless::start_with(era, &hooks.url, &["--approval-ttl", "4"]).await?;
         let asked_at = tokio::time::Instant::now();
@@ -425,7 +425,7 @@ async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure>
 /// and the original retry still applies, once.
 #[tokio::test]
 async fn a_changed_argument_is_a_new_question() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let hooks = Receiver::start().await?;
         let h = Headless::start(era, &hooks.url).await?;
         let first = h.adjust(minus_one()).await?;
@@ -468,7 +468,7 @@ async fn a_changed_argument_is_a_new_question() -> Result<(), Failure> {
 /// (e) The webhook cannot be reached: nobody was asked, the call says so, nothing is saved.
 #[tokio::test]
 async fn a_notifier_that_is_down_refuses_the_call() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         // A loopback port nobody listens on any more.
         let closed = TcpListener::bind("127.0.0.1:0").await?;
         let webhook = format!("http://{}/hook", closed.local_addr()?);

@@ -18,8 +18,10 @@ mod common;
 use std::collections::HashMap;
 
 use common::{HttpChild, Log, launch_stdio};
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use serde_json::json;
-use workspace_tests::{Answer, Client, Era, Failure, FileView, ScriptedUser, call, is_error};
+use workspace_tests::{Client, Failure, FileView, call, is_error};
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 
@@ -56,7 +58,7 @@ fn hostile_reasons() -> Vec<(&'static str, String)> {
 /// been asked one clean one-line question with the true figures, and nothing may move.
 async fn declined_cleanly(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     file: &FileView,
     log: &Log,
     reason: &str,
@@ -71,7 +73,7 @@ async fn declined_cleanly(
     .await?;
 
     assert!(is_error(&result), "{case}: {result:?}");
-    let messages = user.messages();
+    let messages = user.asked();
     assert_eq!(messages.len(), 1, "{case}: {messages:?}");
     let question = &messages[0];
     assert_eq!(question.lines().count(), 1, "{case}: {question:?}");
@@ -93,12 +95,12 @@ async fn declined_cleanly(
 
 #[tokio::test]
 async fn over_stdio_a_hostile_reason_cannot_reshape_the_question() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("stdio, {era:?}, {case}");
             let dir = tempfile::tempdir()?;
             let db = dir.path().join("store.db");
-            let user = ScriptedUser::answering([Answer::Decline]);
+            let user = ScriptedClient::answering([Reply::Decline]);
             let (client, log) = launch_stdio(
                 dir.path(),
                 &["--db", db.to_str().unwrap()],
@@ -125,7 +127,7 @@ async fn over_http_a_hostile_reason_cannot_reshape_the_question() -> Result<(), 
         let db = dir.path().join("store.db");
         let server =
             HttpChild::start(dir.path(), &["--db", db.to_str().unwrap()], Some("true")).await?;
-        let user = ScriptedUser::answering([Answer::Decline]);
+        let user = ScriptedClient::answering([Reply::Decline]);
         let client = server.connect(&user, era).await?;
 
         declined_cleanly(
@@ -226,11 +228,11 @@ async fn audit_lines_until_applied(log: &Log) -> Vec<String> {
 #[tokio::test]
 async fn over_stdio_the_log_joins_asked_approved_applied_by_one_approval_id() -> Result<(), Failure>
 {
-    for era in Era::ALL {
+    for era in ERAS {
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("store.db");
         let file = FileView::new(&db);
-        let user = ScriptedUser::answering([Answer::Approve]);
+        let user = ScriptedClient::answering([Reply::Approve]);
         let (client, log) = launch_stdio(
             dir.path(),
             &["--db", db.to_str().unwrap()],
@@ -247,7 +249,7 @@ async fn over_stdio_the_log_joins_asked_approved_applied_by_one_approval_id() ->
         )
         .await?;
         assert!(!is_error(&result), "{era:?}: {result:?}");
-        assert_eq!(user.messages().len(), 1, "{era:?}");
+        assert_eq!(user.asked().len(), 1, "{era:?}");
         assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
 
         let lines = audit_lines_until_applied(&log).await;

@@ -12,15 +12,16 @@
 
 use std::sync::Arc;
 
-use mcp_write_guard_rmcp::{Era, test_util::connect};
+use mcp_write_guard_rmcp::{
+    Era,
+    test_util::{ScriptedClient, connect},
+};
 use rmcp::ServerHandler;
 use serde_json::json;
 use store_server::{Db, SERVER_NAME, StoreServer};
-use workspace_tests::{
-    Client, Failure, FileView, ScriptedUser, call, is_error, message, structured, text,
-};
+use workspace_tests::{Client, Failure, FileView, call, is_error, message, structured, text};
 
-async fn plain(db: Arc<Db>, user: &ScriptedUser) -> Result<Client, Failure> {
+async fn plain(db: Arc<Db>, user: &ScriptedClient) -> Result<Client, Failure> {
     Ok(connect(StoreServer::new(db), Era::Legacy, user.clone()).await?)
 }
 
@@ -66,7 +67,7 @@ async fn the_server_declares_its_own_annotations() -> Result<(), Failure> {
 async fn without_the_guard_a_write_applies_at_once() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("s.db");
-    let user = ScriptedUser::answering([]);
+    let user = ScriptedClient::answering([]);
     let client = plain(Arc::new(Db::open(&path)?), &user).await?;
 
     let result = call(
@@ -93,7 +94,7 @@ async fn bad_input_is_a_tool_error_that_writes_nothing() -> Result<(), Failure> 
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("s.db");
     let file = FileView::new(&path);
-    let client = plain(Arc::new(Db::open(&path)?), &ScriptedUser::answering([])).await?;
+    let client = plain(Arc::new(Db::open(&path)?), &ScriptedClient::answering([])).await?;
     let before = file.snapshot()?;
 
     let cases = [

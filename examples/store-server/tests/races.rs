@@ -15,11 +15,13 @@
 mod common;
 
 use common::{HttpChild, Log, launch_stdio};
+use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::Outcome;
-use serde_json::{Value, json};
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use serde_json::Value;
 use workspace_tests::{
-    Answer, Client, Era, Failure, FileView, Movement, ScriptedUser, call, hold_approvals, is_error,
-    race_one_stock, race_plus_one, tally,
+    Client, Failure, FileView, RACE_PLUS_ONE_PROMPT, counter_sale, hold_approvals, race_one_stock,
+    race_plus_one, sell_one, tally,
 };
 
 /// How many approvals the model collects before it sends the applies.
@@ -40,7 +42,7 @@ fn count(outcomes: &[String], outcome: Outcome) -> usize {
 /// logged audit outcomes: exactly one applied, N - 1 stale.
 async fn race(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     era: Era,
     file: &FileView,
     log: &Log,
@@ -67,10 +69,10 @@ async fn race(
 
 #[tokio::test]
 async fn over_stdio_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("store.db");
-        let user = ScriptedUser::answering([]);
+        let user = ScriptedClient::answering([]);
         let (client, log) = launch_stdio(
             dir.path(),
             &["--db", db.to_str().unwrap()],
@@ -91,12 +93,12 @@ async fn over_stdio_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Res
 async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
     // Without --auth-* the binary binds loopback and the machine is one person (`local`), so
     // both eras write over HTTP: the legacy era in a session, 2026-07-28 without one.
-    for era in Era::ALL {
+    for era in ERAS {
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("store.db");
         let server =
             HttpChild::start(dir.path(), &["--db", db.to_str().unwrap()], Some("true")).await?;
-        let user = ScriptedUser::answering([]);
+        let user = ScriptedClient::answering([]);
         let client = server.connect(&user, era).await?;
 
         race(&client, &user, era, &FileView::new(&db), &server.log).await?;
@@ -108,46 +110,28 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
 
 #[tokio::test]
 async fn over_stdio_a_second_writer_between_ask_and_apply_makes_it_stale() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("store.db");
         let file = FileView::new(&db);
         let args = ["--db", db.to_str().unwrap()];
-        let user = ScriptedUser::answering([]);
+        let user = ScriptedClient::answering([]);
         let (client, log) = launch_stdio(dir.path(), &args, Some("true"), &user, era).await?;
         // Another program on the same file: a second server process, with its own person.
-        let other_user = ScriptedUser::answering([Answer::Approve]);
+        let other_user = ScriptedClient::answering([Reply::Approve]);
         let (other, _other_log) =
             launch_stdio(dir.path(), &args, Some("true"), &other_user, era).await?;
 
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
-        assert_eq!(
-            held.prompts(),
-            [r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "race""#],
-            "{era:?}"
-        );
-        let sale = call(
-            &other,
-            "adjust_stock",
-            json!({"sku": "TLS-002", "delta": -1, "reason": "sold at the counter"}),
-        )
-        .await?;
-        assert!(!is_error(&sale), "{era:?}: {sale:?}");
+        assert_eq!(held.prompts(), [RACE_PLUS_ONE_PROMPT], "{era:?}");
+        sell_one(&other, "TLS-002").await?;
 
         let tally = tally(&held.apply_all().await?)?;
 
         assert_eq!(tally.stale, 1, "{era:?}: {tally:?}");
         assert!(tally.applied.is_empty(), "{era:?}: {tally:?}");
         assert_eq!(file.stock("TLS-002")?, 2, "{era:?}");
-        assert_eq!(
-            file.movements()?,
-            [Movement {
-                sku: "TLS-002".into(),
-                delta: -1,
-                reason: "sold at the counter".into()
-            }],
-            "{era:?}"
-        );
+        assert_eq!(file.movements()?, [counter_sale("TLS-002")], "{era:?}");
         let outcomes = log.outcomes_when(2).await;
         assert_eq!(outcomes, ["approved", "stale"], "{era:?}");
         client.cancel().await?;

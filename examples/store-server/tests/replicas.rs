@@ -43,6 +43,8 @@ use std::{
 use common::{HttpChild, Log, SigningKey};
 use mcp_write_guard_core::{round_trip::ROUND_TRIP_REFUSAL_MESSAGE, token::TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::ScriptedClient;
 use mcp_write_guard_rmcp::{
     ALREADY_USED_MESSAGE, INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION,
     STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
@@ -50,9 +52,7 @@ use mcp_write_guard_rmcp::{
 use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
-use workspace_tests::{
-    Browser, Era, Failure, FileView, Movement, RawHttp, Reply, ScriptedUser, approve,
-};
+use workspace_tests::{Browser, Failure, FileView, HttpReply, Movement, RawHttp, approve};
 
 /// What the guard answers to an approval given after its clock ran out.
 const EXPIRED: &str = "The approval was not given in time, so nothing was saved. Call the tool \
@@ -155,7 +155,7 @@ async fn call(
     tool: &str,
     arguments: &Value,
     state: Option<&str>,
-) -> Result<Reply, Failure> {
+) -> Result<HttpReply, Failure> {
     let retry = state.map(|state| (state, approve()));
     let reply = tokio::time::timeout(
         Duration::from_secs(10),
@@ -176,7 +176,7 @@ async fn ask(
 }
 
 /// The state and question of an input round.
-fn ask_reply(reply: &Reply) -> Result<(String, String), Failure> {
+fn ask_reply(reply: &HttpReply) -> Result<(String, String), Failure> {
     let state = reply
         .request_state()
         .ok_or_else(|| format!("expected an input round: {reply:?}"))?;
@@ -194,12 +194,12 @@ async fn answer(
     tool: &str,
     arguments: &Value,
     state: &str,
-) -> Result<Reply, Failure> {
+) -> Result<HttpReply, Failure> {
     call(replica, tool, arguments, Some(state)).await
 }
 
 /// The text of a refusal: a complete error result, no new input round.
-fn refusal(reply: &Reply) -> Result<String, Failure> {
+fn refusal(reply: &HttpReply) -> Result<String, Failure> {
     assert_eq!(reply.request_state(), None, "{reply:?}");
     let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
     assert!(is_error, "expected a refusal, got {text}");
@@ -207,7 +207,7 @@ fn refusal(reply: &Reply) -> Result<String, Failure> {
 }
 
 /// The text of a success.
-fn success(reply: &Reply) -> Result<String, Failure> {
+fn success(reply: &HttpReply) -> Result<String, Failure> {
     let (is_error, text) = reply.tool_result().ok_or("no tool result")?;
     assert!(!is_error, "expected a success, got {text}");
     Ok(text)
@@ -731,7 +731,7 @@ async fn call_as(
     tool: &str,
     arguments: &Value,
     state: Option<&str>,
-) -> Result<Reply, Failure> {
+) -> Result<HttpReply, Failure> {
     let bearer = token.map(|token| format!("Bearer {token}"));
     let mut extra = Vec::new();
     if let Some(bearer) = &bearer {
@@ -890,7 +890,7 @@ async fn call_url_mode(
     tool: &str,
     arguments: &Value,
     state: Option<&str>,
-) -> Result<Reply, Failure> {
+) -> Result<HttpReply, Failure> {
     let retry = state.map(|state| (state, json!({"action": "accept"})));
     let url_only = json!({"url": {}});
     let call = replica
@@ -1076,7 +1076,7 @@ impl<'a> Headless<'a> {
             Agent::Session => Self::Session(
                 replica
                     .server
-                    .connect(&ScriptedUser::without_elicitation(), Era::Legacy)
+                    .connect(&ScriptedClient::without_elicitation(), Era::Legacy)
                     .await?,
             ),
         })

@@ -19,10 +19,11 @@ use std::{
 };
 
 use common::{EXE, HttpChild, launch_stdio};
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
 use serde_json::{Value, json};
 use workspace_tests::{
-    Answer, Client, Era, Failure, FileView, ScriptedUser, call, enveloped_data, is_error,
-    structured, text,
+    Client, Failure, FileView, call, enveloped_data, is_error, structured, text,
 };
 
 /// Starts `store-server` in `dir` with `args`, `MCP_WRITES_ENABLED` set to `writes` (or unset),
@@ -31,7 +32,7 @@ async fn launch(
     dir: &Path,
     args: &[&str],
     writes: Option<&str>,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
 ) -> Result<Client, Failure> {
     Ok(launch_stdio(dir, args, writes, user, Era::Legacy).await?.0)
 }
@@ -43,7 +44,7 @@ fn adjust() -> Value {
 #[tokio::test]
 async fn by_default_it_creates_store_db_in_the_working_directory() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let user = ScriptedUser::answering([]);
+    let user = ScriptedClient::answering([]);
     let client = launch(dir.path(), &[], Some("true"), &user).await?;
 
     let products = call(&client, "list_products", json!({})).await?;
@@ -79,7 +80,7 @@ async fn the_decisive_case_as_a_child_process() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("shop.db");
     let file = FileView::new(&db);
-    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Decline, Reply::Approve]);
     let client = launch(
         dir.path(),
         &["--db", db.to_str().unwrap()],
@@ -101,7 +102,7 @@ async fn the_decisive_case_as_a_child_process() -> Result<(), Failure> {
     assert_eq!(file.movements()?.len(), 1);
 
     assert_eq!(
-        user.messages(),
+        user.asked(),
         [
             r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#,
             r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#
@@ -123,7 +124,7 @@ async fn only_the_exact_value_true_enables_writes() -> Result<(), Failure> {
         Some("true "),
     ] {
         let dir = tempfile::tempdir()?;
-        let user = ScriptedUser::answering([Answer::Approve]);
+        let user = ScriptedClient::answering([Reply::Approve]);
         let client = launch(dir.path(), &[], writes, &user).await?;
         let file = FileView::new(dir.path().join("store.db"));
         let before = file.snapshot()?;
@@ -229,7 +230,7 @@ async fn with_http_it_serves_the_guarded_store_and_stops_on_ctrl_c() -> Result<(
     );
     assert!(server.url.ends_with("/mcp"), "{}", server.url);
 
-    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Decline, Reply::Approve]);
     let client = server.connect(&user, Era::Legacy).await?;
     let file = FileView::new(dir.path().join("store.db"));
 

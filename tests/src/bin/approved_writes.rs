@@ -44,15 +44,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rmcp::{
-    ClientLifecycleMode, ClientServiceExt, ServiceExt, model::ProtocolVersion,
-    transport::TokioChildProcess,
-};
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient, era_named};
+use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use workspace_tests::{
-    Answer, Client, Era, Failure, ScriptedUser, call,
-    cli::{default_server, log_tail, parse_count},
-    is_error, message,
+    Client, Failure, call,
+    cli::{default_server, log_tail, options_or_exit, parse_count},
+    connect_over, is_error, message,
 };
 
 const USAGE: &str = "usage: approved-writes [--writes N] [--reads M] [--warmup W] [--runs R] \
@@ -117,7 +116,7 @@ struct Figures {
 }
 
 fn parse_era(value: &str) -> Result<Era, String> {
-    Era::from_name(value).ok_or_else(|| format!("unknown era {value:?} (legacy or 2026-07-28)"))
+    era_named(value).ok_or_else(|| format!("unknown era {value:?} (legacy or 2026-07-28)"))
 }
 
 fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
@@ -157,7 +156,7 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
         return Err("--writes and --warmup add up to too many writes".to_owned());
     }
     if eras.is_empty() {
-        eras = Era::ALL.to_vec();
+        eras = ERAS.to_vec();
     }
     let server = match server {
         Some(path) => path,
@@ -176,41 +175,11 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
     })
 }
 
-/// Connects `user` to the server behind `transport`, speaking `era`, and checks the version.
-async fn connect(
-    transport: TokioChildProcess,
-    user: &ScriptedUser,
-    era: Era,
-) -> Result<Client, Failure> {
-    let (client, expected) = match era {
-        Era::Legacy => (
-            user.clone().serve(transport).await?,
-            ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ),
-        Era::Rounds => (
-            user.clone()
-                .serve_with_lifecycle(
-                    transport,
-                    ClientLifecycleMode::Discover {
-                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                    },
-                )
-                .await?,
-            ProtocolVersion::V_2026_07_28,
-        ),
-    };
-    let negotiated = client.peer_info().map(|info| info.protocol_version.clone());
-    if negotiated.as_ref() != Some(&expected) {
-        return Err(format!("negotiated {negotiated:?}, expected {expected:?}").into());
-    }
-    Ok(client)
-}
-
 /// One approved write, split where the question reached the user; an error if the server
 /// refused it or never asked.
 async fn write(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     arguments: &Value,
     n: u32,
 ) -> Result<(Duration, Duration), Failure> {
@@ -247,7 +216,7 @@ async fn stock(client: &Client) -> Result<i64, Failure> {
 /// Warm-up, timed writes, timed reads and the checks, on a connected client.
 async fn measure(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     target: Target<'_>,
     options: &Options,
 ) -> Result<Figures, Failure> {
@@ -278,7 +247,7 @@ async fn measure(
         return Err(format!("stock went from {before} to {after}, expected +{made}").into());
     }
     let asked = user.asked().len();
-    if i64::try_from(asked).ok() != Some(made) || user.unused_answers() != 0 {
+    if i64::try_from(asked).ok() != Some(made) || user.unused_replies() != 0 {
         return Err(format!("the user was asked {asked} times for {made} writes").into());
     }
     Ok(Figures {
@@ -313,8 +282,8 @@ async fn run(options: &Options, target: Target<'_>, era: Era) -> Result<Figures,
         .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
 
     let made = options.warmup + options.writes;
-    let user = ScriptedUser::answering((0..made).map(|_| Answer::Approve));
-    let outcome = match connect(transport, &user, era).await {
+    let user = ScriptedClient::answering((0..made).map(|_| Reply::Approve));
+    let outcome = match connect_over(transport, &user, era).await {
         Ok(client) => {
             let figures = measure(&client, &user, target, options).await;
             let closed = client.cancel().await;
@@ -347,21 +316,10 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let options = match parse(std::env::args_os().skip(1)) {
+    let options = match options_or_exit(parse, |options: &Options| &options.server) {
         Ok(options) => options,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if !options.server.is_file() {
-        eprintln!(
-            "no server at {}: build it first (cargo build --release -p store-server) or pass \
-             --server PATH",
-            options.server.display()
-        );
-        return ExitCode::from(2);
-    }
     if let Some(seed) = &options.seed
         && !seed.join("server.mjs").is_file()
     {
@@ -370,9 +328,6 @@ async fn main() -> ExitCode {
             seed.display()
         );
         return ExitCode::from(2);
-    }
-    if cfg!(debug_assertions) {
-        eprintln!("note: this bench is a debug build; use cargo run --release for figures");
     }
     println!(
         "server: {}, database in {} (writes {}, reads {}, warm-up {}, runs {})",
@@ -384,7 +339,7 @@ async fn main() -> ExitCode {
         options.runs
     );
     for &era in &options.eras {
-        let name = era.name();
+        let name = era.as_str();
         let mut targets = vec![Target::Reference(&options.server)];
         if let (Some(dir), Era::Legacy) = (&options.seed, era) {
             targets.push(Target::Seed {
@@ -477,7 +432,7 @@ mod tests {
             (options.writes, options.reads, options.warmup, options.runs),
             (1000, 1000, 50, 1)
         );
-        assert_eq!(options.eras, Era::ALL);
+        assert_eq!(options.eras, ERAS);
         assert!(options.server.ends_with("store-server"));
     }
 
@@ -508,7 +463,7 @@ mod tests {
             (options.writes, options.reads, options.warmup, options.runs),
             (200, 0, 0, 3)
         );
-        assert_eq!(options.eras, [Era::Rounds]);
+        assert_eq!(options.eras, [Era::InputRounds]);
         assert_eq!(options.server, PathBuf::from("/x/store-server"));
         assert_eq!(options.dir, PathBuf::from("/dev/shm"));
         assert_eq!(options.seed, Some(PathBuf::from("/x/ts-store")));

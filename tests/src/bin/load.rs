@@ -3,7 +3,7 @@
 //! For each protocol era it makes a fresh SQLite file, spawns the already built `store-server`
 //! with `--http 127.0.0.1:PORT` (a free loopback port) and `MCP_WRITES_ENABLED=true`, connects C
 //! rmcp streamable-HTTP clients (in the legacy era each its own session), each playing its own
-//! user ([`ScriptedUser`]), and lets them all run at once: every client makes N `adjust_stock`
+//! user ([`ScriptedClient`]), and lets them all run at once: every client makes N `adjust_stock`
 //! calls, each with its full approval round trip (`elicitation/create` in the legacy era, an
 //! input-required result and a retry carrying the answer from 2026-07-28 on), and R reads in
 //! between. Every K-th question a client is asked is declined (its second such answer is a
@@ -26,7 +26,7 @@
 //!
 //! # What the clients write
 //!
-//! The file is created and seeded by the server's own code ([`store_server::Db::open`]) and then
+//! The file is created and seeded by the server binary itself and then
 //! gets two products per client (`LOAD-<client>-0` and `-1`, stock 20) before the server starts.
 //! Only that client writes them, so none of its writes to them can go stale, and it knows their
 //! stock at every moment: every read checks it. Their deltas vary per write (1 to 9, both
@@ -85,13 +85,15 @@ use std::{
     time::{Duration, Instant},
 };
 
+use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::STALE_MESSAGE;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient, era_named};
 use rmcp::{model::CallToolResult, transport::StreamableHttpClientTransport};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use workspace_tests::{
-    Answer, Client, Era, Failure, FileView, ScriptedUser, Snapshot, call,
-    cli::{default_server, log_tail, parse_count},
+    Client, Failure, FileView, Snapshot, call,
+    cli::{default_server, log_tail, options_or_exit, parse_count},
     connect_over, enveloped_data, is_error, message, text,
 };
 
@@ -126,8 +128,8 @@ struct Options {
 }
 
 fn parse_eras(value: &str) -> Result<Vec<Era>, String> {
-    match (value, Era::from_name(value)) {
-        ("both", _) => Ok(Era::ALL.to_vec()),
+    match (value, era_named(value)) {
+        ("both", _) => Ok(ERAS.to_vec()),
         (_, Some(era)) => Ok(vec![era]),
         (other, None) => Err(format!(
             "unknown era {other:?} (legacy, 2026-07-28 or both)"
@@ -139,7 +141,7 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
     let mut clients = 8;
     let mut writes = 25;
     let mut reads = None;
-    let mut eras = Era::ALL.to_vec();
+    let mut eras = ERAS.to_vec();
     let mut decline_every = 5;
     let mut shared_every = 4;
     let mut server = None;
@@ -207,11 +209,11 @@ enum Given {
 }
 
 impl Given {
-    fn answer(self) -> Option<Answer> {
+    fn answer(self) -> Option<Reply> {
         match self {
-            Given::Approve => Some(Answer::Approve),
-            Given::Decline => Some(Answer::Decline),
-            Given::Cancel => Some(Answer::Cancel),
+            Given::Approve => Some(Reply::Approve),
+            Given::Decline => Some(Reply::Decline),
+            Given::Cancel => Some(Reply::Cancel),
             Given::NotAsked => None,
         }
     }
@@ -463,7 +465,7 @@ fn consistent(outcome: Outcome, given: Given, negative: bool, shared: bool) -> b
 /// One client's whole run: N writes with R reads spread between them.
 async fn drive(
     client: &Client,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     options: &Options,
     index: u32,
 ) -> Result<ClientRun, Failure> {
@@ -491,7 +493,7 @@ async fn drive(
                 .saturating_add(1),
             options.decline_every,
         );
-        if !negative && user.unused_answers() == 0 {
+        if !negative && user.unused_replies() == 0 {
             user.script(next.answer());
         }
         let sent = Instant::now();
@@ -527,7 +529,7 @@ async fn drive(
             let shown = format!(
                 "Adjust \"{sku}\" by {delta:+}: stock {previous} -> {new}. Reason given: \"{reason}\""
             );
-            let question = asked.last().map(|a| a.message.as_str());
+            let question = asked.last().map(String::as_str);
             if question != Some(shown.as_str()) {
                 run.problems.push(format!(
                     "{reason}: applied {previous} -> {new}, but the user approved {question:?}"
@@ -603,7 +605,10 @@ async fn start_server(options: &Options, db: &Path, log: &Path) -> Result<Server
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", options.server.display()))?;
-        let url = format!("http://127.0.0.1:{port}{}", store_server::HTTP_PATH);
+        let url = format!(
+            "http://127.0.0.1:{port}{}",
+            mcp_write_guard_serve::HTTP_PATH
+        );
         let serving = format!("serving streamable HTTP at {url}");
         let deadline = Instant::now() + START_WITHIN;
         loop {
@@ -634,10 +639,25 @@ async fn start_server(options: &Options, db: &Path, log: &Path) -> Result<Server
     Err(last.into())
 }
 
-/// A fresh store file, created and seeded by the server's code, with each client's products;
-/// returns every product's stock.
-fn make_store(path: &Path, clients: u32) -> Result<BTreeMap<String, i64>, Failure> {
-    drop(store_server::Db::open(path)?);
+/// A fresh store file, created and seeded by the server itself (started over stdio with
+/// nothing to read, it opens the file and ends), with each client's products; returns every
+/// product's stock.
+fn make_store(server: &Path, path: &Path, clients: u32) -> Result<BTreeMap<String, i64>, Failure> {
+    let seeded = std::process::Command::new(server)
+        .arg("--db")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()?;
+    if !seeded.success() || !path.is_file() {
+        return Err(format!(
+            "{} did not create {}: {seeded}",
+            server.display(),
+            path.display()
+        )
+        .into());
+    }
     let mut conn = rusqlite::Connection::open(path)?;
     let tx = conn.transaction()?;
     for client in 0..clients {
@@ -803,7 +823,7 @@ async fn run_era(options: &Options, era: Era) -> Result<EraReport, Failure> {
     let dir = tempfile::tempdir_in(&options.dir)?;
     let db = dir.path().join("store.db");
     let log = dir.path().join("server.log");
-    let seed = make_store(&db, options.clients)?;
+    let seed = make_store(&options.server, &db, options.clients)?;
     let file = FileView::new(&db);
     if !file.movements()?.is_empty() {
         return Err("the fresh file already has stock movements".into());
@@ -831,7 +851,7 @@ type Driven = (Vec<WriteRecord>, u32, Duration, Vec<String>);
 async fn drive_all(options: &Options, era: Era, url: &str) -> Result<Driven, Failure> {
     let mut clients = Vec::new();
     for index in 0..options.clients {
-        let user = ScriptedUser::answering([]);
+        let user = ScriptedClient::answering([]);
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
         let client = connect_over(transport, &user, era)
             .await
@@ -931,24 +951,10 @@ fn print_report(name: &str, report: &EraReport) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let options = match parse(std::env::args_os().skip(1)) {
+    let options = match options_or_exit(parse, |options: &Options| &options.server) {
         Ok(options) => options,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if !options.server.is_file() {
-        eprintln!(
-            "no server at {}: build it first (cargo build --release -p store-server) or pass \
-             --server PATH",
-            options.server.display()
-        );
-        return ExitCode::from(2);
-    }
-    if cfg!(debug_assertions) {
-        eprintln!("note: this is a debug build; use a release build for figures");
-    }
     println!(
         "load: {} clients x {} writes and {} reads each; {}; {}; server {}",
         options.clients,
@@ -968,7 +974,7 @@ async fn main() -> ExitCode {
     );
     let mut failed = false;
     for &era in &options.eras {
-        let name = era.name();
+        let name = era.as_str();
         match run_era(&options, era).await {
             Ok(report) => {
                 print_report(name, &report);
@@ -1025,7 +1031,7 @@ mod tests {
             (8, 25, 25)
         );
         assert_eq!((options.decline_every, options.shared_every), (5, 4));
-        assert_eq!(options.eras, Era::ALL);
+        assert_eq!(options.eras, ERAS);
         assert_eq!(options.max_sessions, None);
         assert!(options.server.ends_with("store-server"));
     }
@@ -1058,11 +1064,11 @@ mod tests {
             (64, 100, 0)
         );
         assert_eq!((options.decline_every, options.shared_every), (0, 3));
-        assert_eq!(options.eras, [Era::Rounds]);
+        assert_eq!(options.eras, [Era::InputRounds]);
         assert_eq!(options.server, PathBuf::from("/x/store-server"));
         assert_eq!(options.dir, PathBuf::from("/dev/shm"));
         assert_eq!(options.max_sessions, Some(300));
-        assert_eq!(parse(args(&["--era", "both"])).unwrap().eras, Era::ALL);
+        assert_eq!(parse(args(&["--era", "both"])).unwrap().eras, ERAS);
         assert_eq!(
             parse(args(&["--era", "legacy"])).unwrap().eras,
             [Era::Legacy]

@@ -18,25 +18,9 @@ use crate::common::{
     text_of, unwrapped,
 };
 
-/// One test per era, on a multi-threaded runtime so that concurrent calls really overlap.
-macro_rules! both_eras_threaded {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn legacy() {
-                    super::$name($crate::common::Era::Legacy).await;
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn rounds() {
-                    super::$name($crate::common::Era::InputRounds).await;
-                }
-            }
-        )*
-    };
-}
-
-both_eras_threaded!(
+// One test per era, on a multi-threaded runtime so that concurrent calls really overlap.
+both_eras!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     ten_approvals_of_the_same_increment_apply_once,
     another_clients_write_between_ask_and_apply_makes_it_stale,
 );

@@ -3,7 +3,7 @@
 
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
 
@@ -34,6 +34,24 @@ async fn with_rows(era: Era) -> Harness {
 
 fn refusal_text_is_the_token_message(result: &rmcp::model::CallToolResult) {
     assert_eq!(text_of(result), TOKEN_REFUSAL_MESSAGE);
+}
+
+/// Calls `delete_row` with `arguments` (the person would approve): the call is refused as
+/// `TokenRejected` for `reason`, with the token message, before anyone is asked and with nothing
+/// changed (the audit holds just the refusal).
+async fn delete_is_refused_unasked(h: &Harness, arguments: Value, reason: &str) {
+    let before = h.state();
+    let asked_before = h.asked().len();
+    h.audit.clear();
+    h.script([Reply::Approve]);
+    let result = h.call("delete_row", arguments).await;
+    h.assert_refused(&result, &before, Outcome::TokenRejected, Some(reason));
+    refusal_text_is_the_token_message(&result);
+    assert_eq!(
+        h.asked().len(),
+        asked_before,
+        "refused before the user was asked"
+    );
 }
 
 async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
@@ -87,43 +105,27 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
 
 async fn a_missing_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
-    let before = h.state();
-    h.script([Reply::Approve]);
-    let result = h.call("delete_row", json!({"name": "a"})).await;
-    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("missing"));
-    refusal_text_is_the_token_message(&result);
+    delete_is_refused_unasked(&h, json!({"name": "a"}), "missing").await;
     assert!(h.asked().is_empty());
 }
 
 async fn a_malformed_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
-    let before = h.state();
-    h.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": "please"}),
-        )
-        .await;
-    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("malformed"));
-    refusal_text_is_the_token_message(&result);
+    let malformed = json!({"name": "a", "confirmationToken": "please"});
+    delete_is_refused_unasked(&h, malformed, "malformed").await;
     assert!(h.asked().is_empty());
 }
 
 async fn a_forged_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
-    let before = h.state();
     // Well-formed, but never issued.
     let forged = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
-    h.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": forged}),
-        )
-        .await;
-    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("unknown"));
-    refusal_text_is_the_token_message(&result);
+    delete_is_refused_unasked(
+        &h,
+        json!({"name": "a", "confirmationToken": forged}),
+        "unknown",
+    )
+    .await;
     assert!(
         h.asked().is_empty(),
         "a bad token is refused before the user is asked"
@@ -133,28 +135,12 @@ async fn a_forged_token_is_refused_without_asking(era: Era) {
 async fn a_token_for_other_arguments_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    let before = h.state();
-    let asked_before = h.asked().len();
-    h.audit.clear();
-    h.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "b", "confirmationToken": token}),
-        )
-        .await;
-    h.assert_refused(
-        &result,
-        &before,
-        Outcome::TokenRejected,
-        Some("other-arguments"),
-    );
-    refusal_text_is_the_token_message(&result);
-    assert_eq!(
-        h.asked().len(),
-        asked_before,
-        "refused before the user was asked"
-    );
+    delete_is_refused_unasked(
+        &h,
+        json!({"name": "b", "confirmationToken": token}),
+        "other-arguments",
+    )
+    .await;
     assert!(h.state().rows.contains_key("b"));
 }
 
@@ -162,28 +148,12 @@ async fn a_token_for_another_principal_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let (other, other_scripted) = h.second_connection().await;
     let token = prepare_token_on(&other, &other_scripted, "delete_row", json!({"name": "a"})).await;
-    let before = h.state();
-    let asked_before = h.asked().len();
-    h.audit.clear();
-    h.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
-        .await;
-    h.assert_refused(
-        &result,
-        &before,
-        Outcome::TokenRejected,
-        Some("other-principal"),
-    );
-    refusal_text_is_the_token_message(&result);
-    assert_eq!(
-        h.asked().len(),
-        asked_before,
-        "refused before the user was asked"
-    );
+    delete_is_refused_unasked(
+        &h,
+        json!({"name": "a", "confirmationToken": token}),
+        "other-principal",
+    )
+    .await;
     let records = h.audit.records();
     let issued_to = &records[0].principal;
     assert!(issued_to.is_some());
@@ -192,24 +162,13 @@ async fn a_token_for_another_principal_is_refused_without_asking(era: Era) {
 async fn a_token_at_300_seconds_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    let before = h.state();
-    let asked_before = h.asked().len();
-    h.audit.clear();
     h.clock.advance(time::Duration::seconds(300));
-    h.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
-        .await;
-    h.assert_refused(&result, &before, Outcome::TokenRejected, Some("expired"));
-    refusal_text_is_the_token_message(&result);
-    assert_eq!(
-        h.asked().len(),
-        asked_before,
-        "refused before the user was asked"
-    );
+    delete_is_refused_unasked(
+        &h,
+        json!({"name": "a", "confirmationToken": token}),
+        "expired",
+    )
+    .await;
 
     // At 299 s a fresh token still works.
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -234,23 +193,7 @@ async fn a_reused_token_is_refused_without_asking(era: Era) {
     assert_ne!(first.is_error, Some(true), "{first:?}");
     // The row comes back; the spent token must not delete it again.
     h.fixture.state.lock().rows.insert("a".into(), 1);
-    let before = h.state();
-    let asked_before = h.asked().len();
-    h.audit.clear();
-    h.script([Reply::Approve]);
-    let second = h.call("delete_row", args).await;
-    h.assert_refused(
-        &second,
-        &before,
-        Outcome::TokenRejected,
-        Some("already-spent"),
-    );
-    refusal_text_is_the_token_message(&second);
-    assert_eq!(
-        h.asked().len(),
-        asked_before,
-        "refused before the user was asked"
-    );
+    delete_is_refused_unasked(&h, args, "already-spent").await;
     assert!(h.state().rows.contains_key("a"));
 }
 

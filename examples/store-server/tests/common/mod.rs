@@ -9,6 +9,8 @@ use std::{
     sync::Arc,
 };
 
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::ScriptedClient;
 use parking_lot::Mutex;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
@@ -16,12 +18,9 @@ use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, Command},
 };
-use workspace_tests::{Client, Era, Failure, ScriptedUser, connect_over};
+use workspace_tests::{Client, Failure, connect_over, serving_url};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_store-server");
-
-/// The text the binary logs once it listens over HTTP, before the URL.
-const SERVING_AT: &str = "serving streamable HTTP at ";
 
 /// The binary's stderr, line by line, collected in the background.
 #[derive(Clone, Default)]
@@ -97,7 +96,7 @@ pub async fn launch_stdio(
     dir: &Path,
     args: &[&str],
     writes: Option<&str>,
-    user: &ScriptedUser,
+    user: &ScriptedClient,
     era: Era,
 ) -> Result<(Client, Log), Failure> {
     let (transport, stderr) = TokioChildProcess::builder(command(dir, args, writes))
@@ -127,73 +126,21 @@ impl HttpChild {
             .kill_on_drop(true)
             .spawn()?;
         let mut stderr = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-        let url = loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).await? == 0 {
-                return Err("the server exited before serving".into());
-            }
-            if let Some(at) = line.find(SERVING_AT) {
-                break line[at + SERVING_AT.len()..].trim().to_owned();
-            }
-        };
+        let url = serving_url(&mut stderr).await?;
         let log = Log::collect(stderr);
         Ok(Self { child, url, log })
     }
 
     /// Connects `user` to the endpoint in `era`.
-    pub async fn connect(&self, user: &ScriptedUser, era: Era) -> Result<Client, Failure> {
+    pub async fn connect(&self, user: &ScriptedClient, era: Era) -> Result<Client, Failure> {
         let transport = StreamableHttpClientTransport::from_uri(self.url.clone());
         connect_over(transport, user, era).await
     }
 }
 
-/// The official Python SDK version the tests drive (`tests/python/store_client.py`).
-pub const PYTHON_MCP: &str = "mcp==2.3.0";
-
-/// A venv with the official Python SDK, under the target directory: created on first use
-/// (`python3 -m venv`, then `pip install mcp==2.3.0`) in a folder of this process's own and
-/// renamed into place when complete, so test processes running at once never share a
-/// half-made one; reused afterwards.
+/// A venv with the official Python SDK under the target directory ([`workspace_tests::python_sdk`]).
 pub fn python() -> Result<PathBuf, Failure> {
-    static VENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = VENV.lock().unwrap_or_else(|e| e.into_inner());
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-mcp-2.3.0");
-    let python = venv.join("bin").join("python");
-    if venv.join(".installed").exists() {
-        return Ok(python);
-    }
-    let building = venv.with_extension(format!("building-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&building);
-    let status = std::process::Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&building)
-        .status()
-        .map_err(|e| format!("python3 -m venv (is Python 3 installed?): {e}"))?;
-    if !status.success() {
-        return Err(format!("python3 -m venv {} failed", building.display()).into());
-    }
-    let status = std::process::Command::new(building.join("bin").join("python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .arg(PYTHON_MCP)
-        .status()?;
-    if !status.success() {
-        return Err(format!("pip install {PYTHON_MCP} failed (PyPI reachable?)").into());
-    }
-    std::fs::write(building.join(".installed"), PYTHON_MCP)?;
-    if std::fs::rename(&building, &venv).is_err() {
-        // Another process finished first (or left a broken folder behind).
-        let _ = std::fs::remove_dir_all(&building);
-        if !venv.join(".installed").exists() {
-            return Err(format!("could not put the venv at {}", venv.display()).into());
-        }
-    }
-    Ok(python)
+    workspace_tests::python_sdk(Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
 /// What `tests/python/store_client.py` printed.

@@ -266,21 +266,26 @@ pub fn unwrapped(result: &CallToolResult) -> Value {
         .clone()
 }
 
-/// Declares one test per protocol era from an `async fn(Era)`.
+/// Declares one test per protocol era from an `async fn(Era)`: `both_eras!(a, b)` on the
+/// default runtime, or `both_eras!(#[tokio::test(flavor = "multi_thread")] a, b)` with the
+/// test attribute given.
 #[macro_export]
 macro_rules! both_eras {
-    ($($name:ident),* $(,)?) => {
+    (#[$test:meta] $($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[tokio::test]
+                #[$test]
                 async fn legacy() {
                     super::$name($crate::common::Era::Legacy).await;
                 }
-                #[tokio::test]
+                #[$test]
                 async fn rounds() {
                     super::$name($crate::common::Era::InputRounds).await;
                 }
             }
         )*
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::both_eras!(#[tokio::test] $($name),*);
     };
 }

@@ -2,20 +2,15 @@
 //! collected on one state and applied at once land exactly once, and a write that lands between
 //! a question and its apply makes the approval stale with nothing of it saved.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use mcp_write_guard_rmcp::Outcome;
+use mcp_write_guard_rmcp::test_util::ERAS;
 use serde_json::{Value, json};
 use workspace_tests::{
-    Answer, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data,
-    hold_approvals, is_error, race_one_stock, race_plus_one, tally,
+    Failure, RACE_PLUS_ONE_PROMPT, counter_sale, enveloped_data, hold_approvals, is_error,
+    race_one_stock, race_plus_one, sell_one, tally,
 };
+
+use crate::store::Store;
 
 /// How many approvals the model collects before it sends the applies.
 const N: usize = 10;
@@ -30,11 +25,10 @@ fn count(outcomes: &[Outcome], outcome: Outcome) -> usize {
 
 #[tokio::test]
 async fn ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
-        let user = ScriptedUser::answering([]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, []).await?;
 
         race_one_stock(&client, &user, era, &file, N).await?;
 
@@ -50,28 +44,15 @@ async fn ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Fai
 
 #[tokio::test]
 async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
-        let user = ScriptedUser::answering([]);
-        let client = connect(store.guard(true), &user, era).await?;
-        let other_user = ScriptedUser::answering([Answer::Approve]);
-        let other = connect(store.guard(true), &other_user, era).await?;
+        let (user, client, other) = store.with_another_person(era).await?;
 
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
-        assert_eq!(
-            held.prompts(),
-            [r#"Adjust "TLS-002" by +1: stock 3 -> 4. Reason given: "race""#],
-            "{era:?}"
-        );
+        assert_eq!(held.prompts(), [RACE_PLUS_ONE_PROMPT], "{era:?}");
         // Meanwhile another person approves a sale of the same product on their connection.
-        let sale = call(
-            &other,
-            "adjust_stock",
-            json!({"sku": "TLS-002", "delta": -1, "reason": "sold at the counter"}),
-        )
-        .await?;
-        assert!(!is_error(&sale), "{era:?}: {sale:?}");
+        sell_one(&other, "TLS-002").await?;
         assert_eq!(file.stock("TLS-002")?, 2, "{era:?}");
 
         let results = held.apply_all().await?;
@@ -81,15 +62,7 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
         assert_eq!(tally.stale, 1, "{era:?}: {tally:?}");
         // Nothing of the stale approval was saved: only the sale moved the stock.
         assert_eq!(file.stock("TLS-002")?, 2, "{era:?}");
-        assert_eq!(
-            file.movements()?,
-            [Movement {
-                sku: "TLS-002".into(),
-                delta: -1,
-                reason: "sold at the counter".into()
-            }],
-            "{era:?}"
-        );
+        assert_eq!(file.movements()?, [counter_sale("TLS-002")], "{era:?}");
         assert_eq!(
             store.audit.decisions(),
             [
@@ -108,13 +81,10 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
 
 #[tokio::test]
 async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
-        let user = ScriptedUser::answering([]);
-        let client = connect(store.guard(true), &user, era).await?;
-        let other_user = ScriptedUser::answering([Answer::Approve]);
-        let other = connect(store.guard(true), &other_user, era).await?;
+        let (user, client, other) = store.with_another_person(era).await?;
         let order = json!({"customerId": 1, "lines": [{"sku": "TLS-002", "quantity": 2}]});
 
         let held = hold_approvals(
@@ -130,13 +100,7 @@ async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), F
             [r#"Create a pending order for customer 1: 2 x "TLS-002", total $219.98"#],
             "{era:?}"
         );
-        let sale = call(
-            &other,
-            "adjust_stock",
-            json!({"sku": "TLS-002", "delta": -1, "reason": "sold at the counter"}),
-        )
-        .await?;
-        assert!(!is_error(&sale), "{era:?}: {sale:?}");
+        sell_one(&other, "TLS-002").await?;
         let before = file.snapshot()?;
 
         let tally = tally(&held.apply_all().await?)?;
@@ -155,22 +119,13 @@ async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), F
 
 #[tokio::test]
 async fn a_write_to_another_product_in_between_does_not_make_it_stale() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
-        let user = ScriptedUser::answering([]);
-        let client = connect(store.guard(true), &user, era).await?;
-        let other_user = ScriptedUser::answering([Answer::Approve]);
-        let other = connect(store.guard(true), &other_user, era).await?;
+        let (user, client, other) = store.with_another_person(era).await?;
 
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
-        let elsewhere = call(
-            &other,
-            "adjust_stock",
-            json!({"sku": "TLS-001", "delta": -1, "reason": "sold at the counter"}),
-        )
-        .await?;
-        assert!(!is_error(&elsewhere), "{era:?}: {elsewhere:?}");
+        sell_one(&other, "TLS-001").await?;
 
         let results = held.apply_all().await?;
 

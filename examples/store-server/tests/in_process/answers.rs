@@ -1,18 +1,14 @@
 //! Whatever the client answers, the stock changes only for `accept` with `approve` exactly
 //! `true`, and then exactly once.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
 use proptest::prelude::*;
 use rmcp::model::ElicitationAction;
 use serde_json::{Map, Value, json};
-use workspace_tests::{Answer, Era, ScriptedUser, Store, call, connect, is_error};
+use workspace_tests::{call, is_error};
+
+use crate::store::{Store, connect};
 
 fn any_action() -> impl Strategy<Value = ElicitationAction> {
     prop_oneof![
@@ -81,12 +77,12 @@ proptest! {
     ) {
         let approves = action == ElicitationAction::Accept
             && content.as_ref().and_then(|c| c.get("approve")) == Some(&json!(true));
-        let era = if rounds { Era::Rounds } else { Era::Legacy };
+        let era = if rounds { Era::InputRounds } else { Era::Legacy };
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let (is_err, stock, movements, changed) = runtime.block_on(async {
             let store = Store::new().unwrap();
             let before = store.file().snapshot().unwrap();
-            let user = ScriptedUser::answering([Answer::Raw { action, content: content.clone() }]);
+            let user = ScriptedClient::answering([Reply::Raw(action, content.clone())]);
             let client = connect(store.guard(true), &user, era).await.unwrap();
             let result = call(
                 &client,

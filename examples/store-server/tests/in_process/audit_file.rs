@@ -3,24 +3,18 @@
 //! in order and chained; `mcp-audit verify-log` passes it, and names the right record after a
 //! flipped byte, a deleted line, two swapped lines and a cut last line.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use std::{path::Path, sync::Arc};
 
 use mcp_write_guard_audit::verify_log;
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{CHAIN_START, JsonLinesSink, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use store_server::{AdjustStockArgs, CreateOrderArgs, Mode, OrderLineArgs};
-use workspace_tests::{
-    Answer, Era, Failure, ScriptedUser, Store, call, connect, is_error, structured,
-};
+use workspace_tests::{Failure, call, is_error, structured};
+
+use crate::store::{Store, connect};
 
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -69,16 +63,13 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
         };
         db.adjust_stock(&sale, Mode::Apply).unwrap();
     };
-    let user = ScriptedUser::answering([
-        Answer::Decline,
-        Answer::Approve,
+    let user = ScriptedClient::answering([
+        Reply::Decline,
+        Reply::Approve,
         // Another writer sells one while the person looks: the approved change is stale.
-        Answer::After {
-            effect: Box::new(counter_sale),
-            then: Box::new(Answer::Approve),
-        },
-        Answer::Approve,
-        Answer::Approve,
+        Reply::after(counter_sale, Reply::Approve),
+        Reply::Approve,
+        Reply::Approve,
     ]);
     let guard = store
         .guard_builder(true)

@@ -6,22 +6,15 @@
 //! characters reaches the person. The person declines, and nothing on disk
 //! moves.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply};
 use mcp_write_guard_rmcp::{
     DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
 };
 use serde_json::json;
 use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
-use workspace_tests::{
-    Answer, Client, Era, Failure, ScriptedUser, Store, call, connect, is_error, structured,
-};
+use workspace_tests::{Client, Failure, call, is_error, structured};
+
+use crate::store::Store;
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 
@@ -130,14 +123,13 @@ async fn prepare(
 
 #[tokio::test]
 async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
             let store = Store::new()?;
             let file = store.file();
             let before = file.snapshot()?;
-            let user = ScriptedUser::answering([Answer::Decline]);
-            let client = connect(store.guard(true), &user, era).await?;
+            let (user, client) = store.person(era, [Reply::Decline]).await?;
 
             let result = call(
                 &client,
@@ -147,7 +139,7 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
             .await?;
 
             assert!(is_error(&result), "{case}: {result:?}");
-            let messages = user.messages();
+            let messages = user.asked();
             assert_eq!(messages.len(), 1, "{case}");
             let question = &messages[0];
             assert_clean(question, 1, &case);
@@ -177,15 +169,14 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
 
 #[tokio::test]
 async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
             let store = Store::new()?;
             let file = store.file();
             let order = place_order(&store)?;
             let before = file.snapshot()?;
-            let user = ScriptedUser::answering([Answer::Decline]);
-            let client = connect(store.guard(true), &user, era).await?;
+            let (user, client) = store.person(era, [Reply::Decline]).await?;
 
             let result = prepare(&client, order, &reason).await?;
 
@@ -198,7 +189,7 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
                     .is_none(),
                 "{case}: no token issued"
             );
-            let messages = user.messages();
+            let messages = user.asked();
             assert_eq!(messages.len(), 1, "{case}");
             let question = &messages[0];
             // The preparing sentence, then the cancellation in the store's words: two lines.
@@ -231,7 +222,7 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
 
 #[tokio::test]
 async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
             let store = Store::new()?;
@@ -239,8 +230,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             let order = place_order(&store)?;
             let before = file.snapshot()?;
             // Approve the intent (to get a token), decline the act.
-            let user = ScriptedUser::answering([Answer::Approve, Answer::Decline]);
-            let client = connect(store.guard(true), &user, era).await?;
+            let (user, client) = store.person(era, [Reply::Approve, Reply::Decline]).await?;
 
             let prepared = prepare(&client, order, &reason).await?;
             assert!(!is_error(&prepared), "{case}: {prepared:?}");
@@ -256,7 +246,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             .await?;
 
             assert!(is_error(&result), "{case}: {result:?}");
-            let messages = user.messages();
+            let messages = user.asked();
             assert_eq!(messages.len(), 2, "{case}");
             assert_clean(&messages[0], 2, &case);
             let question = &messages[1];

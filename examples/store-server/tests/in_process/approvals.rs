@@ -1,28 +1,19 @@
 //! Approved writes through the real store: the exact questions, the results, and the rows on
 //! disk.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use mcp_write_guard_rmcp::Outcome;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use serde_json::json;
-use workspace_tests::{
-    Answer, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data, is_error,
-    structured, text,
-};
+use workspace_tests::{Failure, Movement, call, enveloped_data, is_error, structured, text};
+
+use crate::store::Store;
 
 #[tokio::test]
 async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
-        let user = ScriptedUser::answering([Answer::Approve]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, [Reply::Approve]).await?;
 
         let result = call(
             &client,
@@ -33,7 +24,7 @@ async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), 
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
-            user.messages(),
+            user.asked(),
             [r#"Create a pending order for customer 1: 1 x "TLS-002", total $109.99"#]
         );
         let data = enveloped_data(&result)?;
@@ -67,7 +58,7 @@ async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), 
 #[tokio::test]
 async fn a_multi_line_order_is_worded_line_by_line() -> Result<(), Failure> {
     let store = Store::new()?;
-    let user = ScriptedUser::answering([Answer::Decline]);
+    let user = ScriptedClient::answering([Reply::Decline]);
     let client = store.connect(&user).await?;
     let before = store.file().snapshot()?;
 
@@ -83,7 +74,7 @@ async fn a_multi_line_order_is_worded_line_by_line() -> Result<(), Failure> {
 
     assert!(is_error(&result));
     assert_eq!(
-        user.messages(),
+        user.asked(),
         [r#"Create a pending order for customer 1: 2 x "TLS-001", 4 x "TLS-003", total $199.94"#]
     );
     assert_eq!(store.file().snapshot()?, before);
@@ -93,7 +84,7 @@ async fn a_multi_line_order_is_worded_line_by_line() -> Result<(), Failure> {
 #[tokio::test]
 async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
     let store = Store::new()?;
-    let user = ScriptedUser::answering([Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve]);
     let client = store.connect(&user).await?;
 
     let result = call(
@@ -105,7 +96,7 @@ async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
 
     assert!(!is_error(&result));
     assert_eq!(
-        user.messages(),
+        user.asked(),
         [r#"Adjust "TLS-001" by +5: stock 12 -> 17. Reason given: "delivery from supplier""#]
     );
     assert_eq!(store.file().stock("TLS-001")?, 17);
@@ -116,7 +107,7 @@ async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
 async fn the_result_carries_before_and_after_as_structured_content_and_as_text()
 -> Result<(), Failure> {
     let store = Store::new()?;
-    let user = ScriptedUser::answering([Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve]);
     let client = store.connect(&user).await?;
 
     let result = call(
@@ -161,7 +152,7 @@ async fn every_call_needs_its_own_approval() -> Result<(), Failure> {
     // means the stock moved once.
     let store = Store::new()?;
     let file = store.file();
-    let user = ScriptedUser::answering([Answer::Approve, Answer::Decline]);
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Decline]);
     let client = store.connect(&user).await?;
     let arguments = json!({"sku": "TLS-003", "delta": -10, "reason": "sold at the counter"});
 
@@ -171,7 +162,7 @@ async fn every_call_needs_its_own_approval() -> Result<(), Failure> {
     assert!(!is_error(&first));
     assert!(is_error(&second));
     assert_eq!(
-        user.messages(),
+        user.asked(),
         [
             r#"Adjust "TLS-003" by -10: stock 40 -> 30. Reason given: "sold at the counter""#,
             r#"Adjust "TLS-003" by -10: stock 30 -> 20. Reason given: "sold at the counter""#

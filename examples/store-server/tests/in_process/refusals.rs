@@ -1,19 +1,14 @@
 //! Every way the guard says no, through the real store: each refusal is a tool error, and the
 //! database file is exactly what it was before.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
+use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
-use workspace_tests::{
-    Answer, Era, Failure, ScriptedUser, Store, call, connect, is_error, message, structured, text,
-};
+use workspace_tests::{Failure, call, is_error, message, structured, text};
+
+use crate::store::{Store, connect};
 
 fn adjust_tls_002() -> Value {
     json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"})
@@ -27,7 +22,7 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
     let store = Store::new()?;
     let file = store.file();
     let before = file.snapshot()?;
-    let user = ScriptedUser::answering([Answer::Approve, Answer::Approve, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Approve, Reply::Approve]);
     let client = connect(store.guard(false), &user, Era::Legacy).await?;
 
     let writes = [
@@ -55,7 +50,7 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
         );
     }
     assert!(user.asked().is_empty());
-    assert_eq!(user.unused_answers(), 3);
+    assert_eq!(user.unused_replies(), 3);
     assert_eq!(file.snapshot()?, before);
     assert_eq!(store.audit.decisions(), [Outcome::RefusedDisabled; 4]);
 
@@ -68,11 +63,16 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
 
 #[tokio::test]
 async fn a_client_that_cannot_ask_its_user_cannot_write() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         let before = file.snapshot()?;
-        let client = connect(store.guard(true), &ScriptedUser::without_elicitation(), era).await?;
+        let client = connect(
+            store.guard(true),
+            &ScriptedClient::without_elicitation(),
+            era,
+        )
+        .await?;
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -86,21 +86,29 @@ async fn a_client_that_cannot_ask_its_user_cannot_write() -> Result<(), Failure>
 
 #[tokio::test]
 async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<(), Failure> {
-    let cases: Vec<(fn() -> Answer, Outcome)> = vec![
-        (|| Answer::Decline, Outcome::Declined),
-        (|| Answer::Cancel, Outcome::Cancelled),
-        (|| Answer::ApproveFalse, Outcome::Declined),
-        (|| Answer::ApproveMissing, Outcome::Declined),
-        (|| Answer::ApproveNotBoolean, Outcome::Declined),
-        (|| Answer::AcceptWithoutContent, Outcome::Declined),
+    let cases: Vec<(fn() -> Reply, Outcome)> = vec![
+        (|| Reply::Decline, Outcome::Declined),
+        (|| Reply::Cancel, Outcome::Cancelled),
+        (
+            || Reply::Accept(json!({"approve": false})),
+            Outcome::Declined,
+        ),
+        (|| Reply::Accept(json!({})), Outcome::Declined),
+        (
+            || Reply::Accept(json!({"approve": "yes"})),
+            Outcome::Declined,
+        ),
+        (
+            || Reply::Raw(ElicitationAction::Accept, None),
+            Outcome::Declined,
+        ),
     ];
-    for era in Era::ALL {
+    for era in ERAS {
         for (answer, outcome) in &cases {
             let store = Store::new()?;
             let file = store.file();
             let before = file.snapshot()?;
-            let user = ScriptedUser::answering([answer()]);
-            let client = connect(store.guard(true), &user, era).await?;
+            let (user, client) = store.person(era, [answer()]).await?;
 
             let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -125,7 +133,7 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
     // Legacy: the elicitation request fails; the guard refuses.
     let store = Store::new()?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([Answer::Fail]);
+    let user = ScriptedClient::answering([Reply::Fail]);
     let client = connect(store.guard(true), &user, Era::Legacy).await?;
     let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
     assert!(is_error(&result), "{result:?}");
@@ -136,8 +144,8 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
     // left open and nothing is written.
     let store = Store::new()?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([Answer::Fail]);
-    let client = connect(store.guard(true), &user, Era::Rounds).await?;
+    let user = ScriptedClient::answering([Reply::Fail]);
+    let client = connect(store.guard(true), &user, Era::InputRounds).await?;
     assert!(
         call(&client, "adjust_stock", adjust_tls_002())
             .await
@@ -150,13 +158,12 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
 
 #[tokio::test]
 async fn an_answer_after_two_minutes_writes_nothing() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         let before = file.snapshot()?;
-        let late = Answer::late(&store.clock, time::Duration::seconds(121), Answer::Approve);
-        let user = ScriptedUser::answering([late]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let late = Reply::late(&store.clock, time::Duration::seconds(121), Reply::Approve);
+        let (_, client) = store.person(era, [late]).await?;
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -174,11 +181,10 @@ async fn an_answer_after_two_minutes_writes_nothing() -> Result<(), Failure> {
 
 #[tokio::test]
 async fn an_answer_just_inside_two_minutes_still_counts() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
-        let in_time = Answer::late(&store.clock, time::Duration::seconds(119), Answer::Approve);
-        let user = ScriptedUser::answering([in_time]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let in_time = Reply::late(&store.clock, time::Duration::seconds(119), Reply::Approve);
+        let (_, client) = store.person(era, [in_time]).await?;
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -243,12 +249,11 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
             "invalid type: string \"one\"",
         ),
     ];
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         let before = file.snapshot()?;
-        let user = ScriptedUser::answering([]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, []).await?;
         for (tool, arguments, expected) in &cases {
             let result = call(&client, tool, arguments.clone()).await?;
             assert!(is_error(&result), "{era:?} {tool} {arguments}: {result:?}");
@@ -260,7 +265,7 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
             );
             assert!(text(&result).starts_with(mcp_write_guard_envelope::NOTICE_PREFIX));
         }
-        assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
+        assert!(user.asked().is_empty(), "{era:?}: {:?}", user.asked());
         assert_eq!(file.snapshot()?, before, "{era:?}");
         assert_eq!(
             store.audit.decisions(),
@@ -273,21 +278,20 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
 
 #[tokio::test]
 async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         let behind = file.clone();
         // While the question is open, a warehouse scanner counts TLS-002 and sets it to 5.
-        let answer = Answer::after(
+        let answer = Reply::after(
             move || {
                 behind
                     .set_stock_behind_the_servers_back("TLS-002", 5)
                     .unwrap()
             },
-            Answer::Approve,
+            Reply::Approve,
         );
-        let user = ScriptedUser::answering([answer]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, [answer]).await?;
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
@@ -295,7 +299,7 @@ async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<
         assert_eq!(text(&result), STALE_MESSAGE);
         // The user approved "3 -> 1"; the stock is now 5 and stays 5.
         assert_eq!(
-            user.messages(),
+            user.asked(),
             [r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#]
         );
         assert_eq!(file.stock("TLS-002")?, 5, "{era:?}");
@@ -313,7 +317,7 @@ async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<
 async fn arguments_the_guard_cannot_capture_are_refused() -> Result<(), Failure> {
     let store = Store::new()?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve]);
     let client = store.connect(&user).await?;
     let mut deep = json!("damaged");
     for _ in 0..100 {

@@ -2,22 +2,17 @@
 //! token bound to the exact arguments; the cancellation then asks again. Every misuse is
 //! refused and the order and its stock stay as they were.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::{CancelOrderArgs, CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{
-    Answer, Client, Era, Failure, Movement, ScriptedUser, Store, call, connect, enveloped_data,
-    is_error, message, structured, text,
+    Client, Failure, Movement, call, enveloped_data, is_error, message, structured, text,
 };
+
+use crate::store::{Store, connect};
 
 const REASON: &str = "customer changed their mind";
 
@@ -74,13 +69,12 @@ fn cancel_args(order_id: i64, reason: &str, token: &str) -> Value {
 
 #[tokio::test]
 async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         let order = place_order(&store)?;
         assert_eq!(file.stock("TLS-002")?, 2);
-        let user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, [Reply::Approve, Reply::Approve]).await?;
 
         // First approval: the intent. Nothing changes yet.
         let token = prepare(&client, order, REASON).await?;
@@ -93,7 +87,7 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         // The intent question is worded from the cancellation's preview: the order, the
         // customer, the lines, the total and the reason, after the sentence that says a token
         // is being prepared.
-        let intent = user.messages()[0].clone();
+        let intent = user.asked()[0].clone();
         assert!(
             intent.starts_with(
                 "Allow preparing an admin action? It issues a one-time confirmation token for \
@@ -117,13 +111,13 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
-            user.messages()[1],
+            user.asked()[1],
             "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", total \
              $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \"customer changed their \
              mind\""
         );
         assert!(
-            intent.ends_with(&format!("\n{}", user.messages()[1])),
+            intent.ends_with(&format!("\n{}", user.asked()[1])),
             "the intent asks in the act's words: {intent}"
         );
         let data = enveloped_data(&result)?;
@@ -175,7 +169,7 @@ async fn a_missing_or_malformed_token_is_refused_before_anyone_is_asked() -> Res
     let store = Store::new()?;
     let order = place_order(&store)?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([Answer::Approve, Answer::Approve, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Approve, Reply::Approve]);
     let client = store.connect(&user).await?;
 
     let attempts = [
@@ -243,7 +237,7 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
     for (what, misuse, expected) in misuses {
         // One answer for the intent; a second one would only be used if the misuse got as far
         // as asking, which it must not.
-        let user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
+        let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
         let client = store.connect(&user).await?;
         let token = prepare(&client, first, REASON).await?;
         assert_ne!(token, forged);
@@ -275,20 +269,20 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
     let file = store.file();
     let order = place_order(&store)?;
     let behind = file.clone();
-    let user = ScriptedUser::answering([
-        Answer::Approve,
+    let user = ScriptedClient::answering([
+        Reply::Approve,
         // The user approves the cancellation, but the stock changes while they look: the guard
         // spends the token, and the cancellation, comparing inside its own transaction, finds
         // a different restock and rolls back.
-        Answer::after(
+        Reply::after(
             move || {
                 behind
                     .set_stock_behind_the_servers_back("TLS-002", 7)
                     .unwrap()
             },
-            Answer::Approve,
+            Reply::Approve,
         ),
-        Answer::Approve,
+        Reply::Approve,
     ]);
     let client = store.connect(&user).await?;
     let token = prepare(&client, order, REASON).await?;
@@ -303,7 +297,7 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
     assert!(is_error(&replay), "{replay:?}");
     assert_eq!(text(&replay), TOKEN_REFUSAL_MESSAGE);
     assert_eq!(user.asked().len(), 2, "the replay asked nobody");
-    assert_eq!(user.unused_answers(), 1);
+    assert_eq!(user.unused_replies(), 1);
     assert_eq!(file.snapshot()?, before);
     assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
     assert_eq!(file.stock("TLS-002")?, 7);
@@ -316,7 +310,7 @@ async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
     let store = Store::new()?;
     let file = store.file();
     let order = place_order(&store)?;
-    let user = ScriptedUser::answering([Answer::Approve, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
     let client = store.connect(&user).await?;
     let token = prepare(&client, order, REASON).await?;
     let before = file.snapshot()?;
@@ -339,8 +333,8 @@ async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Fa
     let order = place_order(&store)?;
     // One guard (one approval store), two connections: two principals.
     let guard = store.guard(true);
-    let alice = ScriptedUser::answering([Answer::Approve]);
-    let mallory = ScriptedUser::answering([Answer::Approve]);
+    let alice = ScriptedClient::answering([Reply::Approve]);
+    let mallory = ScriptedClient::answering([Reply::Approve]);
     let alice_client = connect(guard.clone(), &alice, Era::Legacy).await?;
     let mallory_client = connect(guard.clone(), &mallory, Era::Legacy).await?;
     let token = prepare(&alice_client, order, REASON).await?;
@@ -367,7 +361,7 @@ async fn declining_the_intent_issues_no_token() -> Result<(), Failure> {
     let store = Store::new()?;
     let order = place_order(&store)?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([Answer::Decline]);
+    let user = ScriptedClient::answering([Reply::Decline]);
     let client = store.connect(&user).await?;
 
     let result = call(
@@ -388,7 +382,7 @@ async fn declining_the_intent_issues_no_token() -> Result<(), Failure> {
 #[tokio::test]
 async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -> Result<(), Failure>
 {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let order = place_order(&store)?;
         let cancelled = CancelOrderArgs {
@@ -398,8 +392,7 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
         };
         store.db.cancel_order(&cancelled, Mode::Apply)?;
         let before = store.file().snapshot()?;
-        let user = ScriptedUser::answering([Answer::Approve]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, [Reply::Approve]).await?;
 
         let result = call(
             &client,
@@ -419,7 +412,7 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
             "{era:?}"
         );
         assert!(result.structured_content.is_none(), "{era:?}: no token");
-        assert!(user.asked().is_empty(), "{era:?}: {:?}", user.messages());
+        assert!(user.asked().is_empty(), "{era:?}: {:?}", user.asked());
         assert_eq!(store.file().snapshot()?, before, "{era:?}");
         assert_eq!(
             last_decision(&store),
@@ -435,7 +428,7 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
 async fn only_token_gated_tools_can_be_prepared() -> Result<(), Failure> {
     let store = Store::new()?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Approve]);
     let client = store.connect(&user).await?;
 
     let result = call(

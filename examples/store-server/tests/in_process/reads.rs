@@ -1,20 +1,14 @@
 //! Reads through the guard: what is wrapped as untrusted data, the review that tries to give
 //! the model orders, and the tool surface the store advertises.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
+use mcp_write_guard_rmcp::Era;
+use mcp_write_guard_rmcp::test_util::ScriptedClient;
 use mcp_write_guard_rmcp::{ConfigMistake, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::INJECTION_TEXT;
-use workspace_tests::{
-    Era, Failure, ScriptedUser, Store, call, enveloped_data, is_error, structured, text,
-};
+use workspace_tests::{Failure, call, enveloped_data, is_error, structured, text};
+
+use crate::store::{Store, connect};
 
 const READS: [&str; 6] = [
     "list_products",
@@ -29,7 +23,7 @@ const READS: [&str; 6] = [
 async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
     let store = Store::new()?;
     let before = store.file().snapshot()?;
-    let user = ScriptedUser::answering([]);
+    let user = ScriptedClient::answering([]);
     let client = store.connect(&user).await?;
 
     let result = call(&client, "list_reviews", json!({"sku": "TLS-002"})).await?;
@@ -87,7 +81,7 @@ async fn catalogue_reads_are_trusted_and_the_rest_are_wrapped() -> Result<(), Fa
         store_server::Mode::Apply,
     )?;
     let before = store.file().snapshot()?;
-    let client = store.connect(&ScriptedUser::answering([])).await?;
+    let client = store.connect(&ScriptedClient::answering([])).await?;
 
     let products = call(&client, "list_products", json!({})).await?;
     assert_eq!(structured(&products)?["products"][2]["stock"], 38);
@@ -128,7 +122,7 @@ async fn catalogue_reads_are_trusted_and_the_rest_are_wrapped() -> Result<(), Fa
 #[tokio::test]
 async fn the_advertised_surface_is_what_the_issue_promises() -> Result<(), Failure> {
     let store = Store::new()?;
-    let client = store.connect(&ScriptedUser::answering([])).await?;
+    let client = store.connect(&ScriptedClient::answering([])).await?;
     let tools = client.list_all_tools().await?;
     let by_name = |name: &str| -> Value {
         let tool = tools
@@ -217,8 +211,7 @@ async fn builder_settings_that_match_no_tool_are_reported() -> Result<(), Failur
     let store = Store::new()?;
     let guard = store.guard(true);
     assert_eq!(guard.config_mistakes(), None, "nothing read yet");
-    let client =
-        workspace_tests::connect(guard.clone(), &ScriptedUser::answering([]), Era::Legacy).await?;
+    let client = connect(guard.clone(), &ScriptedClient::answering([]), Era::Legacy).await?;
     client.list_all_tools().await?;
     assert_eq!(guard.config_mistakes(), Some(&[][..]));
     client.cancel().await?;
@@ -229,9 +222,12 @@ async fn builder_settings_that_match_no_tool_are_reported() -> Result<(), Failur
         .prompt("list_products", |_| "Read the products?".to_owned())
         .trust_read("create_order")
         .build();
-    let client =
-        workspace_tests::connect(mistaken.clone(), &ScriptedUser::answering([]), Era::Rounds)
-            .await?;
+    let client = connect(
+        mistaken.clone(),
+        &ScriptedClient::answering([]),
+        Era::InputRounds,
+    )
+    .await?;
     client.list_all_tools().await?;
     assert_eq!(
         mistaken.config_mistakes(),

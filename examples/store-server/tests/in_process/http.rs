@@ -1,25 +1,17 @@
 //! The store over streamable HTTP, served by the same router the binary serves with
 //! `--http`, driven by rmcp's HTTP client playing the user.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use std::sync::Arc;
 
 use mcp_write_guard_core::Principal;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, PrincipalRequest, WriteGuard};
 use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
-use workspace_tests::{
-    Answer, Client, Era, Failure, ScriptedUser, Store, call, connect_over, enveloped_data,
-    is_error, message,
-};
+use workspace_tests::{Client, Failure, call, connect_over, enveloped_data, is_error, message};
+
+use crate::store::Store;
 
 /// Serves `store`'s guard (writes on) on an ephemeral loopback port; returns the endpoint and
 /// a handle that stops the server when dropped.
@@ -47,7 +39,7 @@ async fn serve_guard(
     Ok((url, stop))
 }
 
-async fn connect_http(url: &str, user: &ScriptedUser) -> Result<Client, Failure> {
+async fn connect_http(url: &str, user: &ScriptedClient) -> Result<Client, Failure> {
     let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
     Ok(user.clone().serve(transport).await?)
 }
@@ -58,7 +50,7 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
     let store = Store::new()?;
     let file = store.file();
     let (url, _stop) = serve(&store).await?;
-    let user = ScriptedUser::answering([Answer::Decline, Answer::Approve]);
+    let user = ScriptedClient::answering([Reply::Decline, Reply::Approve]);
     let client = connect_http(&url, &user).await?;
     let arguments = json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"});
 
@@ -74,7 +66,7 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
     assert_eq!(file.movements()?.len(), 1);
 
     assert_eq!(
-        user.messages(),
+        user.asked(),
         [
             r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#,
             r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#
@@ -107,8 +99,8 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
         )?
         .order_id
         .unwrap();
-    let alice = ScriptedUser::answering([Answer::Approve]);
-    let mallory = ScriptedUser::answering([Answer::Approve]);
+    let alice = ScriptedClient::answering([Reply::Approve]);
+    let mallory = ScriptedClient::answering([Reply::Approve]);
     let alice_client = connect_http(&url, &alice).await?;
     let mallory_client = connect_http(&url, &mallory).await?;
     let arguments = json!({"orderId": order, "reason": "duplicate order"});
@@ -147,7 +139,7 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
 #[tokio::test]
 async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
     const N: usize = 10;
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         // 2026-07-28 requests carry no HTTP session, so this deployment names the person the
@@ -158,7 +150,7 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
             .principal(Arc::new(signed_in))
             .build();
         let (url, _stop) = serve_guard(guard).await?;
-        let user = ScriptedUser::answering([]);
+        let user = ScriptedClient::answering([]);
         let transport = StreamableHttpClientTransport::from_uri(url);
         let client = connect_over(transport, &user, era).await?;
         workspace_tests::race_one_stock(&client, &user, era, &file, N).await?;

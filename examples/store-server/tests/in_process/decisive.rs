@@ -1,26 +1,20 @@
 //! The decisive case: the model asks for a stock change, the user says no, and the database
 //! file shows that nothing happened.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    missing_docs
-)]
-
 use mcp_write_guard_rmcp::Outcome;
+use mcp_write_guard_rmcp::test_util::{ERAS, Reply};
 use serde_json::json;
-use workspace_tests::{Answer, Era, Failure, ScriptedUser, Store, call, connect, is_error, text};
+use workspace_tests::{Failure, call, is_error, text};
+
+use crate::store::Store;
 
 #[tokio::test]
 async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
         let before = file.snapshot()?;
-        let user = ScriptedUser::answering([Answer::Decline]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, [Reply::Decline]).await?;
 
         let result = call(
             &client,
@@ -37,7 +31,7 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
         );
         // The user saw exactly the change, computed by the database.
         assert_eq!(
-            user.messages(),
+            user.asked(),
             [r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#],
             "{era:?}"
         );
@@ -53,11 +47,10 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
 
 #[tokio::test]
 async fn approved_stock_change_lands_exactly_once() -> Result<(), Failure> {
-    for era in Era::ALL {
+    for era in ERAS {
         let store = Store::new()?;
         let file = store.file();
-        let user = ScriptedUser::answering([Answer::Approve]);
-        let client = connect(store.guard(true), &user, era).await?;
+        let (user, client) = store.person(era, [Reply::Approve]).await?;
 
         let result = call(
             &client,
@@ -67,7 +60,7 @@ async fn approved_stock_change_lands_exactly_once() -> Result<(), Failure> {
         .await?;
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
-        assert_eq!(user.messages().len(), 1, "{era:?}");
+        assert_eq!(user.asked().len(), 1, "{era:?}");
         assert_eq!(file.stock("TLS-002")?, 1, "{era:?}");
         let movements = file.movements()?;
         assert_eq!(movements.len(), 1, "{era:?}");

@@ -1,0 +1,105 @@
+//! A store on a fresh SQLite file, guarded as the binary guards it, with a fake clock and an
+//! in-memory audit sink, and clients that connect to it in process.
+
+use std::{path::PathBuf, sync::Arc};
+
+use mcp_write_guard_rmcp::{
+    Era, MemorySink, WriteGuard, WriteGuardBuilder,
+    test_util::{ManualClock, Reply, ScriptedClient},
+};
+use rmcp::ServiceExt;
+use store_server::{Db, StoreServer, guard_builder};
+use tempfile::TempDir;
+use workspace_tests::{Client, Failure, FileView, connect_over};
+
+/// A seeded store on a temporary file.
+pub(crate) struct Store {
+    /// Keeps the temporary directory alive.
+    _dir: TempDir,
+    /// The SQLite file.
+    pub(crate) path: PathBuf,
+    /// The server's database handle.
+    pub(crate) db: Arc<Db>,
+    /// The guard's clock; advance it instead of sleeping.
+    pub(crate) clock: ManualClock,
+    /// Every decision the guard recorded.
+    pub(crate) audit: Arc<MemorySink>,
+}
+
+impl Store {
+    /// A fresh store file, created and seeded by the server's own code.
+    pub(crate) fn new() -> Result<Self, Failure> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("store.db");
+        let db = Arc::new(Db::open(&path)?);
+        Ok(Self {
+            _dir: dir,
+            path,
+            db,
+            clock: ManualClock::default(),
+            audit: Arc::new(MemorySink::new()),
+        })
+    }
+
+    /// An outside observer of the file.
+    pub(crate) fn file(&self) -> FileView {
+        FileView::new(&self.path)
+    }
+
+    /// The guard the binary builds, with writes on or off, this store's clock and audit sink.
+    pub(crate) fn guard(&self, writes_enabled: bool) -> WriteGuard<StoreServer> {
+        self.guard_builder(writes_enabled).build()
+    }
+
+    /// [`Store::guard`] before `.build()`, for a test that changes one more thing.
+    pub(crate) fn guard_builder(&self, writes_enabled: bool) -> WriteGuardBuilder<StoreServer> {
+        guard_builder(StoreServer::new(Arc::clone(&self.db)))
+            .writes_enabled(writes_enabled)
+            .clock(Arc::new(self.clock.clone()))
+            .audit(self.audit.clone())
+    }
+
+    /// A person who answers with `replies` (and declines any question after them), connected in
+    /// `era` to a guard with writes enabled: the person and their client.
+    pub(crate) async fn person(
+        &self,
+        era: Era,
+        replies: impl IntoIterator<Item = Reply>,
+    ) -> Result<(ScriptedClient, Client), Failure> {
+        let user = ScriptedClient::answering(replies);
+        let client = connect(self.guard(true), &user, era).await?;
+        Ok((user, client))
+    }
+
+    /// Two people on connections of their own to this store (writes enabled), in `era`: the
+    /// first, returned with their client, is asked only what a test scripts (or holds); the
+    /// other approves one write.
+    pub(crate) async fn with_another_person(
+        &self,
+        era: Era,
+    ) -> Result<(ScriptedClient, Client, Client), Failure> {
+        let (user, client) = self.person(era, []).await?;
+        let (_, other) = self.person(era, [Reply::Approve]).await?;
+        Ok((user, client, other))
+    }
+
+    /// Serves a guard with writes enabled and connects `user` to it in process (legacy era).
+    pub(crate) async fn connect(&self, user: &ScriptedClient) -> Result<Client, Failure> {
+        connect(self.guard(true), user, Era::Legacy).await
+    }
+}
+
+/// Serves `guard` over an in-memory pipe and connects `user` to it speaking `era`.
+pub(crate) async fn connect(
+    guard: WriteGuard<StoreServer>,
+    user: &ScriptedClient,
+    era: Era,
+) -> Result<Client, Failure> {
+    let (server_io, client_io) = tokio::io::duplex(256 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = guard.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    connect_over(client_io, user, era).await
+}
