@@ -18,7 +18,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Log, launch_stdio};
+use common::{Log, audit_fields, launch_stdio};
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::Outcome;
 use mcp_write_guard_rmcp::test_util::{ERAS, ScriptedClient};
@@ -196,6 +196,40 @@ async fn count_when(log: &Log, outcome: Outcome, n: usize) -> usize {
     log.count(outcome)
 }
 
+/// The records of a call asked by a notice (asked, notified, awaiting the answer) all name the
+/// page as the channel and the one approval id the question has.
+async fn assert_one_question_on_the_page(log: &Log, era: Era) {
+    count_when(log, Outcome::AwaitingAnswer, 1).await;
+    let field = |fields: &[(String, String)], key: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, value)| value.clone())
+    };
+    let of_the_call: Vec<_> = log
+        .lines()
+        .iter()
+        .filter_map(|line| audit_fields(line))
+        .filter(|fields| {
+            let outcome = field(fields, "outcome");
+            [Outcome::Asked, Outcome::Notified, Outcome::AwaitingAnswer]
+                .iter()
+                .any(|o| outcome.as_deref() == Some(o.as_str()))
+        })
+        .collect();
+    assert_eq!(of_the_call.len(), 3, "{era:?}: {of_the_call:?}");
+    let asked = field(&of_the_call[0], "approval_id");
+    assert!(asked.is_some(), "{era:?}: {of_the_call:?}");
+    for fields in &of_the_call {
+        assert_eq!(
+            field(fields, "channel").as_deref(),
+            Some("page"),
+            "{era:?}: {fields:?}"
+        );
+        assert_eq!(field(fields, "approval_id"), asked, "{era:?}: {fields:?}");
+    }
+}
+
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temporary path")
 }
@@ -251,6 +285,7 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
         let link = deliveries[0].link();
         assert_asked(&first, &link, era);
         assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
+        assert_one_question_on_the_page(&h.log, era).await;
         let body = deliveries[0].verified();
         let prompt = body["prompt"].as_str().unwrap();
         assert!(prompt.contains("stock 3 -> 2"), "{era:?}: {prompt}");
