@@ -16,7 +16,10 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Connected, Era, Fixture, Reply, State, prepare_token_on, text_of, unwrapped};
+use crate::common::{
+    Connected, Era, Fixture, Reply, State, assert_row_deleted, delete_with_token, prepare_token_on,
+    text_of, unwrapped,
+};
 
 /// The sentence every `prepare_admin_action` question for `delete_row` starts with.
 const PREPARING: &str = "Allow preparing an admin action? It issues a one-time confirmation \
@@ -163,12 +166,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
 
     // The token is bound as before: to delete_row and {"name": "a"}; the act asks again.
     h.scripted.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
-        .await;
+    let result = h.call("delete_row", delete_with_token("a", &token)).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
     assert!(!h.state().rows.contains_key("a"));
@@ -207,12 +205,7 @@ async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(e
 
     // The act is asked in the same words, without the preparing sentence.
     h.scripted.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "b", "confirmationToken": token}),
-        )
-        .await;
+    let result = h.call("delete_row", delete_with_token("b", &token)).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.scripted.asked()[1], "Delete row \"b\" (value 2)?");
     assert!(!h.state().rows.contains_key("b"));
@@ -233,14 +226,8 @@ async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
     assert!(intent.contains("  (value): 1 -> null"), "{intent}");
 
     h.scripted.script([Reply::Approve]);
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
-        .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    let result = h.call("delete_row", delete_with_token("a", &token)).await;
+    assert_row_deleted(&result, &h.state(), "a");
 }
 
 async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {

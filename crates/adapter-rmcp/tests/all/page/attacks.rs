@@ -9,6 +9,7 @@ use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 
 use super::*;
+use crate::common::delete_with_token;
 
 fn params(tool: &str, args: &Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
@@ -638,20 +639,14 @@ async fn an_admin_token_approved_on_the_page_is_bound_to_what_it_showed() {
     assert_eq!(h.fixture.snapshot().rows.len(), 2, "nothing deleted yet");
 
     // The token does not delete another row.
-    let stolen = round(
-        &h,
-        "delete_row",
-        &json!({"name": "b", "confirmationToken": token}),
-        None,
-    )
-    .await;
+    let stolen = round(&h, "delete_row", &delete_with_token("b", &token), None).await;
     assert!(stolen.is_err_and(|r| r.is_error == Some(true)));
     assert_eq!(h.fixture.snapshot().rows.len(), 2);
     assert_eq!(h.fixture.snapshot().applies, 0);
 
     // For the row it was issued for, the deletion is asked about on the page again, and
     // approved there it deletes that row only.
-    let args = json!({"name": "a", "confirmationToken": token});
+    let args = delete_with_token("a", &token);
     let (url, state) = round(&h, "delete_row", &args, None).await.unwrap();
     let page = h.get(&url).await;
     assert!(!page.body.contains(&token), "the token is not shown");
