@@ -6,8 +6,8 @@ use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 
 use crate::common::{
-    Era, Harness, Reply, assert_row_deleted, call_on, delete_with_token, prepare_token_on, text_of,
-    unwrapped,
+    Era, Harness, Reply, TOKEN_FLOW_APPLIED, assert_row_deleted, call_on, delete_with_token,
+    prepare_token_on, text_of, unwrapped,
 };
 
 both_eras!(
@@ -88,17 +88,7 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
         !act.contains(&token),
         "the prompt does not show the token: {act}"
     );
-    assert_eq!(
-        h.outcomes(),
-        vec![
-            Outcome::Asked,
-            Outcome::Approved,
-            Outcome::TokenIssued,
-            Outcome::Asked,
-            Outcome::Approved,
-            Outcome::Applied
-        ]
-    );
+    assert_eq!(h.outcomes(), TOKEN_FLOW_APPLIED);
 }
 
 async fn a_missing_token_is_refused_without_asking(era: Era) {

@@ -121,6 +121,12 @@ impl<S: ServerHandler + Clone> Connected<S> {
     pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
         call_on(&self.client, tool, args).await.unwrap()
     }
+
+    /// Scripts the client to approve the next question, then calls `tool` with `args`.
+    pub async fn approve_and_call(&self, tool: &str, args: Value) -> CallToolResult {
+        self.scripted.script([Reply::Approve]);
+        self.call(tool, args).await
+    }
 }
 
 /// A connected client, the guard it talks to, and everything the test reads back.
@@ -263,6 +269,17 @@ pub async fn prepare_token_on(
     let structured = result.structured_content.expect("structured token");
     structured["confirmationToken"].as_str().unwrap().to_owned()
 }
+
+/// The audit trail of a token-gated write carried through: the intent asked, approved and its
+/// token issued, then the act asked, approved and applied.
+pub const TOKEN_FLOW_APPLIED: [Outcome; 6] = [
+    Outcome::Asked,
+    Outcome::Approved,
+    Outcome::TokenIssued,
+    Outcome::Asked,
+    Outcome::Approved,
+    Outcome::Applied,
+];
 
 /// The arguments of a `delete_row` call for row `name` that carries the confirmation `token`.
 pub fn delete_with_token(name: &str, token: &str) -> Value {
