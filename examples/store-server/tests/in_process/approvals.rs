@@ -11,16 +11,14 @@ use crate::store::Store;
 #[tokio::test]
 async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client) = store.person(era, [Reply::Approve]).await?;
-
-        let result = call(
-            &client,
+        let (store, user, _client, result) = Store::called(
+            era,
+            [Reply::Approve],
             "create_order",
             json!({"customerId": 1, "lines": [{"sku": "TLS-002", "quantity": 1}]}),
         )
         .await?;
+        let file = store.file();
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(

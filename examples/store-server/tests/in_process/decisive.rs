@@ -36,10 +36,7 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
             "{era:?}"
         );
         // Read from the SQLite file through a connection of our own.
-        assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
-        assert!(file.movements()?.is_empty(), "{era:?}");
-        assert_eq!(file.snapshot()?, before, "{era:?}");
-        assert_eq!(store.audit.decisions(), [Outcome::Declined], "{era:?}");
+        store.assert_stock_untouched(&before, &[Outcome::Declined], &format!("{era:?}"))?;
         client.cancel().await?;
     }
     Ok(())
@@ -48,16 +45,14 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
 #[tokio::test]
 async fn approved_stock_change_lands_exactly_once() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client) = store.person(era, [Reply::Approve]).await?;
-
-        let result = call(
-            &client,
+        let (store, user, client, result) = Store::called(
+            era,
+            [Reply::Approve],
             "adjust_stock",
             json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"}),
         )
         .await?;
+        let file = store.file();
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(user.asked().len(), 1, "{era:?}");

@@ -119,10 +119,7 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
                 text(&result)
             );
             assert_eq!(user.asked().len(), 1, "{era:?} {outcome:?}");
-            assert_eq!(file.stock("TLS-002")?, 3, "{era:?} {outcome:?}");
-            assert!(file.movements()?.is_empty(), "{era:?} {outcome:?}");
-            assert_eq!(file.snapshot()?, before, "{era:?} {outcome:?}");
-            assert_eq!(store.audit.decisions(), [*outcome], "{era:?}");
+            store.assert_stock_untouched(&before, &[*outcome], &format!("{era:?} {outcome:?}"))?;
         }
     }
     Ok(())
