@@ -11,10 +11,9 @@ use mcp_write_guard_rmcp::{
     DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
 };
 use serde_json::json;
-use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
 use workspace_tests::{Client, Failure, FileView, Snapshot, call, is_error, structured};
 
-use crate::store::Store;
+use crate::store::{Store, place_order};
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 
@@ -86,19 +85,6 @@ fn assert_clean(question: &str, lines: usize, case: &str) {
     }
 }
 
-/// Places a pending order for one TLS-002 directly in the database; returns its id.
-fn place_order(store: &Store) -> Result<i64, Failure> {
-    let request = CreateOrderArgs {
-        customer_id: 1,
-        lines: vec![OrderLineArgs {
-            sku: "TLS-002".into(),
-            quantity: 1,
-        }],
-    };
-    let placed = store.db.create_order(&request, Mode::Apply)?;
-    placed.order_id.ok_or_else(|| "no order id".into())
-}
-
 /// A fresh store with one pending order placed directly in the database: the store, an
 /// observer of its file, the order's id, and the file as it was then.
 fn store_with_an_order() -> Result<(Store, FileView, i64, Snapshot), Failure> {
@@ -160,9 +146,7 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
-            let store = Store::new()?;
-            let file = store.file();
-            let before = file.snapshot()?;
+            let (store, _, before) = Store::with_snapshot()?;
             let (user, client) = store.person(era, [Reply::Decline]).await?;
 
             let result = call(

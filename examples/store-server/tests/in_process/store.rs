@@ -9,7 +9,7 @@ use mcp_write_guard_rmcp::{
 };
 use rmcp::{ServiceExt, model::CallToolResult};
 use serde_json::Value;
-use store_server::{Db, StoreServer, guard_builder};
+use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs, StoreServer, guard_builder};
 use tempfile::TempDir;
 use workspace_tests::{Client, Failure, FileView, Snapshot, call, connect_over};
 
@@ -40,6 +40,14 @@ impl Store {
             clock: ManualClock::default(),
             audit: Arc::new(MemorySink::new()),
         })
+    }
+
+    /// A fresh store, an outside observer of its file, and the file as it was at the start.
+    pub(crate) fn with_snapshot() -> Result<(Self, FileView, Snapshot), Failure> {
+        let store = Self::new()?;
+        let file = store.file();
+        let before = file.snapshot()?;
+        Ok((store, file, before))
     }
 
     /// An outside observer of the file.
@@ -134,4 +142,17 @@ pub(crate) async fn connect(
         }
     });
     connect_over(client_io, user, era).await
+}
+
+/// Places a pending order for one TLS-002 directly in the database; returns its id.
+pub(crate) fn place_order(store: &Store) -> Result<i64, Failure> {
+    let request = CreateOrderArgs {
+        customer_id: 1,
+        lines: vec![OrderLineArgs {
+            sku: "TLS-002".into(),
+            quantity: 1,
+        }],
+    };
+    let placed = store.db.create_order(&request, Mode::Apply)?;
+    placed.order_id.ok_or_else(|| "no order id".into())
 }
