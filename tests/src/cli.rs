@@ -1,7 +1,35 @@
 //! What the workspace's bench binaries (`approved-writes`, `load`) share: their options' numbers,
 //! where the server binary is, what its log said last.
 
-use std::path::{Path, PathBuf};
+use std::{
+    ffi::OsString,
+    path::{Path, PathBuf},
+};
+
+/// A command line's `--flag value` pairs, in order, read one at a time: `Err(usage)` for
+/// `--help` or `-h`, and an error naming a flag that has no value after it. A bench's `parse`
+/// matches each flag and stops at the first error.
+pub fn flag_values<'a>(
+    args: impl IntoIterator<Item = OsString> + 'a,
+    usage: &'a str,
+) -> impl Iterator<Item = Result<(String, OsString), String>> + 'a {
+    let mut args = args.into_iter();
+    std::iter::from_fn(move || {
+        let flag = args.next()?.to_string_lossy().into_owned();
+        if flag == "--help" || flag == "-h" {
+            return Some(Err(usage.to_owned()));
+        }
+        Some(match args.next() {
+            Some(value) => Ok((flag, value)),
+            None => Err(format!("{flag} needs a value\n{usage}")),
+        })
+    })
+}
+
+/// `list` as a command line's arguments (without the program name), for tests of a `parse`.
+pub fn os_args(list: &[&str]) -> Vec<OsString> {
+    list.iter().map(OsString::from).collect()
+}
 
 /// `value` of option `flag` as a whole number of at least `least`.
 pub fn parse_count(flag: &str, value: &str, least: u32) -> Result<u32, String> {

@@ -28,5 +28,10 @@ pub use raw::{HttpReply, RawHttp, approve};
 pub use results::{call, enveloped_data, is_error, message, structured, text};
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};
 
+/// The question the store asks for `adjust_stock` of TLS-002 (seeded at 3) by -2, "damaged in
+/// transit".
+pub const DAMAGED_TLS_002_QUESTION: &str =
+    r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#;
+
 /// What a helper returns when something unexpected happens; tests `?` or unwrap it.
 pub type Failure = Box<dyn std::error::Error + Send + Sync>;

@@ -51,6 +51,22 @@ impl FileView {
         Ok(conn)
     }
 
+    /// Asserts that TLS-002 (seeded at 3) was not adjusted: its stock is 3 on disk and no stock
+    /// movement is recorded.
+    pub fn assert_tls_002_unadjusted(&self) -> Result<(), Failure> {
+        assert_eq!(self.stock("TLS-002")?, 3);
+        assert!(self.movements()?.is_empty());
+        Ok(())
+    }
+
+    /// Asserts that one adjustment of TLS-002 by -2 landed: its stock is 1 on disk and exactly
+    /// one stock movement is recorded.
+    pub fn assert_tls_002_adjusted_once(&self) -> Result<(), Failure> {
+        assert_eq!(self.stock("TLS-002")?, 1);
+        assert_eq!(self.movements()?.len(), 1);
+        Ok(())
+    }
+
     /// The stock of `sku` on disk.
     pub fn stock(&self, sku: &str) -> Result<i64, Failure> {
         Ok(self

@@ -23,7 +23,8 @@ use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
 use serde_json::{Value, json};
 use workspace_tests::{
-    Client, Failure, FileView, call, enveloped_data, is_error, structured, text,
+    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, enveloped_data, is_error,
+    structured, text,
 };
 
 /// Starts `store-server` in `dir` with `args`, `MCP_WRITES_ENABLED` set to `writes` (or unset),
@@ -91,22 +92,17 @@ async fn the_decisive_case_as_a_child_process() -> Result<(), Failure> {
 
     let declined = call(&client, "adjust_stock", adjust()).await?;
     assert!(is_error(&declined), "{declined:?}");
-    assert_eq!(file.stock("TLS-002")?, 3);
-    assert!(file.movements()?.is_empty());
+    file.assert_tls_002_unadjusted()?;
 
     let approved = call(&client, "adjust_stock", adjust()).await?;
     assert!(!is_error(&approved), "{}", text(&approved));
     assert_eq!(enveloped_data(&approved)?["previousStock"], 3);
     assert_eq!(enveloped_data(&approved)?["newStock"], 1);
-    assert_eq!(file.stock("TLS-002")?, 1);
-    assert_eq!(file.movements()?.len(), 1);
+    file.assert_tls_002_adjusted_once()?;
 
     assert_eq!(
         user.asked(),
-        [
-            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#,
-            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#
-        ]
+        [DAMAGED_TLS_002_QUESTION, DAMAGED_TLS_002_QUESTION]
     );
     assert!(!dir.path().join("store.db").exists(), "--db is honoured");
     client.cancel().await?;
@@ -236,12 +232,10 @@ async fn with_http_it_serves_the_guarded_store_and_stops_on_ctrl_c() -> Result<(
 
     let declined = call(&client, "adjust_stock", adjust()).await?;
     assert!(is_error(&declined));
-    assert_eq!(file.stock("TLS-002")?, 3);
-    assert!(file.movements()?.is_empty());
+    file.assert_tls_002_unadjusted()?;
     let approved = call(&client, "adjust_stock", adjust()).await?;
     assert!(!is_error(&approved), "{}", text(&approved));
-    assert_eq!(file.stock("TLS-002")?, 1);
-    assert_eq!(file.movements()?.len(), 1);
+    file.assert_tls_002_adjusted_once()?;
 
     // Ctrl-C with the session still open: the server ends it and exits cleanly.
     let pid = server.child.id().ok_or("no pid")?.to_string();

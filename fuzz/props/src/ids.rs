@@ -14,6 +14,7 @@ use mcp_write_guard_core::{
     token::{TokenRejection, check_token, issue_token, spend_token, spend_token_from_args},
 };
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 
 use crate::support::{block_on, fail, t0};
 
@@ -142,6 +143,60 @@ struct Call {
     policy: ApprovalPolicy,
 }
 
+impl Call {
+    /// [`take_round_trip`] of the `requestState` `state` for this call, at `now`.
+    fn take_round_trip(
+        &self,
+        store: &MemoryStore,
+        state: &str,
+        now: OffsetDateTime,
+    ) -> Result<PendingApproval, RoundTripRejection> {
+        block_on(take_round_trip(
+            store,
+            state,
+            &self.principal,
+            &self.tool,
+            &self.args,
+            now,
+        ))
+    }
+
+    /// [`take_approval`] of the approval id `id` for this call, at `now`.
+    fn take_approval(
+        &self,
+        store: &MemoryStore,
+        id: &str,
+        now: OffsetDateTime,
+    ) -> Result<PendingApproval, RoundTripRejection> {
+        block_on(take_approval(
+            store,
+            id,
+            &self.principal,
+            &self.tool,
+            &self.args,
+            now,
+        ))
+    }
+
+    /// [`check_token`] of `token` for this call (of [`DEFINITION`]), at `now`.
+    fn check_token(
+        &self,
+        store: &MemoryStore,
+        token: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), TokenRejection> {
+        block_on(check_token(
+            store,
+            token,
+            &self.principal,
+            &self.tool,
+            DEFINITION,
+            &self.args,
+            now,
+        ))
+    }
+}
+
 fn call() -> Call {
     let policy = ApprovalPolicy::default();
     let args = match CapturedArgs::capture_value(&json!({"id": 7}), &policy.limits) {
@@ -167,27 +222,13 @@ fn check_empty_store(text: &str) {
     } else {
         RoundTripRejection::Malformed
     };
-    let taken = block_on(take_round_trip(
-        &store,
-        text,
-        &c.principal,
-        &c.tool,
-        &c.args,
-        now,
-    ));
+    let taken = c.take_round_trip(&store, text, now);
     assert_eq!(
         taken.err(),
         Some(expected),
         "ids: requestState {text:?} on an empty store"
     );
-    let taken = block_on(take_approval(
-        &store,
-        text,
-        &c.principal,
-        &c.tool,
-        &c.args,
-        now,
-    ));
+    let taken = c.take_approval(&store, text, now);
     assert_eq!(
         taken.err(),
         Some(expected),
@@ -216,15 +257,7 @@ fn check_empty_store(text: &str) {
     } else {
         TokenRejection::Malformed
     };
-    let checked = block_on(check_token(
-        &store,
-        text,
-        &c.principal,
-        &c.tool,
-        DEFINITION,
-        &c.args,
-        now,
-    ));
+    let checked = c.check_token(&store, text, now);
     assert_eq!(checked, Err(token), "ids: token {text:?} on an empty store");
     assert!(store.is_empty(), "ids: refusals wrote to the store");
 }
@@ -276,24 +309,10 @@ fn check_genuine(data: &[u8]) {
 
     let state = state.to_string();
     let presented = edit(&state, data);
-    let taken = block_on(take_round_trip(
-        &store,
-        &presented,
-        &c.principal,
-        &c.tool,
-        &c.args,
-        now,
-    ));
+    let taken = c.take_round_trip(&store, &presented, now);
     assert_genuine_only("requestState", &state, &presented, taken.is_ok());
     if taken.is_err() {
-        let again = block_on(take_round_trip(
-            &store,
-            &state,
-            &c.principal,
-            &c.tool,
-            &c.args,
-            now,
-        ));
+        let again = c.take_round_trip(&store, &state, now);
         assert!(
             again.is_ok(),
             "ids: a near-miss requestState used up the real one"
@@ -302,27 +321,12 @@ fn check_genuine(data: &[u8]) {
 
     let approval = approval.to_string();
     let presented = edit(&approval, data);
-    let taken = block_on(take_approval(
-        &store,
-        &presented,
-        &c.principal,
-        &c.tool,
-        &c.args,
-        now,
-    ));
+    let taken = c.take_approval(&store, &presented, now);
     assert_genuine_only("approval id", &approval, &presented, taken.is_ok());
 
     let token = token.as_str().to_owned();
     let presented = edit(&token, data);
-    let checked = block_on(check_token(
-        &store,
-        &presented,
-        &c.principal,
-        &c.tool,
-        DEFINITION,
-        &c.args,
-        now,
-    ));
+    let checked = c.check_token(&store, &presented, now);
     assert_genuine_only("token (check)", &token, &presented, checked.is_ok());
     // The token as the call's `confirmationToken` argument, spent.
     let with_token = json!({"id": 7, "confirmationToken": presented});

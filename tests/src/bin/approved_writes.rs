@@ -50,7 +50,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use workspace_tests::{
     Client, Failure, call,
-    cli::{default_server, log_tail, options_or_exit, parse_count},
+    cli::{default_server, flag_values, log_tail, options_or_exit, parse_count},
     connect_over, is_error, message,
 };
 
@@ -129,15 +129,8 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
     let mut dir = std::env::temp_dir();
     let mut seed = None;
     let mut node = PathBuf::from("node");
-    let mut args = args.into_iter();
-    while let Some(flag) = args.next() {
-        let flag = flag.to_string_lossy().into_owned();
-        if flag == "--help" || flag == "-h" {
-            return Err(USAGE.to_owned());
-        }
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+    for pair in flag_values(args, USAGE) {
+        let (flag, value) = pair?;
         let text = value.to_string_lossy();
         match flag.as_str() {
             "--writes" => writes = parse_count(&flag, &text, 1)?,
@@ -420,14 +413,11 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<OsString> {
-        list.iter().map(OsString::from).collect()
-    }
+    use workspace_tests::cli::os_args;
 
     #[test]
     fn defaults_to_a_thousand_writes_in_both_eras() {
-        let options = parse(args(&[])).unwrap();
+        let options = parse(os_args(&[])).unwrap();
         assert_eq!(
             (options.writes, options.reads, options.warmup, options.runs),
             (1000, 1000, 50, 1)
@@ -438,7 +428,7 @@ mod tests {
 
     #[test]
     fn takes_every_option() {
-        let options = parse(args(&[
+        let options = parse(os_args(&[
             "--writes",
             "200",
             "--reads",
@@ -480,7 +470,7 @@ mod tests {
             &["--fast", "1"],
             &["--writes", "4294967295", "--warmup", "1"],
         ] {
-            assert!(parse(args(bad)).is_err(), "{bad:?}");
+            assert!(parse(os_args(bad)).is_err(), "{bad:?}");
         }
     }
 

@@ -93,7 +93,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 use workspace_tests::{
     Client, Failure, FileView, Snapshot, call,
-    cli::{default_server, log_tail, options_or_exit, parse_count},
+    cli::{default_server, flag_values, log_tail, options_or_exit, parse_count},
     connect_over, enveloped_data, is_error, message, text,
 };
 
@@ -147,15 +147,8 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
     let mut server = None;
     let mut dir = std::env::temp_dir();
     let mut max_sessions = None;
-    let mut args = args.into_iter();
-    while let Some(flag) = args.next() {
-        let flag = flag.to_string_lossy().into_owned();
-        if flag == "--help" || flag == "-h" {
-            return Err(USAGE.to_owned());
-        }
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+    for pair in flag_values(args, USAGE) {
+        let (flag, value) = pair?;
         let text = value.to_string_lossy();
         match flag.as_str() {
             "--clients" => clients = parse_count(&flag, &text, 1)?,
@@ -265,6 +258,17 @@ struct Own {
     stock: Vec<i64>,
     /// The reasons of the applied writes to each, in order.
     applied: Vec<Vec<String>>,
+}
+
+impl Own {
+    /// Client `client`'s own products, each at its starting stock, nothing applied yet.
+    fn new(client: u32) -> Self {
+        Self {
+            skus: (0..OWN_PRODUCTS).map(|k| own_sku(client, k)).collect(),
+            stock: vec![OWN_STOCK; OWN_PRODUCTS as usize],
+            applied: vec![Vec::new(); OWN_PRODUCTS as usize],
+        }
+    }
 }
 
 fn own_sku(client: u32, k: u32) -> String {
@@ -470,11 +474,7 @@ async fn drive(
     index: u32,
 ) -> Result<ClientRun, Failure> {
     let mut run = ClientRun::default();
-    let mut own = Own {
-        skus: (0..OWN_PRODUCTS).map(|k| own_sku(index, k)).collect(),
-        stock: vec![OWN_STOCK; OWN_PRODUCTS as usize],
-        applied: vec![Vec::new(); OWN_PRODUCTS as usize],
-    };
+    let mut own = Own::new(index);
     let mut reads_done: u64 = 0;
     for w in 0..options.writes {
         let Planned {
@@ -1018,14 +1018,11 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<OsString> {
-        list.iter().map(OsString::from).collect()
-    }
+    use workspace_tests::cli::os_args;
 
     #[test]
     fn defaults_to_eight_clients_of_twenty_five_writes_in_both_eras() {
-        let options = parse(args(&[])).unwrap();
+        let options = parse(os_args(&[])).unwrap();
         assert_eq!(
             (options.clients, options.writes, options.reads),
             (8, 25, 25)
@@ -1038,7 +1035,7 @@ mod tests {
 
     #[test]
     fn takes_every_option() {
-        let options = parse(args(&[
+        let options = parse(os_args(&[
             "--clients",
             "64",
             "--writes",
@@ -1068,9 +1065,9 @@ mod tests {
         assert_eq!(options.server, PathBuf::from("/x/store-server"));
         assert_eq!(options.dir, PathBuf::from("/dev/shm"));
         assert_eq!(options.max_sessions, Some(300));
-        assert_eq!(parse(args(&["--era", "both"])).unwrap().eras, ERAS);
+        assert_eq!(parse(os_args(&["--era", "both"])).unwrap().eras, ERAS);
         assert_eq!(
-            parse(args(&["--era", "legacy"])).unwrap().eras,
+            parse(os_args(&["--era", "legacy"])).unwrap().eras,
             [Era::Legacy]
         );
     }
@@ -1086,7 +1083,7 @@ mod tests {
             &["--reads"],
             &["--fast", "1"],
         ] {
-            assert!(parse(args(bad)).is_err(), "{bad:?}");
+            assert!(parse(os_args(bad)).is_err(), "{bad:?}");
         }
     }
 
@@ -1112,13 +1109,9 @@ mod tests {
 
     #[test]
     fn own_products_never_go_negative_by_plan() {
-        let options = parse(args(&["--writes", "200"])).unwrap();
+        let options = parse(os_args(&["--writes", "200"])).unwrap();
         for client in 0..20 {
-            let mut own = Own {
-                skus: (0..OWN_PRODUCTS).map(|k| own_sku(client, k)).collect(),
-                stock: vec![OWN_STOCK; OWN_PRODUCTS as usize],
-                applied: vec![Vec::new(); OWN_PRODUCTS as usize],
-            };
+            let mut own = Own::new(client);
             let mut signs = (false, false);
             for w in 0..options.writes {
                 let Planned {

@@ -16,7 +16,10 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Connected, Era, Fixture, Reply, State, prepare_token_on, text_of, unwrapped};
+use crate::common::{
+    Connected, Era, Fixture, State, assert_row_deleted, delete_with_token, prepare_token_on,
+    text_of, unwrapped,
+};
 
 /// The sentence every `prepare_admin_action` question for `delete_row` starts with.
 const PREPARING: &str = "Allow preparing an admin action? It issues a one-time confirmation \
@@ -103,6 +106,16 @@ impl Harness {
         self.server.previewed.lock().clone()
     }
 
+    /// Scripts the client to approve, then calls `prepare_admin_action` for `delete_row` with
+    /// `arguments`: its result, a token or a refusal.
+    async fn approve_and_prepare(&self, arguments: Value) -> CallToolResult {
+        self.approve_and_call(
+            PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": arguments}),
+        )
+        .await
+    }
+
     async fn prepare_token(&self, args: Value) -> String {
         prepare_token_on(&self.client, &self.scripted, "delete_row", args).await
     }
@@ -162,12 +175,8 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
     );
 
     // The token is bound as before: to delete_row and {"name": "a"}; the act asks again.
-    h.scripted.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
@@ -206,12 +215,8 @@ async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(e
     );
 
     // The act is asked in the same words, without the preparing sentence.
-    h.scripted.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "b", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("b", &token))
         .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.scripted.asked()[1], "Delete row \"b\" (value 2)?");
@@ -232,27 +237,16 @@ async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
     assert!(!intent.contains("stray"), "{intent}");
     assert!(intent.contains("  (value): 1 -> null"), "{intent}");
 
-    h.scripted.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    assert_row_deleted(&result, &h.state(), "a");
 }
 
 async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
     let h = Harness::start(era, |b| b).await;
     let before = h.state();
-    h.scripted.script([Reply::Approve]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "zzz"}}),
-        )
-        .await;
+    let result = h.approve_and_prepare(json!({"name": "zzz"})).await;
     h.assert_refused_before_asking(&result, &before, "preview failed");
     // The tool's own words, in the envelope, as a failed preview of the tool itself is.
     let text = text_of(&result);
@@ -278,14 +272,8 @@ async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
 async fn a_target_preview_that_errors_refuses_without_asking(era: Era) {
     let h = Harness::start(era, |b| b).await;
     let before = h.state();
-    h.scripted.script([Reply::Approve]);
     // The fixture rejects the arguments with a protocol error.
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": 7}}),
-        )
-        .await;
+    let result = h.approve_and_prepare(json!({"name": 7})).await;
     h.assert_refused_before_asking(&result, &before, "name must be a string");
     let text = text_of(&result);
     assert!(text.contains("could not be previewed"), "{text}");

@@ -6,7 +6,10 @@ use mcp_write_guard_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outco
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::common::{Era, Harness, Options, Reply, logs::Captured, start_time, text_of};
+use crate::common::{
+    Era, Harness, Options, Reply, assert_row_deleted, delete_with_token, logs::Captured,
+    start_time, text_of,
+};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -41,8 +44,7 @@ both_eras!(
 
 async fn an_approved_write_is_asked_approved_and_applied_under_one_id(era: Era) {
     let h = Harness::start(era).await;
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.state().counter, 7);
 
@@ -108,8 +110,9 @@ async fn redacted_arguments_leave_only_their_digest_and_no_question_text(era: Er
         b.redact("set_counter", "value")
     })
     .await;
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 424242})).await;
+    let result = h
+        .approve_and_call("set_counter", json!({"value": 424242}))
+        .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let records = h.audit.records();
     let asked = records[0].asked.clone().unwrap();
@@ -127,15 +130,10 @@ async fn a_confirmation_token_never_reaches_the_records(era: Era) {
     let h = Harness::custom(era, Options::default(), |b| b.preview("delete_row")).await;
     h.fixture.state.lock().rows.insert("a".into(), 1);
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    h.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    assert_row_deleted(&result, &h.state(), "a");
     let records = h.audit.records();
     let serialised = serde_json::to_string(&records).unwrap();
     assert!(!serialised.contains(&token), "{serialised}");

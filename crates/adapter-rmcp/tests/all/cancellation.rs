@@ -9,7 +9,7 @@ use std::sync::{
 use mcp_write_guard_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
 use serde_json::json;
 
-use crate::common::{Era, Reply, prepare_token_on, text_of};
+use crate::common::{Era, Reply, assert_row_deleted, delete_with_token, prepare_token_on, text_of};
 use crate::wrapped::{Harness, Knobs, Wrapped};
 
 /// Records like a [`MemorySink`] and, once armed, cancels the request whose preview ran last
@@ -53,7 +53,7 @@ async fn cancelled_after_approval_spends_no_token_and_deletes_nothing() {
 
     let before = h.state();
     h.scripted.script([Reply::Approve]);
-    let args = json!({"name": "a", "confirmationToken": token});
+    let args = delete_with_token("a", &token);
     let result = h.call("delete_row", args.clone()).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let text = text_of(&result);
@@ -83,8 +83,7 @@ async fn cancelled_after_approval_spends_no_token_and_deletes_nothing() {
     sink.armed.store(false, Ordering::SeqCst);
     h.scripted.script([Reply::Approve]);
     let result = h.call("delete_row", args).await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    assert_row_deleted(&result, &h.state(), "a");
     assert_eq!(h.state().applies, 1);
 }
 

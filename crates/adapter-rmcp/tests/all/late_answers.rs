@@ -40,6 +40,7 @@ use crate::common::{
     counter::{approve_round, first_round, params},
     custom::{NotifyingSink, guard_builder},
     fixture::Fixture,
+    gated::{form_client_info, record_form_question},
     start_time, text_of,
 };
 
@@ -120,14 +121,7 @@ impl ClientHandler for Dialog {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
-            panic!("the guard asks this client with forms only");
-        };
-        let mut index = 0;
-        self.asked.send_modify(|questions| {
-            index = questions.len();
-            questions.push(message);
-        });
+        let index = record_form_question(&self.asked, request);
         let mut answers = self.answers.subscribe();
         let say = *answers
             .wait_for(|answers| answers.contains_key(&index))
@@ -152,14 +146,7 @@ impl ClientHandler for Dialog {
     }
 
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder()
-                .enable_elicitation_with(
-                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
-                )
-                .build(),
-            Implementation::new("dialog-client", "0.1.0"),
-        )
+        form_client_info("dialog-client")
     }
 }
 

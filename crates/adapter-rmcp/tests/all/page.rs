@@ -134,6 +134,26 @@ impl PageHarness {
         self.audit.outcomes()
     }
 
+    /// Asserts that the last audit record names `outcome`.
+    fn assert_last_outcome(&self, outcome: Outcome) {
+        assert_eq!(
+            self.outcomes().last(),
+            Some(&outcome),
+            "{:?}",
+            self.outcomes()
+        );
+    }
+
+    /// The reasons of the audit records that name `outcome`, in order.
+    fn reasons(&self, outcome: Outcome) -> Vec<String> {
+        self.audit
+            .records()
+            .iter()
+            .filter(|r| r.outcome == outcome)
+            .map(|r| r.reason.clone().unwrap())
+            .collect()
+    }
+
     fn snapshot_applies(&self) -> usize {
         self.fixture.snapshot().applies
     }
@@ -455,12 +475,7 @@ async fn an_expired_page_says_so_and_saves_nothing() {
         let result = call.await.unwrap();
         assert_eq!(result.is_error, Some(true), "{era:?}");
         assert_eq!(h.counter(), (0, 0), "{era:?}");
-        assert_eq!(
-            h.outcomes().last(),
-            Some(&Outcome::Expired),
-            "{:?}",
-            h.outcomes()
-        );
+        h.assert_last_outcome(Outcome::Expired);
     }
 }
 
@@ -509,13 +524,7 @@ async fn where_people_sign_in_only_the_caller_may_answer() {
         question.reply(ElicitationAction::Accept);
         assert_ne!(call.await.unwrap().is_error, Some(true), "{era:?}");
         assert_eq!(h.counter(), (9, 1));
-        let reasons: Vec<_> = h
-            .audit
-            .records()
-            .iter()
-            .filter(|r| r.outcome == Outcome::PageRefused)
-            .map(|r| r.reason.clone().unwrap())
-            .collect();
+        let reasons = h.reasons(Outcome::PageRefused);
         assert_eq!(reasons, ["other-person", "not-signed-in"], "{era:?}");
     }
 }

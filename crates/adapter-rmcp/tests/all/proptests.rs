@@ -149,8 +149,7 @@ proptest! {
         let era = if legacy { Era::Legacy } else { Era::InputRounds };
         runtime().block_on(async {
             let h = Harness::start(era).await;
-            h.script([Reply::Approve]);
-            let result = h.call("add_row", json!({"name": name, "value": value})).await;
+            let result = h.approve_and_call("add_row", json!({"name": name, "value": value})).await;
             assert_ne!(result.is_error, Some(true), "{result:?}");
             let asked = h.asked();
             assert!(asked[0].contains(&format!("name: {name:?}")), "{}", asked[0]);

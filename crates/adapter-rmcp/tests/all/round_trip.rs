@@ -13,13 +13,24 @@ fn params(tool: &str, args: &Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
 }
 
-fn approve_responses() -> InputResponses {
+/// Input responses that carry `answer` under `key`.
+fn responses_under(key: &str, answer: Value) -> InputResponses {
     let mut responses = InputResponses::new();
-    responses.insert(
-        INPUT_KEY.to_owned(),
-        json!({"action": "accept", "content": {"approve": true}}),
-    );
+    responses.insert(key.to_owned(), answer);
     responses
+}
+
+/// The client's "accept, approve: true" under the guard's input key.
+fn approve_responses() -> InputResponses {
+    responses_under(
+        INPUT_KEY,
+        json!({"action": "accept", "content": {"approve": true}}),
+    )
+}
+
+/// A retry with `state` that answers "accept, approve: true" (see [`retry`]).
+async fn approved_retry(client: &Client, tool: &str, args: &Value, state: &str) -> CallToolResult {
+    retry(client, tool, args, state, Some(approve_responses())).await
 }
 
 /// First round by hand: returns the `requestState` the server handed out.
@@ -32,6 +43,15 @@ async fn first_round(client: &Client, tool: &str, args: &Value) -> String {
         }
         other => panic!("expected an input round, got {other:?}"),
     }
+}
+
+/// A 2026-07-28 harness whose first `set_counter {"value": 7}` round was sent by hand: the
+/// harness, those arguments and the `requestState` it was handed.
+async fn round_started() -> (Harness, Value, String) {
+    let h = Harness::start(Era::InputRounds).await;
+    let args = json!({"value": 7});
+    let state = first_round(&h.client, "set_counter", &args).await;
+    (h, args, state)
 }
 
 async fn retry(
@@ -52,32 +72,16 @@ async fn retry(
 
 #[tokio::test]
 async fn a_hand_driven_round_applies_once_and_its_state_cannot_be_replayed() {
-    let h = Harness::start(Era::InputRounds).await;
-    let args = json!({"value": 7});
-    let state = first_round(&h.client, "set_counter", &args).await;
+    let (h, args, state) = round_started().await;
     assert_eq!(h.state().applies, 0);
-    let done = retry(
-        &h.client,
-        "set_counter",
-        &args,
-        &state,
-        Some(approve_responses()),
-    )
-    .await;
+    let done = approved_retry(&h.client, "set_counter", &args, &state).await;
     assert_ne!(done.is_error, Some(true), "{done:?}");
     assert_eq!(h.state().counter, 7);
 
     // Replaying the same retry is refused and changes nothing.
     h.fixture.state.lock().counter = 1;
     let before = h.state();
-    let replay = retry(
-        &h.client,
-        "set_counter",
-        &args,
-        &state,
-        Some(approve_responses()),
-    )
-    .await;
+    let replay = approved_retry(&h.client, "set_counter", &args, &state).await;
     h.assert_refused(&replay, &before, Outcome::StateRejected, Some("replayed"));
     assert_eq!(text_of(&replay), ROUND_TRIP_REFUSAL_MESSAGE);
 }
@@ -97,14 +101,7 @@ async fn a_forged_state_is_refused() {
         ("7c9e6679-7425-10de-944b-e07fc1f90ae7", "malformed"),
     ] {
         h.audit.clear();
-        let result = retry(
-            &h.client,
-            "set_counter",
-            &args,
-            forged,
-            Some(approve_responses()),
-        )
-        .await;
+        let result = approved_retry(&h.client, "set_counter", &args, forged).await;
         h.assert_refused(&result, &before, Outcome::StateRejected, Some(reason));
         assert_eq!(text_of(&result), ROUND_TRIP_REFUSAL_MESSAGE);
     }
@@ -117,22 +114,13 @@ async fn a_forged_state_is_refused() {
 
 #[tokio::test]
 async fn an_altered_state_is_refused() {
-    let h = Harness::start(Era::InputRounds).await;
-    let args = json!({"value": 7});
-    let state = first_round(&h.client, "set_counter", &args).await;
+    let (h, args, state) = round_started().await;
     let before = h.state();
     let mut altered = state.clone().into_bytes();
     let last = altered.len() - 1;
     altered[last] = if altered[last] == b'0' { b'1' } else { b'0' };
     let altered = String::from_utf8(altered).unwrap();
-    let result = retry(
-        &h.client,
-        "set_counter",
-        &args,
-        &altered,
-        Some(approve_responses()),
-    )
-    .await;
+    let result = approved_retry(&h.client, "set_counter", &args, &altered).await;
     assert_ne!(altered, state);
     h.assert_refused(&result, &before, Outcome::StateRejected, Some("unknown"));
     assert_eq!(text_of(&result), ROUND_TRIP_REFUSAL_MESSAGE);
@@ -148,14 +136,7 @@ async fn a_state_is_bound_to_its_principal_and_tool() {
 
     // Another connection presents it.
     let (other, _) = h.second_connection().await;
-    let result = retry(
-        &other,
-        "set_counter",
-        &args,
-        &state,
-        Some(approve_responses()),
-    )
-    .await;
+    let result = approved_retry(&other, "set_counter", &args, &state).await;
     h.assert_refused(
         &result,
         &before,
@@ -167,14 +148,7 @@ async fn a_state_is_bound_to_its_principal_and_tool() {
     let state = first_round(&h.client, "set_counter", &args).await;
     h.audit.clear();
     let add = json!({"name": "b", "value": 2});
-    let result = retry(
-        &h.client,
-        "add_row",
-        &add,
-        &state,
-        Some(approve_responses()),
-    )
-    .await;
+    let result = approved_retry(&h.client, "add_row", &add, &state).await;
     h.assert_refused(&result, &before, Outcome::StateRejected, Some("other-tool"));
 }
 
@@ -193,54 +167,37 @@ async fn a_retry_without_an_answer_is_refused() {
         Some("the answer could not be read: no input responses"),
     );
 
-    // An error in place of the elicitation result (a client whose dialog failed).
-    let state = first_round(&h.client, "set_counter", &args).await;
-    h.audit.clear();
-    let mut responses = InputResponses::new();
-    responses.insert(
-        INPUT_KEY.to_owned(),
-        json!({"code": -32603, "message": "the approval dialog crashed"}),
-    );
-    let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
-    h.assert_refused(
-        &result,
-        &before,
-        Outcome::AskFailed,
-        Some("the answer could not be read: no action"),
-    );
-
-    // An answer under some other key.
-    let state = first_round(&h.client, "set_counter", &args).await;
-    h.audit.clear();
-    let mut responses = InputResponses::new();
-    responses.insert(
-        "something-else".to_owned(),
-        json!({"action": "accept", "content": {"approve": true}}),
-    );
-    let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
-    h.assert_refused(
-        &result,
-        &before,
-        Outcome::AskFailed,
-        Some("the answer could not be read: no answer to the approval question"),
-    );
+    for (responses, reason) in [
+        // An error in place of the elicitation result (a client whose dialog failed).
+        (
+            responses_under(
+                INPUT_KEY,
+                json!({"code": -32603, "message": "the approval dialog crashed"}),
+            ),
+            "the answer could not be read: no action",
+        ),
+        // An answer under some other key.
+        (
+            responses_under(
+                "something-else",
+                json!({"action": "accept", "content": {"approve": true}}),
+            ),
+            "the answer could not be read: no answer to the approval question",
+        ),
+    ] {
+        let state = first_round(&h.client, "set_counter", &args).await;
+        h.audit.clear();
+        let result = retry(&h.client, "set_counter", &args, &state, Some(responses)).await;
+        h.assert_refused(&result, &before, Outcome::AskFailed, Some(reason));
+    }
 }
 
 #[tokio::test]
 async fn an_expired_state_is_refused_like_a_late_answer() {
-    let h = Harness::start(Era::InputRounds).await;
-    let args = json!({"value": 7});
-    let state = first_round(&h.client, "set_counter", &args).await;
+    let (h, args, state) = round_started().await;
     let before = h.state();
     h.clock.advance(time::Duration::seconds(121));
-    let result = retry(
-        &h.client,
-        "set_counter",
-        &args,
-        &state,
-        Some(approve_responses()),
-    )
-    .await;
+    let result = approved_retry(&h.client, "set_counter", &args, &state).await;
     h.assert_refused(&result, &before, Outcome::Expired, Some("expired"));
 }
 
@@ -267,12 +224,12 @@ proptest! {
             let h = Harness::start(Era::InputRounds).await;
             let state = first_round(&h.client, "set_counter", &args).await;
             let before = h.state();
-            let result = retry(&h.client, "set_counter", &changed, &state, Some(approve_responses())).await;
+            let result = approved_retry(&h.client, "set_counter", &changed, &state).await;
             h.assert_refused(&result, &before, Outcome::StateRejected, Some("other-arguments"));
 
             // The untouched retry of a fresh round applies exactly the original value.
             let state = first_round(&h.client, "set_counter", &args).await;
-            let done = retry(&h.client, "set_counter", &args, &state, Some(approve_responses())).await;
+            let done = approved_retry(&h.client, "set_counter", &args, &state).await;
             assert_ne!(done.is_error, Some(true), "{done:?}");
             assert_eq!(h.state().counter, original);
         });

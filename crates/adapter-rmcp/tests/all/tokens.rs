@@ -5,7 +5,10 @@ use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 
-use crate::common::{Era, Harness, Reply, call_on, prepare_token_on, text_of, unwrapped};
+use crate::common::{
+    Era, Harness, Reply, TOKEN_FLOW_APPLIED, assert_row_deleted, call_on, delete_with_token,
+    prepare_token_on, text_of, unwrapped,
+};
 
 both_eras!(
     the_full_admin_flow_asks_twice_and_deletes_once,
@@ -43,8 +46,7 @@ async fn delete_is_refused_unasked(h: &Harness, arguments: Value, reason: &str) 
     let before = h.state();
     let asked_before = h.asked().len();
     h.audit.clear();
-    h.script([Reply::Approve]);
-    let result = h.call("delete_row", arguments).await;
+    let result = h.approve_and_call("delete_row", arguments).await;
     h.assert_refused(&result, &before, Outcome::TokenRejected, Some(reason));
     refusal_text_is_the_token_message(&result);
     assert_eq!(
@@ -69,12 +71,8 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     assert_eq!(h.state().previews, 0);
     assert_eq!(h.state().applies, 0, "preparing is not deleting");
 
-    h.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
@@ -90,17 +88,7 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
         !act.contains(&token),
         "the prompt does not show the token: {act}"
     );
-    assert_eq!(
-        h.outcomes(),
-        vec![
-            Outcome::Asked,
-            Outcome::Approved,
-            Outcome::TokenIssued,
-            Outcome::Asked,
-            Outcome::Approved,
-            Outcome::Applied
-        ]
-    );
+    assert_eq!(h.outcomes(), TOKEN_FLOW_APPLIED);
 }
 
 async fn a_missing_token_is_refused_without_asking(era: Era) {
@@ -135,12 +123,7 @@ async fn a_forged_token_is_refused_without_asking(era: Era) {
 async fn a_token_for_other_arguments_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    delete_is_refused_unasked(
-        &h,
-        json!({"name": "b", "confirmationToken": token}),
-        "other-arguments",
-    )
-    .await;
+    delete_is_refused_unasked(&h, delete_with_token("b", &token), "other-arguments").await;
     assert!(h.state().rows.contains_key("b"));
 }
 
@@ -148,12 +131,7 @@ async fn a_token_for_another_principal_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let (other, other_scripted) = h.second_connection().await;
     let token = prepare_token_on(&other, &other_scripted, "delete_row", json!({"name": "a"})).await;
-    delete_is_refused_unasked(
-        &h,
-        json!({"name": "a", "confirmationToken": token}),
-        "other-principal",
-    )
-    .await;
+    delete_is_refused_unasked(&h, delete_with_token("a", &token), "other-principal").await;
     let records = h.audit.records();
     let issued_to = &records[0].principal;
     assert!(issued_to.is_some());
@@ -163,33 +141,22 @@ async fn a_token_at_300_seconds_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     h.clock.advance(time::Duration::seconds(300));
-    delete_is_refused_unasked(
-        &h,
-        json!({"name": "a", "confirmationToken": token}),
-        "expired",
-    )
-    .await;
+    delete_is_refused_unasked(&h, delete_with_token("a", &token), "expired").await;
 
     // At 299 s a fresh token still works.
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     h.clock.advance(time::Duration::seconds(299));
-    h.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    assert_row_deleted(&result, &h.state(), "a");
 }
 
 async fn a_reused_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    let args = json!({"name": "a", "confirmationToken": token});
-    h.script([Reply::Approve]);
-    let first = h.call("delete_row", args.clone()).await;
+    let args = delete_with_token("a", &token);
+    let first = h.approve_and_call("delete_row", args.clone()).await;
     assert_ne!(first.is_error, Some(true), "{first:?}");
     // The row comes back; the spent token must not delete it again.
     h.fixture.state.lock().rows.insert("a".into(), 1);
@@ -204,7 +171,7 @@ async fn a_token_spent_twice_at_once_applies_once(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     h.audit.clear();
-    let args = json!({"name": "a", "confirmationToken": token});
+    let args = delete_with_token("a", &token);
     h.script([Reply::Approve, Reply::Approve]);
     let (one, two) = tokio::join!(
         h.call("delete_row", args.clone()),
@@ -236,17 +203,15 @@ async fn a_token_spent_twice_at_once_applies_once(era: Era) {
 async fn a_token_is_not_spent_when_the_user_declines(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    let args = json!({"name": "a", "confirmationToken": token});
+    let args = delete_with_token("a", &token);
     let before = h.state();
     h.audit.clear();
     h.script([Reply::Decline]);
     let declined = h.call("delete_row", args.clone()).await;
     h.assert_refused(&declined, &before, Outcome::Declined, Some("declined"));
     // The user changes their mind within five minutes: the same token still works once.
-    h.script([Reply::Approve]);
-    let approved = h.call("delete_row", args).await;
-    assert_ne!(approved.is_error, Some(true), "{approved:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    let approved = h.approve_and_call("delete_row", args).await;
+    assert_row_deleted(&approved, &h.state(), "a");
 }
 
 async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {

@@ -12,7 +12,9 @@ use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::common::{Era, Harness, Reply, text_of, unwrapped};
+use crate::common::{
+    Era, Harness, Reply, assert_row_deleted, delete_with_token, text_of, unwrapped,
+};
 
 both_eras!(
     a_tool_redefined_while_the_person_is_asked_is_not_applied,
@@ -105,8 +107,7 @@ async fn a_tool_redefined_while_the_person_is_asked_is_not_applied(era: Era) {
         );
 
         // Used up: the same change again is asked anew (a new approval), and applies once.
-        h.script([Reply::Approve]);
-        let again = h.call("set_counter", json!({"value": 5})).await;
+        let again = h.approve_and_call("set_counter", json!({"value": 5})).await;
         assert_ne!(again.is_error, Some(true), "{what}: {again:?}");
         assert_eq!(h.asked().len(), 2, "{what}: asked again");
         let state = h.state();
@@ -195,12 +196,8 @@ async fn a_token_for_a_tool_redefined_since_it_was_issued_is_refused(era: Era) {
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     h.fixture.redefine("delete_row", rewrite_delete_row);
     let before = h.state();
-    h.script([Reply::Approve]);
     let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
+        .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
     h.assert_refused(
         &result,
@@ -214,14 +211,8 @@ async fn a_token_for_a_tool_redefined_since_it_was_issued_is_refused(era: Era) {
 
     // The check spent nothing: defined as it was when the token was issued, the act goes on.
     *h.fixture.definitions.lock() = None;
-    let result = h
-        .call(
-            "delete_row",
-            json!({"name": "a", "confirmationToken": token}),
-        )
-        .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert!(!h.state().rows.contains_key("a"));
+    let result = h.call("delete_row", delete_with_token("a", &token)).await;
+    assert_row_deleted(&result, &h.state(), "a");
     assert_eq!(h.state().applies, 1);
 }
 
@@ -268,7 +259,7 @@ async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era:
         move || server.redefine("delete_row", rewrite_delete_row),
         Reply::Approve,
     )]);
-    let args = json!({"name": "a", "confirmationToken": token});
+    let args = delete_with_token("a", &token);
     let result = h.call("delete_row", args.clone()).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);
     assert!(
@@ -281,8 +272,7 @@ async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era:
         [Outcome::Asked, Outcome::Approved, Outcome::ToolChanged]
     );
 
-    h.script([Reply::Approve]);
-    let again = h.call("delete_row", args).await;
+    let again = h.approve_and_call("delete_row", args).await;
     h.assert_refused(
         &again,
         &before,
@@ -306,8 +296,7 @@ async fn a_tool_the_server_refuses_is_refused_before_anyone_is_asked(era: Era) {
     })
     .await;
     let before = h.state();
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 5})).await;
+    let result = h.approve_and_call("set_counter", json!({"value": 5})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(text_of(&result), WHY);
     assert!(h.asked().is_empty(), "nobody asked");

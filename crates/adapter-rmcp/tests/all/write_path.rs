@@ -42,8 +42,7 @@ both_eras!(
 
 async fn approve_applies_exactly_the_previewed_change(era: Era) {
     let h = Harness::start(era).await;
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.state().counter, 7);
     assert_eq!(h.state().applies, 1);
@@ -244,8 +243,9 @@ async fn writes_disabled_refuses_without_asking(era: Era) {
 async fn a_failing_preview_is_returned_and_nobody_is_asked(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": -1})).await;
+    let result = h
+        .approve_and_call("set_counter", json!({"value": -1}))
+        .await;
     assert_eq!(result.is_error, Some(true));
     assert!(text_of(&result).contains("the counter cannot be negative"));
     // The client's handler was never called.
@@ -276,22 +276,14 @@ async fn a_stale_preview_is_refused(era: Era) {
     // The tool was asked to apply once, compared, and wrote nothing.
     assert_eq!(h.state().applies, 1);
     assert_eq!(h.state().previews, 1);
-    assert_eq!(
-        h.outcomes(),
-        vec![Outcome::Asked, Outcome::Approved, Outcome::Stale]
-    );
-    assert_eq!(
-        h.audit.last().unwrap().reason.as_deref(),
-        Some("preview changed")
-    );
+    h.assert_stale_trail();
 }
 
 async fn an_apply_that_fails_after_approval_is_reported(era: Era) {
     let h = Harness::start(era).await;
     h.fixture.state.lock().fail_apply = true;
     let before = h.state();
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     assert_eq!(result.is_error, Some(true));
     assert!(text_of(&result).contains("database is locked"));
     assert_eq!(h.state().data(), before.data());
@@ -442,8 +434,7 @@ async fn a_write_over_the_principal_cap_is_refused(era: Era) {
     let before = h.state();
     let asked_before = h.asked().len();
     h.audit.clear();
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
     says_too_many(&result);
     assert_eq!(h.asked().len(), asked_before, "refused before asking");
@@ -472,22 +463,14 @@ async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
         after.applies, 1,
         "asked to apply once; it found the rule broken"
     );
-    assert_eq!(
-        h.outcomes(),
-        vec![Outcome::Asked, Outcome::Approved, Outcome::Stale]
-    );
-    assert_eq!(
-        h.audit.last().unwrap().reason.as_deref(),
-        Some("preview changed")
-    );
+    h.assert_stale_trail();
 }
 
 async fn an_apply_error_after_approval_is_recorded(era: Era) {
     let h = Harness::start(era).await;
     h.fixture.state.lock().apply_error = true;
     let before = h.state();
-    h.script([Reply::Approve]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(h.state().data(), before.data(), "nothing changed");
     assert_eq!(h.state().applies, 1, "one attempt, which failed");

@@ -1,8 +1,8 @@
 //! Approved writes through the real store: the exact questions, the results, and the rows on
 //! disk.
 
-use mcp_write_guard_rmcp::Outcome;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
+use mcp_write_guard_rmcp::{Era, Outcome};
 use serde_json::json;
 use workspace_tests::{Failure, Movement, call, enveloped_data, is_error, structured, text};
 
@@ -11,16 +11,14 @@ use crate::store::Store;
 #[tokio::test]
 async fn create_order_asks_with_the_priced_order_and_lands_once() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client) = store.person(era, [Reply::Approve]).await?;
-
-        let result = call(
-            &client,
+        let (store, user, _client, result) = Store::called(
+            era,
+            [Reply::Approve],
             "create_order",
             json!({"customerId": 1, "lines": [{"sku": "TLS-002", "quantity": 1}]}),
         )
         .await?;
+        let file = store.file();
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
@@ -83,12 +81,9 @@ async fn a_multi_line_order_is_worded_line_by_line() -> Result<(), Failure> {
 
 #[tokio::test]
 async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let user = ScriptedClient::answering([Reply::Approve]);
-    let client = store.connect(&user).await?;
-
-    let result = call(
-        &client,
+    let (store, user, _client, result) = Store::called(
+        Era::Legacy,
+        [Reply::Approve],
         "adjust_stock",
         json!({"sku": "TLS-001", "delta": 5, "reason": "delivery from supplier"}),
     )
@@ -106,12 +101,9 @@ async fn a_stock_increase_is_worded_with_its_sign() -> Result<(), Failure> {
 #[tokio::test]
 async fn the_result_carries_before_and_after_as_structured_content_and_as_text()
 -> Result<(), Failure> {
-    let store = Store::new()?;
-    let user = ScriptedClient::answering([Reply::Approve]);
-    let client = store.connect(&user).await?;
-
-    let result = call(
-        &client,
+    let (_store, _user, _client, result) = Store::called(
+        Era::Legacy,
+        [Reply::Approve],
         "adjust_stock",
         json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"}),
     )

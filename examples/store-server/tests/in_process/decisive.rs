@@ -4,16 +4,14 @@
 use mcp_write_guard_rmcp::Outcome;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply};
 use serde_json::json;
-use workspace_tests::{Failure, call, is_error, text};
+use workspace_tests::{DAMAGED_TLS_002_QUESTION, Failure, call, is_error, text};
 
 use crate::store::Store;
 
 #[tokio::test]
 async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let before = file.snapshot()?;
+        let (store, _, before) = Store::with_snapshot()?;
         let (user, client) = store.person(era, [Reply::Decline]).await?;
 
         let result = call(
@@ -30,16 +28,9 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
             text(&result)
         );
         // The user saw exactly the change, computed by the database.
-        assert_eq!(
-            user.asked(),
-            [r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#],
-            "{era:?}"
-        );
+        assert_eq!(user.asked(), [DAMAGED_TLS_002_QUESTION], "{era:?}");
         // Read from the SQLite file through a connection of our own.
-        assert_eq!(file.stock("TLS-002")?, 3, "{era:?}");
-        assert!(file.movements()?.is_empty(), "{era:?}");
-        assert_eq!(file.snapshot()?, before, "{era:?}");
-        assert_eq!(store.audit.decisions(), [Outcome::Declined], "{era:?}");
+        store.assert_stock_untouched(&before, &[Outcome::Declined], &format!("{era:?}"))?;
         client.cancel().await?;
     }
     Ok(())
@@ -48,16 +39,14 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
 #[tokio::test]
 async fn approved_stock_change_lands_exactly_once() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client) = store.person(era, [Reply::Approve]).await?;
-
-        let result = call(
-            &client,
+        let (store, user, client, result) = Store::called(
+            era,
+            [Reply::Approve],
             "adjust_stock",
             json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"}),
         )
         .await?;
+        let file = store.file();
 
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(user.asked().len(), 1, "{era:?}");

@@ -9,7 +9,10 @@ use mcp_write_guard_rmcp::{Outcome, PrincipalRequest, WriteGuard};
 use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
-use workspace_tests::{Client, Failure, call, connect_over, enveloped_data, is_error, message};
+use workspace_tests::{
+    Client, DAMAGED_TLS_002_QUESTION, Failure, call, connect_over, enveloped_data, is_error,
+    message,
+};
 
 use crate::store::Store;
 
@@ -56,21 +59,16 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
 
     let declined = call(&client, "adjust_stock", arguments.clone()).await?;
     assert!(is_error(&declined), "{declined:?}");
-    assert_eq!(file.stock("TLS-002")?, 3);
-    assert!(file.movements()?.is_empty());
+    file.assert_tls_002_unadjusted()?;
 
     let approved = call(&client, "adjust_stock", arguments).await?;
     assert!(!is_error(&approved), "{}", message(&approved));
     assert_eq!(enveloped_data(&approved)?["newStock"], 1);
-    assert_eq!(file.stock("TLS-002")?, 1);
-    assert_eq!(file.movements()?.len(), 1);
+    file.assert_tls_002_adjusted_once()?;
 
     assert_eq!(
         user.asked(),
-        [
-            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#,
-            r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#
-        ]
+        [DAMAGED_TLS_002_QUESTION, DAMAGED_TLS_002_QUESTION]
     );
     assert_eq!(
         store.audit.decisions(),
@@ -203,9 +201,7 @@ async fn over_http_an_invented_session_header_names_nobody() -> Result<(), Failu
             .with_ansi(false)
             .finish(),
     )?;
-    let store = Store::new()?;
-    let file = store.file();
-    let before = file.snapshot()?;
+    let (store, file, before) = Store::with_snapshot()?;
     let guard = store
         .guard_builder(true)
         .server_name("invented-session-test")

@@ -11,10 +11,9 @@ use mcp_write_guard_rmcp::{
     DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
 };
 use serde_json::json;
-use store_server::{CreateOrderArgs, Mode, OrderLineArgs};
-use workspace_tests::{Client, Failure, call, is_error, structured};
+use workspace_tests::{Client, Failure, FileView, Snapshot, call, is_error, structured};
 
-use crate::store::Store;
+use crate::store::{Store, place_order};
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 
@@ -86,18 +85,39 @@ fn assert_clean(question: &str, lines: usize, case: &str) {
     }
 }
 
-/// Places a pending order for one TLS-002 directly in the database; returns its id.
-fn place_order(store: &Store) -> Result<i64, Failure> {
-    let request = CreateOrderArgs {
-        customer_id: 1,
-        lines: vec![OrderLineArgs {
-            sku: "TLS-002".into(),
-            quantity: 1,
-        }],
-    };
-    let placed = store.db.create_order(&request, Mode::Apply)?;
-    placed.order_id.ok_or_else(|| "no order id".into())
+/// A fresh store with one pending order placed directly in the database: the store, an
+/// observer of its file, the order's id, and the file as it was then.
+fn store_with_an_order() -> Result<(Store, FileView, i64, Snapshot), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let order = place_order(&store)?;
+    let before = file.snapshot()?;
+    Ok((store, file, order, before))
 }
+
+/// Asserts that the cancellation was not made: `order` still pending, TLS-002 at 2, only the
+/// order's own movement, the file as `before`. `case` names the case in a failure.
+fn assert_order_still_pending(
+    file: &FileView,
+    order: i64,
+    before: &Snapshot,
+    case: &str,
+) -> Result<(), Failure> {
+    assert_eq!(
+        file.order_status(order)?.as_deref(),
+        Some("pending"),
+        "{case}"
+    );
+    assert_eq!(file.stock("TLS-002")?, 2, "{case}");
+    assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
+    assert_eq!(file.snapshot()?, *before, "{case}");
+    Ok(())
+}
+
+/// How the cancellation question starts, up to the quoted reason.
+const CANCEL_QUESTION_START: &str = "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \
+                                     \"TLS-002\", total $109.99. Stock goes back: \"TLS-002\" 2 \
+                                     -> 3. Reason given: \"";
 
 /// The cancellation question, as the store words it from its preview of order 1.
 fn cancel_question(reason: &str) -> String {
@@ -126,9 +146,7 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
-            let store = Store::new()?;
-            let file = store.file();
-            let before = file.snapshot()?;
+            let (store, _, before) = Store::with_snapshot()?;
             let (user, client) = store.person(era, [Reply::Decline]).await?;
 
             let result = call(
@@ -157,10 +175,7 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
                 "{case}"
             );
 
-            assert_eq!(file.stock("TLS-002")?, 3, "{case}");
-            assert!(file.movements()?.is_empty(), "{case}");
-            assert_eq!(file.snapshot()?, before, "{case}");
-            assert_eq!(store.audit.decisions(), [Outcome::Declined], "{case}");
+            store.assert_stock_untouched(&before, &[Outcome::Declined], &case)?;
             client.cancel().await?;
         }
     }
@@ -172,10 +187,7 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
-            let store = Store::new()?;
-            let file = store.file();
-            let order = place_order(&store)?;
-            let before = file.snapshot()?;
+            let (store, file, order, before) = store_with_an_order()?;
             let (user, client) = store.person(era, [Reply::Decline]).await?;
 
             let result = prepare(&client, order, &reason).await?;
@@ -197,22 +209,12 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
             let lines: Vec<&str> = question.split('\n').collect();
             assert_eq!(lines[0], PREPARING, "{case}");
             assert!(
-                lines[1].starts_with(
-                    "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", \
-                     total $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \""
-                ),
+                lines[1].starts_with(CANCEL_QUESTION_START),
                 "{case}: {question}"
             );
             assert_eq!(lines[1], cancel_question(&reason), "{case}");
 
-            assert_eq!(
-                file.order_status(order)?.as_deref(),
-                Some("pending"),
-                "{case}"
-            );
-            assert_eq!(file.stock("TLS-002")?, 2, "{case}");
-            assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
-            assert_eq!(file.snapshot()?, before, "{case}");
+            assert_order_still_pending(&file, order, &before, &case)?;
             assert_eq!(store.audit.decisions(), [Outcome::Declined], "{case}");
             client.cancel().await?;
         }
@@ -225,10 +227,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
-            let store = Store::new()?;
-            let file = store.file();
-            let order = place_order(&store)?;
-            let before = file.snapshot()?;
+            let (store, file, order, before) = store_with_an_order()?;
             // Approve the intent (to get a token), decline the act.
             let (user, client) = store.person(era, [Reply::Approve, Reply::Decline]).await?;
 
@@ -253,21 +252,11 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             assert_clean(question, 1, &case);
             assert_eq!(question, &cancel_question(&reason), "{case}");
             assert!(
-                question.starts_with(
-                    "Cancel order 1 for customer 1 (\"Harbor Street Garage\"): 1 x \"TLS-002\", \
-                     total $109.99. Stock goes back: \"TLS-002\" 2 -> 3. Reason given: \""
-                ),
+                question.starts_with(CANCEL_QUESTION_START),
                 "{case}: {question}"
             );
 
-            assert_eq!(
-                file.order_status(order)?.as_deref(),
-                Some("pending"),
-                "{case}"
-            );
-            assert_eq!(file.stock("TLS-002")?, 2, "{case}");
-            assert_eq!(file.movements()?.len(), 1, "{case}: only the order's own");
-            assert_eq!(file.snapshot()?, before, "{case}");
+            assert_order_still_pending(&file, order, &before, &case)?;
             assert_eq!(
                 store.audit.decisions(),
                 [Outcome::Approved, Outcome::TokenIssued, Outcome::Declined],

@@ -6,7 +6,9 @@ use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
 use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
-use workspace_tests::{Failure, call, is_error, message, structured, text};
+use workspace_tests::{
+    DAMAGED_TLS_002_QUESTION, Failure, call, is_error, message, structured, text,
+};
 
 use crate::store::{Store, connect};
 
@@ -19,9 +21,7 @@ const FORGED_TOKEN: &str = "0b7f1f8e-6a8e-4c1e-9d55-3f1f4d1a2b3c";
 
 #[tokio::test]
 async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let before = file.snapshot()?;
+    let (store, file, before) = Store::with_snapshot()?;
     let user = ScriptedClient::answering([Reply::Approve, Reply::Approve, Reply::Approve]);
     let client = connect(store.guard(false), &user, Era::Legacy).await?;
 
@@ -64,9 +64,7 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
 #[tokio::test]
 async fn a_client_that_cannot_ask_its_user_cannot_write() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let before = file.snapshot()?;
+        let (store, file, before) = Store::with_snapshot()?;
         let client = connect(
             store.guard(true),
             &ScriptedClient::without_elicitation(),
@@ -105,9 +103,7 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
     ];
     for era in ERAS {
         for (answer, outcome) in &cases {
-            let store = Store::new()?;
-            let file = store.file();
-            let before = file.snapshot()?;
+            let (store, _, before) = Store::with_snapshot()?;
             let (user, client) = store.person(era, [answer()]).await?;
 
             let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
@@ -119,10 +115,7 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
                 text(&result)
             );
             assert_eq!(user.asked().len(), 1, "{era:?} {outcome:?}");
-            assert_eq!(file.stock("TLS-002")?, 3, "{era:?} {outcome:?}");
-            assert!(file.movements()?.is_empty(), "{era:?} {outcome:?}");
-            assert_eq!(file.snapshot()?, before, "{era:?} {outcome:?}");
-            assert_eq!(store.audit.decisions(), [*outcome], "{era:?}");
+            store.assert_stock_untouched(&before, &[*outcome], &format!("{era:?} {outcome:?}"))?;
         }
     }
     Ok(())
@@ -159,9 +152,7 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
 #[tokio::test]
 async fn an_answer_after_two_minutes_writes_nothing() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let before = file.snapshot()?;
+        let (store, file, before) = Store::with_snapshot()?;
         let late = Reply::late(&store.clock, time::Duration::seconds(121), Reply::Approve);
         let (_, client) = store.person(era, [late]).await?;
 
@@ -250,9 +241,7 @@ async fn a_preview_that_breaks_a_business_rule_asks_nobody() -> Result<(), Failu
         ),
     ];
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let before = file.snapshot()?;
+        let (store, file, before) = Store::with_snapshot()?;
         let (user, client) = store.person(era, []).await?;
         for (tool, arguments, expected) in &cases {
             let result = call(&client, tool, arguments.clone()).await?;
@@ -298,10 +287,7 @@ async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<
         assert!(is_error(&result), "{era:?}: {result:?}");
         assert_eq!(text(&result), STALE_MESSAGE);
         // The user approved "3 -> 1"; the stock is now 5 and stays 5.
-        assert_eq!(
-            user.asked(),
-            [r#"Adjust "TLS-002" by -2: stock 3 -> 1. Reason given: "damaged in transit""#]
-        );
+        assert_eq!(user.asked(), [DAMAGED_TLS_002_QUESTION]);
         assert_eq!(file.stock("TLS-002")?, 5, "{era:?}");
         assert!(file.movements()?.is_empty(), "{era:?}");
         assert_eq!(

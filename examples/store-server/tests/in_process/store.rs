@@ -4,13 +4,14 @@
 use std::{path::PathBuf, sync::Arc};
 
 use mcp_write_guard_rmcp::{
-    Era, MemorySink, WriteGuard, WriteGuardBuilder,
+    Era, MemorySink, Outcome, WriteGuard, WriteGuardBuilder,
     test_util::{ManualClock, Reply, ScriptedClient},
 };
-use rmcp::ServiceExt;
-use store_server::{Db, StoreServer, guard_builder};
+use rmcp::{ServiceExt, model::CallToolResult};
+use serde_json::Value;
+use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs, StoreServer, guard_builder};
 use tempfile::TempDir;
-use workspace_tests::{Client, Failure, FileView, connect_over};
+use workspace_tests::{Client, Failure, FileView, Snapshot, call, connect_over};
 
 /// A seeded store on a temporary file.
 pub(crate) struct Store {
@@ -39,6 +40,14 @@ impl Store {
             clock: ManualClock::default(),
             audit: Arc::new(MemorySink::new()),
         })
+    }
+
+    /// A fresh store, an outside observer of its file, and the file as it was at the start.
+    pub(crate) fn with_snapshot() -> Result<(Self, FileView, Snapshot), Failure> {
+        let store = Self::new()?;
+        let file = store.file();
+        let before = file.snapshot()?;
+        Ok((store, file, before))
     }
 
     /// An outside observer of the file.
@@ -83,6 +92,37 @@ impl Store {
         Ok((user, client, other))
     }
 
+    /// A fresh store, and a person answering `replies` in `era` who has called `tool` with
+    /// `args`: the store, the person, their client and the call's result.
+    pub(crate) async fn called(
+        era: Era,
+        replies: impl IntoIterator<Item = Reply>,
+        tool: &str,
+        args: Value,
+    ) -> Result<(Self, ScriptedClient, Client, CallToolResult), Failure> {
+        let store = Self::new()?;
+        let (user, client) = store.person(era, replies).await?;
+        let result = call(&client, tool, args).await?;
+        Ok((store, user, client, result))
+    }
+
+    /// Asserts that a stock change that was not made left the file as `before`: TLS-002 still
+    /// at 3, no movement; and that the guard recorded exactly `decisions`. `what` names the case
+    /// in a failure.
+    pub(crate) fn assert_stock_untouched(
+        &self,
+        before: &Snapshot,
+        decisions: &[Outcome],
+        what: &str,
+    ) -> Result<(), Failure> {
+        let file = self.file();
+        assert_eq!(file.stock("TLS-002")?, 3, "{what}");
+        assert!(file.movements()?.is_empty(), "{what}");
+        assert_eq!(file.snapshot()?, *before, "{what}");
+        assert_eq!(self.audit.decisions(), decisions, "{what}");
+        Ok(())
+    }
+
     /// Serves a guard with writes enabled and connects `user` to it in process (legacy era).
     pub(crate) async fn connect(&self, user: &ScriptedClient) -> Result<Client, Failure> {
         connect(self.guard(true), user, Era::Legacy).await
@@ -102,4 +142,17 @@ pub(crate) async fn connect(
         }
     });
     connect_over(client_io, user, era).await
+}
+
+/// Places a pending order for one TLS-002 directly in the database; returns its id.
+pub(crate) fn place_order(store: &Store) -> Result<i64, Failure> {
+    let request = CreateOrderArgs {
+        customer_id: 1,
+        lines: vec![OrderLineArgs {
+            sku: "TLS-002".into(),
+            quantity: 1,
+        }],
+    };
+    let placed = store.db.create_order(&request, Mode::Apply)?;
+    placed.order_id.ok_or_else(|| "no order id".into())
 }

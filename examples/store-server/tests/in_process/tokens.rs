@@ -7,27 +7,14 @@ use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
-use store_server::{CancelOrderArgs, CreateOrderArgs, Mode, OrderLineArgs};
+use store_server::{CancelOrderArgs, Mode};
 use workspace_tests::{
     Client, Failure, Movement, call, enveloped_data, is_error, message, structured, text,
 };
 
-use crate::store::{Store, connect};
+use crate::store::{Store, connect, place_order};
 
 const REASON: &str = "customer changed their mind";
-
-/// Places a pending order for one TLS-002 directly in the database; returns its id.
-fn place_order(store: &Store) -> Result<i64, Failure> {
-    let request = CreateOrderArgs {
-        customer_id: 1,
-        lines: vec![OrderLineArgs {
-            sku: "TLS-002".into(),
-            quantity: 1,
-        }],
-    };
-    let placed = store.db.create_order(&request, Mode::Apply)?;
-    placed.order_id.ok_or_else(|| "no order id".into())
-}
 
 /// Asks for a token for `cancel_order {orderId, reason}`; the scripted user must approve.
 async fn prepare(client: &Client, order_id: i64, reason: &str) -> Result<String, Failure> {

@@ -77,14 +77,7 @@ impl ClientHandler for GatedClient {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
-            panic!("the guard asks with forms only");
-        };
-        let mut index = 0;
-        self.asked.send_modify(|questions| {
-            index = questions.len();
-            questions.push(message);
-        });
+        let index = record_form_question(&self.asked, request);
         let mut released = self.released.subscribe();
         released
             .wait_for(|released| released.lets(index))
@@ -94,15 +87,38 @@ impl ClientHandler for GatedClient {
     }
 
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder()
-                .enable_elicitation_with(
-                    ElicitationCapability::new().with_form(FormElicitationCapability::new()),
-                )
-                .build(),
-            Implementation::new("gated-client", "0.1.0"),
-        )
+        form_client_info("gated-client")
     }
+}
+
+/// Records the message of a form question at the end of `asked` and returns its index (from
+/// 0, in arrival order). The guard asks these test clients with forms only: any other kind of
+/// question panics.
+pub fn record_form_question(
+    asked: &watch::Sender<Vec<String>>,
+    request: ElicitRequestParams,
+) -> usize {
+    let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+        panic!("the guard asks this client with forms only");
+    };
+    let mut index = 0;
+    asked.send_modify(|questions| {
+        index = questions.len();
+        questions.push(message);
+    });
+    index
+}
+
+/// The info of a test client named `name` that declares form elicitation only.
+pub fn form_client_info(name: &str) -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::builder()
+            .enable_elicitation_with(
+                ElicitationCapability::new().with_form(FormElicitationCapability::new()),
+            )
+            .build(),
+        Implementation::new(name, "0.1.0"),
+    )
 }
 
 /// A connection of a [`GatedClient`].

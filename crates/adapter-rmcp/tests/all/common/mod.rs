@@ -121,6 +121,12 @@ impl<S: ServerHandler + Clone> Connected<S> {
     pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
         call_on(&self.client, tool, args).await.unwrap()
     }
+
+    /// Scripts the client to approve the next question, then calls `tool` with `args`.
+    pub async fn approve_and_call(&self, tool: &str, args: Value) -> CallToolResult {
+        self.scripted.script([Reply::Approve]);
+        self.call(tool, args).await
+    }
 }
 
 /// A connected client, the guard it talks to, and everything the test reads back.
@@ -174,6 +180,25 @@ impl Harness {
 
     pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
         self.try_call(tool, args).await.unwrap()
+    }
+
+    /// Scripts the client to approve the next question, then calls `tool` with `args`.
+    pub async fn approve_and_call(&self, tool: &str, args: Value) -> CallToolResult {
+        self.script([Reply::Approve]);
+        self.call(tool, args).await
+    }
+
+    /// Asserts the audit trail of a write approved and then found stale at the apply: asked,
+    /// approved, stale, the last record's reason "preview changed".
+    pub fn assert_stale_trail(&self) {
+        assert_eq!(
+            self.outcomes(),
+            vec![Outcome::Asked, Outcome::Approved, Outcome::Stale]
+        );
+        assert_eq!(
+            self.audit.last().unwrap().reason.as_deref(),
+            Some("preview changed")
+        );
     }
 
     /// Runs `prepare_admin_action` for `tool` and `args` (approving it) and returns the token.
@@ -243,6 +268,29 @@ pub async fn prepare_token_on(
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let structured = result.structured_content.expect("structured token");
     structured["confirmationToken"].as_str().unwrap().to_owned()
+}
+
+/// The audit trail of a token-gated write carried through: the intent asked, approved and its
+/// token issued, then the act asked, approved and applied.
+pub const TOKEN_FLOW_APPLIED: [Outcome; 6] = [
+    Outcome::Asked,
+    Outcome::Approved,
+    Outcome::TokenIssued,
+    Outcome::Asked,
+    Outcome::Approved,
+    Outcome::Applied,
+];
+
+/// The arguments of a `delete_row` call for row `name` that carries the confirmation `token`.
+pub fn delete_with_token(name: &str, token: &str) -> Value {
+    json!({"name": name, "confirmationToken": token})
+}
+
+/// Asserts that a write's `result` is not an error and that row `name` is gone from `state`
+/// (the fixture's state read after the call).
+pub fn assert_row_deleted(result: &CallToolResult, state: &State, name: &str) {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert!(!state.rows.contains_key(name));
 }
 
 /// All text content of a result, joined.

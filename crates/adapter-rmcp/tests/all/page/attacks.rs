@@ -9,6 +9,7 @@ use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 
 use super::*;
+use crate::common::delete_with_token;
 
 fn params(tool: &str, args: &Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
@@ -50,6 +51,37 @@ async fn round(
     }
 }
 
+/// A first `set_counter` round by hand, which must be asked on the page: the page's URL and the
+/// round's request state.
+async fn first_round(h: &PageHarness, args: &Value) -> (String, String) {
+    round(h, "set_counter", args, None).await.unwrap()
+}
+
+/// A 2026-07-28 harness whose first `set_counter {"value": 7}` round was sent by hand and asked
+/// on the page: the harness, those arguments, the page's URL and the round's request state.
+async fn asked_by_hand() -> (PageHarness, Value, String, String) {
+    let h = PageHarness::start(Era::InputRounds).await;
+    let args = json!({"value": 7});
+    let (url, state) = first_round(&h, &args).await;
+    (h, args, url, state)
+}
+
+/// A hand-made `set_counter` retry with `state` and the client's "accept, approve: true", which
+/// must end the call: its final result.
+async fn accepted_retry(h: &PageHarness, args: &Value, state: &str) -> CallToolResult {
+    round(h, "set_counter", args, Some((state, accept_approve())))
+        .await
+        .unwrap_err()
+}
+
+/// Asserts that a hand-made `set_counter` retry (see [`accepted_retry`]) ends in an error and
+/// that nothing was applied: the counter is still `(0, 0)`.
+async fn assert_retry_refused(h: &PageHarness, args: &Value, state: &str) {
+    let result = accepted_retry(h, args, state).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(h.counter(), (0, 0));
+}
+
 impl PageHarness {
     async fn raw_post(&self, url: &str, content_type: &str, body: impl Into<String>) -> Page {
         let response = self
@@ -70,6 +102,19 @@ impl PageHarness {
     fn count(&self, outcome: Outcome) -> usize {
         self.outcomes().iter().filter(|o| **o == outcome).count()
     }
+}
+
+/// Sends `set_counter {"value": 7}` once (one request, no follow-up rounds) on a task of its
+/// own, so that the test can answer or cancel it meanwhile.
+fn set_counter_once_spawned(
+    h: &PageHarness,
+) -> JoinHandle<Result<CallToolResponse, rmcp::service::ServiceError>> {
+    let client = Arc::clone(&h.client);
+    tokio::spawn(async move {
+        client
+            .call_tool_once(params("set_counter", &json!({"value": 7})))
+            .await
+    })
 }
 
 /// Every response of the page carries the security headers.
@@ -181,23 +226,14 @@ async fn no_request_but_the_pages_own_form_answers_it() {
         assert_eq!(h.counter(), (0, 0), "{what}");
         assert_eq!(h.count(Outcome::PageAnswered), 0, "{what}");
     }
-    // The token in the query string, an empty form body.
-    let query = h
-        .raw_post(
-            &format!("{}?decision=approve&csrf={csrf_a}", a.url),
-            form,
-            "",
-        )
-        .await;
-    assert_eq!(query.status, 400, "{}", query.body);
-    let query = h
-        .raw_post(
-            &format!("{}?csrf={csrf_a}", a.url),
-            form,
-            "decision=approve",
-        )
-        .await;
-    assert_eq!(query.status, 403, "{}", query.body);
+    // The token in the query string: with an empty form body, then with the decision in it.
+    for (query, body, status) in [
+        (format!("?decision=approve&csrf={csrf_a}"), "", 400),
+        (format!("?csrf={csrf_a}"), "decision=approve", 403),
+    ] {
+        let query = h.raw_post(&format!("{}{query}", a.url), form, body).await;
+        assert_eq!(query.status, status, "{}", query.body);
+    }
     // A GET with the form in the query answers nothing.
     let get = h
         .get(&format!("{}?decision=approve&csrf={csrf_a}", a.url))
@@ -291,13 +327,7 @@ async fn of_two_answers_at_once_exactly_one_counts() {
             statuses.sort_unstable();
             assert_eq!(statuses, [200, 410], "{era:?}");
             assert_eq!(h.count(Outcome::PageAnswered), 1);
-            let reasons: Vec<_> = h
-                .audit
-                .records()
-                .iter()
-                .filter(|r| r.outcome == Outcome::PageAnswered)
-                .map(|r| r.reason.clone().unwrap())
-                .collect();
+            let reasons = h.reasons(Outcome::PageAnswered);
             question.reply(ElicitationAction::Accept);
             let result = call.await.unwrap();
             if approve.status == 200 {
@@ -352,18 +382,12 @@ async fn an_approval_racing_the_clients_decline_saves_nothing() {
 /// expired (2026-07-28: the retry comes later); one at the end itself is refused by the page.
 #[tokio::test]
 async fn an_answer_at_the_end_of_the_clock_saves_nothing() {
-    let h = PageHarness::start(Era::InputRounds).await;
-    let args = json!({"value": 7});
-    let (url, state) = round(&h, "set_counter", &args, None).await.unwrap();
+    let (h, args, url, state) = asked_by_hand().await;
     h.clock.advance(time::Duration::milliseconds(119_999));
     let csrf = h.get(&url).await.csrf().unwrap();
     assert_eq!(h.post(&url, Some(&csrf), "approve").await.status, 200);
     h.clock.advance(time::Duration::milliseconds(1));
-    let result = round(&h, "set_counter", &args, Some((&state, accept_approve())))
-        .await
-        .unwrap_err();
-    assert_eq!(result.is_error, Some(true));
-    assert_eq!(h.counter(), (0, 0));
+    assert_retry_refused(&h, &args, &state).await;
     assert!(
         !h.outcomes().contains(&Outcome::Approved),
         "{:?}",
@@ -389,9 +413,7 @@ async fn an_answer_at_the_end_of_the_clock_saves_nothing() {
 /// does; every state is single use, bound to the caller and the arguments.
 #[tokio::test]
 async fn hand_made_retries_cannot_approve_without_the_page() {
-    let h = PageHarness::start(Era::InputRounds).await;
-    let args = json!({"value": 7});
-    let (url, first) = round(&h, "set_counter", &args, None).await.unwrap();
+    let (h, args, url, first) = asked_by_hand().await;
 
     // Accept + approve without a page answer: asked again, same page, a new state.
     let (again, second) = round(&h, "set_counter", &args, Some((&first, accept_approve())))
@@ -417,21 +439,12 @@ async fn hand_made_retries_cannot_approve_without_the_page() {
     assert_eq!(h.count(Outcome::Approved), 0);
 
     // The first state again (replayed), an altered state, another argument: refused.
-    let replay = round(&h, "set_counter", &args, Some((&first, accept_approve())))
-        .await
-        .unwrap_err();
+    let replay = accepted_retry(&h, &args, &first).await;
     assert_eq!(replay.is_error, Some(true));
     let mut altered = third.clone().into_bytes();
     altered[0] = if altered[0] == b'a' { b'b' } else { b'a' };
     let altered = String::from_utf8(altered).unwrap();
-    assert_eq!(
-        round(&h, "set_counter", &args, Some((&altered, accept_approve())))
-            .await
-            .unwrap_err()
-            .is_error,
-        Some(true)
-    );
-    assert_eq!(h.counter(), (0, 0));
+    assert_retry_refused(&h, &args, &altered).await;
 
     // Another connection (another principal) with the live state: refused, and it spends the
     // state, so the caller is refused too; the page is closed for good.
@@ -460,37 +473,18 @@ async fn hand_made_retries_cannot_approve_without_the_page() {
 /// spent twice.
 #[tokio::test]
 async fn a_retry_applies_the_pages_answer_once() {
-    let h = PageHarness::start(Era::InputRounds).await;
-    let args = json!({"value": 7});
-    let (url, state) = round(&h, "set_counter", &args, None).await.unwrap();
+    let (h, args, url, state) = asked_by_hand().await;
     assert_eq!(h.answer(&url, "decline").await.status, 200);
-    let declined = round(&h, "set_counter", &args, Some((&state, accept_approve())))
-        .await
-        .unwrap_err();
-    assert_eq!(declined.is_error, Some(true));
-    assert_eq!(h.counter(), (0, 0));
+    assert_retry_refused(&h, &args, &state).await;
     assert_eq!(h.count(Outcome::Declined), 1);
 
     let args = json!({"value": 8});
-    let (url, state) = round(&h, "set_counter", &args, None).await.unwrap();
+    let (url, state) = first_round(&h, &args).await;
     assert_eq!(h.answer(&url, "approve").await.status, 200);
     // A retry with other arguments does not take the approval (and spends the state).
-    let other = round(
-        &h,
-        "set_counter",
-        &json!({"value": 9}),
-        Some((&state, accept_approve())),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(other.is_error, Some(true));
-    assert_eq!(h.counter(), (0, 0));
+    assert_retry_refused(&h, &json!({"value": 9}), &state).await;
     // The spent state applies nothing.
-    let replay = round(&h, "set_counter", &args, Some((&state, accept_approve())))
-        .await
-        .unwrap_err();
-    assert_eq!(replay.is_error, Some(true));
-    assert_eq!(h.counter(), (0, 0));
+    assert_retry_refused(&h, &args, &state).await;
     // The same change without a state finds the approved question and applies it once.
     let applied = round(&h, "set_counter", &args, None).await.unwrap_err();
     assert_ne!(applied.is_error, Some(true), "{applied:?}");
@@ -498,29 +492,13 @@ async fn a_retry_applies_the_pages_answer_once() {
 
     let args = json!({"value": 7});
     h.fixture.state.lock().counter = 0;
-    let (url, state) = round(&h, "set_counter", &{ json!({"value": 10}) }, None)
-        .await
-        .unwrap();
+    let (url, state) = first_round(&h, &json!({"value": 10})).await;
     assert_eq!(h.answer(&url, "approve").await.status, 200);
-    let applied = round(
-        &h,
-        "set_counter",
-        &json!({"value": 10}),
-        Some((&state, accept_approve())),
-    )
-    .await
-    .unwrap_err();
+    let applied = accepted_retry(&h, &json!({"value": 10}), &state).await;
     assert_ne!(applied.is_error, Some(true), "{applied:?}");
     assert_eq!(h.counter(), (10, 2));
     for _ in 0..2 {
-        let replay = round(
-            &h,
-            "set_counter",
-            &json!({"value": 10}),
-            Some((&state, accept_approve())),
-        )
-        .await
-        .unwrap_err();
+        let replay = accepted_retry(&h, &json!({"value": 10}), &state).await;
         assert_eq!(replay.is_error, Some(true));
     }
     let _ = args;
@@ -535,12 +513,7 @@ async fn a_retry_applies_the_pages_answer_once() {
 #[tokio::test]
 async fn a_request_cancelled_while_waiting_leaves_the_question_for_the_next_call() {
     let h = PageHarness::start(Era::Legacy).await;
-    let client = Arc::clone(&h.client);
-    let call = tokio::spawn(async move {
-        client
-            .call_tool_once(params("set_counter", &json!({"value": 7})))
-            .await
-    });
+    let call = set_counter_once_spawned(&h);
     let question = h.question().await;
     let url = question.url.clone();
     let csrf = h.get(&url).await.csrf().unwrap();
@@ -579,12 +552,7 @@ async fn a_request_cancelled_while_waiting_leaves_the_question_for_the_next_call
     assert_eq!(approval_ids.len(), 1, "one approval id joins the story");
 
     // Applied once: the same change again is a new question.
-    let client = Arc::clone(&h.client);
-    let again = tokio::spawn(async move {
-        client
-            .call_tool_once(params("set_counter", &json!({"value": 7})))
-            .await
-    });
+    let again = set_counter_once_spawned(&h);
     let fresh = h.question().await;
     assert_ne!(fresh.url, url, "a new page");
     fresh.reply(ElicitationAction::Decline);
@@ -671,20 +639,14 @@ async fn an_admin_token_approved_on_the_page_is_bound_to_what_it_showed() {
     assert_eq!(h.fixture.snapshot().rows.len(), 2, "nothing deleted yet");
 
     // The token does not delete another row.
-    let stolen = round(
-        &h,
-        "delete_row",
-        &json!({"name": "b", "confirmationToken": token}),
-        None,
-    )
-    .await;
+    let stolen = round(&h, "delete_row", &delete_with_token("b", &token), None).await;
     assert!(stolen.is_err_and(|r| r.is_error == Some(true)));
     assert_eq!(h.fixture.snapshot().rows.len(), 2);
     assert_eq!(h.fixture.snapshot().applies, 0);
 
     // For the row it was issued for, the deletion is asked about on the page again, and
     // approved there it deletes that row only.
-    let args = json!({"name": "a", "confirmationToken": token});
+    let args = delete_with_token("a", &token);
     let (url, state) = round(&h, "delete_row", &args, None).await.unwrap();
     let page = h.get(&url).await;
     assert!(!page.body.contains(&token), "the token is not shown");

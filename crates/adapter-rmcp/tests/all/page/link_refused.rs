@@ -64,15 +64,38 @@ fn text(result: &CallToolResult) -> String {
     text_of(result)
 }
 
-#[tokio::test]
-async fn with_a_notifier_the_person_gets_the_link_and_the_retry_applies_once() {
-    let inbox = Inbox::default();
-    let h = harness(Some(inbox.clone())).await;
+/// Calls `set_counter 7` and has the client refuse the question's link (an error, not an
+/// answer); returns the page's URL and the call's result.
+async fn call_whose_link_is_refused(h: &PageHarness) -> (String, CallToolResult) {
     let call = h.set_counter(7);
     let question = h.question().await;
     let url = question.url.clone();
     question.refuse();
-    let result = call.await.unwrap();
+    (url, call.await.unwrap())
+}
+
+/// Calls `set_counter 7` again, asserts it is a new question on a page other than `url`,
+/// declines it there and returns the declined call's result.
+async fn declined_on_a_new_page(h: &PageHarness, url: &str) -> CallToolResult {
+    let call = h.set_counter(7);
+    let fresh = h.question().await;
+    assert_ne!(fresh.url, url);
+    fresh.reply(ElicitationAction::Decline);
+    call.await.unwrap()
+}
+
+/// Asserts that the page at `url` no longer answers with 200 (it was withdrawn).
+async fn assert_withdrawn(h: &PageHarness, url: &str) -> Page {
+    let page = h.get(url).await;
+    assert_ne!(page.status, 200, "{}", page.body);
+    page
+}
+
+#[tokio::test]
+async fn with_a_notifier_the_person_gets_the_link_and_the_retry_applies_once() {
+    let inbox = Inbox::default();
+    let h = harness(Some(inbox.clone())).await;
+    let (url, result) = call_whose_link_is_refused(&h).await;
     let said = text(&result);
     assert_eq!(result.is_error, Some(true), "{said}");
     assert!(said.contains("a person was asked"), "{said}");
@@ -100,11 +123,7 @@ async fn with_a_notifier_the_person_gets_the_link_and_the_retry_applies_once() {
     assert_ne!(retry.is_error, Some(true), "{}", text(&retry));
     assert_eq!(h.counter(), (7, 1));
     // Spent: the same call again is a new question, on a new page.
-    let again = h.set_counter(7);
-    let anew = h.question().await;
-    assert_ne!(anew.url, url);
-    anew.reply(ElicitationAction::Decline);
-    let again = again.await.unwrap();
+    let again = declined_on_a_new_page(&h, &url).await;
     assert_eq!(again.is_error, Some(true), "{}", text(&again));
     assert_eq!(h.counter(), (7, 1), "applied once");
     assert_eq!(
@@ -121,32 +140,18 @@ async fn with_a_notifier_the_person_gets_the_link_and_the_retry_applies_once() {
 #[tokio::test]
 async fn without_a_notifier_the_call_is_refused_at_once_and_the_page_withdrawn() {
     let h = harness(None).await;
-    let call = h.set_counter(7);
-    let question = h.question().await;
-    let url = question.url.clone();
-    question.refuse();
     // Refused at once, not at the end of the clock: no time passes on the guard's clock.
-    let result = call.await.unwrap();
+    let (url, result) = call_whose_link_is_refused(&h).await;
     let said = text(&result);
     assert_eq!(result.is_error, Some(true), "{said}");
     assert!(said.contains("nothing was saved"), "{said}");
-    assert_eq!(
-        h.outcomes().last(),
-        Some(&Outcome::AskFailed),
-        "{:?}",
-        h.outcomes()
-    );
+    h.assert_last_outcome(Outcome::AskFailed);
     // Nobody can approve the withdrawn page any more.
-    let page = h.get(&url).await;
-    assert_ne!(page.status, 200, "{}", page.body);
+    let page = assert_withdrawn(&h, &url).await;
     assert!(page.csrf().is_none(), "{}", page.body);
     assert_eq!(h.counter(), (0, 0));
     // The same call again is a new question (a new page), not the withdrawn one.
-    let next = h.set_counter(7);
-    let fresh = h.question().await;
-    assert_ne!(fresh.url, url);
-    fresh.reply(ElicitationAction::Decline);
-    let declined = next.await.unwrap();
+    let declined = declined_on_a_new_page(&h, &url).await;
     assert_eq!(declined.is_error, Some(true));
     assert_eq!(h.counter(), (0, 0));
 }
@@ -154,22 +159,12 @@ async fn without_a_notifier_the_call_is_refused_at_once_and_the_page_withdrawn()
 #[tokio::test]
 async fn a_notifier_that_fails_refuses_and_withdraws_the_page() {
     let h = harness(Some(Inbox::down())).await;
-    let call = h.set_counter(7);
-    let question = h.question().await;
-    let url = question.url.clone();
-    question.refuse();
-    let result = call.await.unwrap();
+    let (url, result) = call_whose_link_is_refused(&h).await;
     let said = text(&result);
     assert_eq!(result.is_error, Some(true), "{said}");
     assert!(said.contains("nobody could be reached"), "{said}");
-    assert_eq!(
-        h.outcomes().last(),
-        Some(&Outcome::NotifyFailed),
-        "{:?}",
-        h.outcomes()
-    );
-    let page = h.get(&url).await;
-    assert_ne!(page.status, 200, "{}", page.body);
+    h.assert_last_outcome(Outcome::NotifyFailed);
+    assert_withdrawn(&h, &url).await;
     assert_eq!(h.counter(), (0, 0));
 }
 
@@ -188,11 +183,7 @@ async fn question_within(h: &PageHarness, ms: u64) -> Option<PageQuestion> {
 async fn calls_of_the_same_change_whose_client_refuses_too_notify_the_person_once() {
     let inbox = Inbox::default();
     let h = harness(Some(inbox.clone())).await;
-    let call = h.set_counter(7);
-    let question = h.question().await;
-    let url = question.url.clone();
-    question.refuse();
-    let first = call.await.unwrap();
+    let (url, first) = call_whose_link_is_refused(&h).await;
     assert!(
         text(&first).contains("a person was asked"),
         "{}",
