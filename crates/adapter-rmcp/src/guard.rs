@@ -20,7 +20,7 @@ use std::{
     },
 };
 
-use mcp_write_guard_core::{ApprovalPolicy, Clock, Store};
+use mcp_write_guard_core::{ApprovalPolicy, Approvals, Clock, Store};
 use mcp_write_guard_envelope::EnvelopePolicy;
 use rmcp::{
     ErrorData, ServerHandler,
@@ -101,6 +101,13 @@ pub(crate) struct Shared<S> {
     /// The questions a notice was delivered for on this process (notified once each).
     #[cfg(feature = "approval-page")]
     pub(crate) notices_sent: crate::write_path::NoticesSent,
+}
+
+impl<S> Shared<S> {
+    /// The approvals, tokens, questions and pages in the guard's store.
+    pub(crate) fn approvals(&self) -> Approvals<'_, dyn Store> {
+        Approvals::new(&*self.store)
+    }
 }
 
 /// Whether the inner server refuses calls to a tool now: `Some(why)` refuses.

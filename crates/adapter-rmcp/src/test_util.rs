@@ -88,7 +88,7 @@ use std::{
 
 use mcp_write_guard_core::{
     MemoryStore, Principal, Store, StoreError,
-    store::{BoxFuture, StoreKey},
+    store::{BoxFuture, Record, StoreKey},
 };
 use parking_lot::Mutex;
 use rmcp::{
@@ -764,7 +764,7 @@ impl Store for FailingStore {
         &'a self,
         key: StoreKey,
         principal: &'a Principal,
-        record: Value,
+        record: Record,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -778,7 +778,7 @@ impl Store for FailingStore {
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         match self.fail() {
             Some(failed) => failed,
             None => self.inner.take(key, now),
@@ -789,7 +789,7 @@ impl Store for FailingStore {
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         match self.fail() {
             Some(failed) => failed,
             None => self.inner.get(key, now),

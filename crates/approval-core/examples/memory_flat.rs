@@ -20,10 +20,8 @@ mod fixtures;
 
 use fixtures::ready;
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, Store, ToolName,
-    ids::DefinitionDigest,
-    round_trip::{store_approval, take_approval},
-    token::{issue_token, spend_token},
+    ApprovalPolicy, Approvals, Binding, CapturedArgs, MemoryStore, PendingApproval, Principal,
+    Store, ToolName, ids::DefinitionDigest, token::parse_token,
 };
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
@@ -79,15 +77,18 @@ fn main() {
         for i in 0..RECORDS {
             now += Duration::milliseconds(20);
             let (p, a) = (&principals[i % PRINCIPALS], &args[i % 7]);
-            let token = ready(issue_token(&store, p, &tool, DEFINITION, a, now, &policy)).unwrap();
+            let token = ready(Approvals::new(&store).issue_token(
+                Binding::new(p, &tool, a),
+                DEFINITION,
+                &policy,
+                now,
+            ))
+            .unwrap();
             if i % 2 == 0 {
-                ready(spend_token(
-                    &store,
-                    token.as_str(),
-                    p,
-                    &tool,
+                ready(Approvals::new(&store).spend_token(
+                    &token.id(),
+                    Binding::new(p, &tool, a),
                     DEFINITION,
-                    a,
                     now,
                 ))
                 .unwrap();
@@ -114,9 +115,10 @@ fn main() {
                 now,
                 &policy,
             );
-            let id = ready(store_approval(&store, &pending, now)).unwrap();
+            let id = ready(Approvals::new(&store).store_approval(&pending, now)).unwrap();
             if i % 2 == 0 {
-                ready(take_approval(&store, &id.to_string(), p, &tool, a, now)).unwrap();
+                ready(Approvals::new(&store).take_approval(id, Binding::new(p, &tool, a), now))
+                    .unwrap();
             }
             if i % 10_000 == 0 {
                 peak = peak.max(rss_kib());
@@ -134,14 +136,11 @@ fn main() {
         );
         // Past every retention, the next store call (here a forged token's spend) purges.
         now += Duration::seconds(601);
-        let forged = "00000000-0000-4000-8000-000000000000";
-        let refused = ready(spend_token(
-            &store,
-            forged,
-            &principals[0],
-            &tool,
+        let forged = parse_token("00000000-0000-4000-8000-000000000000").unwrap();
+        let refused = ready(Approvals::new(&store).spend_token(
+            &forged,
+            Binding::new(&principals[0], &tool, &args[0]),
             DEFINITION,
-            &args[0],
             now,
         ));
         assert!(refused.is_err());

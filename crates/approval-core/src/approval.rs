@@ -105,7 +105,7 @@ impl PendingApproval {
         }
     }
 
-    /// The same approval, asked about on `page` (see [`open_page`](crate::page::open_page)).
+    /// The same approval, asked about on `page` (see [`Approvals::open_page`](crate::Approvals::open_page)).
     pub(crate) fn on_page(mut self, page: PageId) -> Self {
         self.page = Some(page);
         self
@@ -198,7 +198,7 @@ impl PendingApproval {
     }
 
     /// The approval page the person answers on, when they are asked on a page (see
-    /// [`open_page`](crate::page::open_page)); `None` when the answer comes through the client.
+    /// [`Approvals::open_page`](crate::Approvals::open_page)); `None` when the answer comes through the client.
     pub fn page(&self) -> Option<&PageId> {
         self.page.as_ref()
     }

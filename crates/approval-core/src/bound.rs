@@ -13,24 +13,13 @@
 //! Tombstones and receipts are stored with [`Store::insert_tombstone`]: they grant nothing and do
 //! not count towards the principal's cap.
 
-use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::ids::{ArgsDigest, DefinitionDigest, Principal, ToolName};
 use crate::record::{
-    LiveRecord, Receipt, Record, StoredApproval, Tombstone, from_ns, receipt_key, to_ns,
+    Bound, LiveRecord, Receipt, Record, StoredApproval, Tombstone, from_ns, receipt_key, to_ns,
 };
-use crate::store::{Held, Store, StoreError, StoreKey};
-
-impl Held {
-    /// The record held, read from its JSON if it was given as JSON.
-    fn into_record(self) -> Result<Record, Refusal> {
-        match self {
-            Self::Record(record) => Ok(record),
-            Self::Json(value) => from_json(value),
-        }
-    }
-}
+use crate::store::{Store, StoreError, StoreKey};
 
 /// Why taking a bound record failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,41 +99,34 @@ pub(crate) async fn put_counted<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
     let NewRecord { record } = new;
-    let receipt = Record::Receipt(Receipt {
+    let receipt = Bound::Receipt(Receipt {
         owner: principal.clone(),
         expires_at_ns: record.expires_at_ns,
         retain_until_ns: record.retain_until_ns,
     });
-    let receipt_key = receipt_key(&key);
+    let expires_at = from_ns(record.expires_at_ns)?;
+    let keep_until = from_ns(record.retain_until_ns)?;
+    let live = Record::from(Bound::Live(record));
     // The record first: a record refused (over the cap, say) leaves no receipt behind. The
     // receipt is best effort, like every tombstone: without it a late attempt is told "unknown"
     // rather than "expired", and is refused either way.
-    if let Some(memory) = store.as_memory_store() {
-        let now = now.unix_timestamp_nanos();
-        let (expires_ns, keep_ns) = (record.expires_at_ns.into(), record.retain_until_ns.into());
-        let live = (
-            key,
-            counted.then_some(principal),
-            Held::Record(Record::Live(record)),
-            expires_ns,
-        );
-        let receipt = (receipt_key, None, Held::Record(receipt), keep_ns);
-        let _receipt_stored = memory.insert_two(live, receipt, now)?;
-        return Ok(());
-    }
-    let expires_at = from_ns(record.expires_at_ns)?;
-    let keep_until = from_ns(record.retain_until_ns)?;
-    let receipt = receipt.to_json()?;
-    let live = Record::Live(record).to_json()?;
     if counted {
-        store.insert(key, principal, live, expires_at, now).await?;
+        store
+            .insert(key.clone(), principal, live, expires_at, now)
+            .await?;
     } else {
         store
-            .insert_tombstone(key, principal, live, expires_at, now)
+            .insert_tombstone(key.clone(), principal, live, expires_at, now)
             .await?;
     }
     let _ignored = store
-        .insert_tombstone(receipt_key, principal, receipt, keep_until, now)
+        .insert_tombstone(
+            receipt_key(&key),
+            principal,
+            receipt.into(),
+            keep_until,
+            now,
+        )
         .await;
     Ok(())
 }
@@ -168,7 +150,7 @@ enum Taken {
 /// Judges what a take of a record's own key found at `now` (Unix nanoseconds), for `principal`
 /// calling `tool` with arguments of `digest`.
 fn judge_taken(
-    found: Option<Record>,
+    found: Option<Bound>,
     now: i128,
     principal: &Principal,
     tool: &ToolName,
@@ -176,10 +158,10 @@ fn judge_taken(
 ) -> Taken {
     let live = match found {
         None => return Taken::Absent,
-        Some(Record::Used(tomb)) => return Taken::Used(tomb),
+        Some(Bound::Used(tomb)) => return Taken::Used(tomb),
         // A receipt is never stored under a record's own key.
-        Some(Record::Receipt(_)) => return Taken::Refused(Refusal::Store),
-        Some(Record::Live(live)) => live,
+        Some(Bound::Receipt(_)) => return Taken::Refused(Refusal::Store),
+        Some(Bound::Live(live)) => live,
     };
     // Every i64 of nanoseconds is an instant `time` can hold, so comparing nanoseconds is
     // comparing the instants.
@@ -204,16 +186,16 @@ fn judge_taken(
 /// Judges what a read (not a take) of a record's own key found, as [`judge_taken`] would;
 /// `None`: nothing there, the receipt says why.
 fn judge_checked(
-    found: Option<Record>,
+    found: Option<Bound>,
     now: i128,
     principal: &Principal,
     tool: &ToolName,
     digest: ArgsDigest,
 ) -> Option<Result<LiveRecord, Refusal>> {
     let live = match found? {
-        Record::Used(_) => return Some(Err(Refusal::Used)),
-        Record::Receipt(_) => return Some(Err(Refusal::Store)),
-        Record::Live(live) => live,
+        Bound::Used(_) => return Some(Err(Refusal::Used)),
+        Bound::Receipt(_) => return Some(Err(Refusal::Store)),
+        Bound::Live(live) => live,
     };
     if now >= i128::from(live.expires_at_ns) {
         return Some(Err(Refusal::Expired));
@@ -224,20 +206,25 @@ fn judge_checked(
 /// Why a record is not there, from what its receipt key holds: no receipt, never issued (or
 /// forgotten after its retention); a receipt past its expiry, expired; a receipt still within
 /// its lifetime, taken by another attempt a moment ago.
-fn judge_receipt(found: Result<Option<Record>, Refusal>, now: i128) -> Refusal {
+fn judge_receipt(found: Result<Option<Bound>, Refusal>, now: i128) -> Refusal {
     match found {
-        Ok(Some(Record::Receipt(receipt))) if now >= i128::from(receipt.expires_at_ns) => {
+        Ok(Some(Bound::Receipt(receipt))) if now >= i128::from(receipt.expires_at_ns) => {
             Refusal::Expired
         }
-        Ok(Some(Record::Receipt(_))) => Refusal::Used,
+        Ok(Some(Bound::Receipt(_))) => Refusal::Used,
         Ok(None) => Refusal::Unknown,
-        Ok(Some(Record::Live(_) | Record::Used(_))) | Err(_) => Refusal::Store,
+        Ok(Some(Bound::Live(_) | Bound::Used(_))) | Err(_) => Refusal::Store,
     }
 }
 
-/// A stored record read back from its JSON.
-fn from_json(value: Value) -> Result<Record, Refusal> {
-    serde_json::from_value(value).map_err(|_| Refusal::Store)
+/// What a store handed back, as a bound record: a record of another kind, or a store error, is
+/// the store's fault.
+fn bound(found: Result<Option<Record>, StoreError>) -> Result<Option<Bound>, Refusal> {
+    match found {
+        Ok(None) => Ok(None),
+        Ok(Some(record)) => record.into_bound().map(Some).ok_or(Refusal::Store),
+        Err(_) => Err(Refusal::Store),
+    }
 }
 
 /// Takes the record under `key` once and checks it against the caller. Whatever the outcome, a
@@ -252,47 +239,7 @@ pub(crate) async fn take<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<LiveRecord, Refusal> {
     let now_ns = now.unix_timestamp_nanos();
-    if let Some(memory) = store.as_memory_store() {
-        // The take and the tombstone in one step.
-        let judged = memory.take_and_replace(&key, now_ns, |found| {
-            let judged = found
-                .map(Held::into_record)
-                .transpose()
-                .map(|found| judge_taken(found, now_ns, principal, tool, digest));
-            match judged {
-                Ok(Taken::Used(tomb)) => {
-                    let until = i128::from(tomb.retain_until_ns);
-                    let tomb = Held::Record(Record::Used(tomb));
-                    (Err(Refusal::Used), Some((tomb, until)))
-                }
-                Ok(Taken::Live {
-                    live,
-                    tomb,
-                    refusal,
-                }) => {
-                    let until = i128::from(tomb.retain_until_ns);
-                    let tomb = Held::Record(Record::Used(tomb));
-                    (refusal.map_or(Ok(Some(live)), Err), Some((tomb, until)))
-                }
-                Ok(Taken::Absent) => (Ok(None), None),
-                Ok(Taken::Refused(refusal)) | Err(refusal) => (Err(refusal), None),
-            }
-        });
-        return match judged? {
-            Some(live) => Ok(live),
-            None => {
-                let receipt = memory.get_held(&receipt_key(&key), now_ns);
-                Err(judge_receipt(
-                    receipt.map(Held::into_record).transpose(),
-                    now_ns,
-                ))
-            }
-        };
-    }
-    let found = match store.take(&key, now).await {
-        Ok(value) => value.map(from_json).transpose()?,
-        Err(_) => return Err(Refusal::Store),
-    };
+    let found = bound(store.take(&key, now).await)?;
     match judge_taken(found, now_ns, principal, tool, digest) {
         Taken::Absent => Err(absent(store, &key, now).await),
         Taken::Used(tomb) => {
@@ -325,23 +272,7 @@ pub(crate) async fn peek<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<LiveRecord, Refusal> {
     let now_ns = now.unix_timestamp_nanos();
-    if let Some(memory) = store.as_memory_store() {
-        let found = memory
-            .get_held(key, now_ns)
-            .map(Held::into_record)
-            .transpose()?;
-        return judge_checked(found, now_ns, principal, tool, digest).unwrap_or_else(|| {
-            let receipt = memory.get_held(&receipt_key(key), now_ns);
-            Err(judge_receipt(
-                receipt.map(Held::into_record).transpose(),
-                now_ns,
-            ))
-        });
-    }
-    let found = match store.get(key, now).await {
-        Ok(value) => value.map(from_json).transpose()?,
-        Err(_) => return Err(Refusal::Store),
-    };
+    let found = bound(store.get(key, now).await)?;
     match judge_checked(found, now_ns, principal, tool, digest) {
         Some(judged) => judged,
         None => Err(absent(store, key, now).await),
@@ -350,10 +281,7 @@ pub(crate) async fn peek<S: Store + ?Sized>(
 
 /// Why the record under `key` is not there, from its receipt (see [`judge_receipt`]).
 async fn absent<S: Store + ?Sized>(store: &S, key: &StoreKey, now: OffsetDateTime) -> Refusal {
-    let found = match store.get(&receipt_key(key), now).await {
-        Ok(value) => value.map(from_json).transpose(),
-        Err(_) => Err(Refusal::Store),
-    };
+    let found = bound(store.get(&receipt_key(key), now).await);
     judge_receipt(found, now.unix_timestamp_nanos())
 }
 
@@ -388,17 +316,17 @@ async fn remember<S: Store + ?Sized>(
     let Ok(until) = from_ns(tomb.retain_until_ns) else {
         return;
     };
-    let Ok(value) = Record::Used(tomb).to_json() else {
-        return;
-    };
-    let _ignored = store.insert_tombstone(key, owner, value, until, now).await;
+    let tomb = Record::from(Bound::Used(tomb));
+    let _ignored = store.insert_tombstone(key, owner, tomb, until, now).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Binding;
     use crate::round_trip::{store_approval, take_approval};
-    use crate::test_support::{JsonOnly, ready};
+    use crate::test_support::tid;
+    use crate::test_support::{ThroughJson, ready};
     use crate::token::{TokenRejection, check_token, issue_token, spend_token};
     use crate::{ApprovalPolicy, CapturedArgs, Clock, ManualClock, MemoryStore, PendingApproval};
     use proptest::prelude::*;
@@ -412,7 +340,7 @@ mod tests {
     fn a_receipt_says_used_until_the_expiry_instant_then_expired() {
         let expires_at_ns = 1_000_000_i64;
         let receipt = |expires_at_ns| {
-            Ok(Some(Record::Receipt(Receipt {
+            Ok(Some(Bound::Receipt(Receipt {
                 owner: Principal::new("alice"),
                 expires_at_ns,
                 retain_until_ns: expires_at_ns + 1_000,
@@ -507,7 +435,7 @@ mod tests {
 
     /// What an operation gave, comparable across the two sides (ids differ; outcomes may not).
     fn run(side: &mut Side, op: &Op, now: OffsetDateTime) -> String {
-        let json = JsonOnly(std::sync::Arc::clone(&side.memory));
+        let json = ThroughJson(std::sync::Arc::clone(&side.memory));
         let store: &dyn Store = if side.as_json { &json } else { &*side.memory };
         let policy = ApprovalPolicy::default().with_per_principal_cap(3);
         let tool = ToolName::new("t");
@@ -519,12 +447,10 @@ mod tests {
             } => {
                 let got = ready(issue_token(
                     store,
-                    &principal(p),
-                    &tool,
+                    Binding::new(&principal(p), &tool, &arguments(a)),
                     crate::test_support::definition(),
-                    &arguments(a),
-                    now,
                     &policy,
+                    now,
                 ));
                 match got {
                     Ok(token) => {
@@ -543,11 +469,9 @@ mod tests {
                     "{:?}",
                     ready(spend_token(
                         store,
-                        &t,
-                        &principal(p),
-                        &tool,
+                        &tid(&t),
+                        Binding::new(&principal(p), &tool, &arguments(a)),
                         crate::test_support::definition(),
-                        &arguments(a),
                         now
                     ))
                 ),
@@ -562,11 +486,9 @@ mod tests {
                     "{:?}",
                     ready(check_token(
                         store,
-                        &t,
-                        &principal(p),
-                        &tool,
+                        &tid(&t),
+                        Binding::new(&principal(p), &tool, &arguments(a)),
                         crate::test_support::definition(),
-                        &arguments(a),
                         now
                     ))
                 ),
@@ -576,11 +498,9 @@ mod tests {
                 let forged = crate::ids::TokenId::random().to_string();
                 let got = ready(spend_token(
                     store,
-                    &forged,
-                    &principal(0),
-                    &tool,
+                    &tid(&forged),
+                    Binding::new(&principal(0), &tool, &arguments(0)),
                     crate::test_support::definition(),
-                    &arguments(0),
                     now,
                 ));
                 assert_eq!(got, Err(TokenRejection::Unknown));
@@ -614,10 +534,8 @@ mod tests {
             } => match pick(&side.approvals, which) {
                 Some(id) => match ready(take_approval(
                     store,
-                    &id,
-                    &principal(p),
-                    &tool,
-                    &arguments(a),
+                    id.parse().unwrap(),
+                    Binding::new(&principal(p), &tool, &arguments(a)),
                     now,
                 )) {
                     Ok(pending) => {
@@ -661,39 +579,33 @@ mod tests {
     #[test]
     fn records_written_one_way_are_read_the_other() {
         let shared = std::sync::Arc::new(MemoryStore::new());
-        let json = JsonOnly(std::sync::Arc::clone(&shared));
+        let json = ThroughJson(std::sync::Arc::clone(&shared));
         let policy = ApprovalPolicy::default();
         let (alice, tool, args) = (Principal::new("alice"), ToolName::new("t"), arguments(1));
         let now = ManualClock::default().now();
         // Issued as JSON, spent as it is; issued as it is, spent as JSON.
         let a = ready(issue_token(
             &json,
-            &alice,
-            &tool,
+            Binding::new(&alice, &tool, &args),
             crate::test_support::definition(),
-            &args,
-            now,
             &policy,
+            now,
         ))
         .unwrap();
         let b = ready(issue_token(
             &*shared,
-            &alice,
-            &tool,
+            Binding::new(&alice, &tool, &args),
             crate::test_support::definition(),
-            &args,
-            now,
             &policy,
+            now,
         ))
         .unwrap();
         assert_eq!(
             ready(check_token(
                 &*shared,
-                a.as_str(),
-                &alice,
-                &tool,
+                &tid(a.as_str()),
+                Binding::new(&alice, &tool, &args),
                 crate::test_support::definition(),
-                &args,
                 now
             )),
             Ok(())
@@ -701,11 +613,9 @@ mod tests {
         assert_eq!(
             ready(spend_token(
                 &*shared,
-                a.as_str(),
-                &alice,
-                &tool,
+                &tid(a.as_str()),
+                Binding::new(&alice, &tool, &args),
                 crate::test_support::definition(),
-                &args,
                 now
             )),
             Ok(())
@@ -713,11 +623,9 @@ mod tests {
         assert_eq!(
             ready(spend_token(
                 &json,
-                b.as_str(),
-                &alice,
-                &tool,
+                &tid(b.as_str()),
+                Binding::new(&alice, &tool, &args),
                 crate::test_support::definition(),
-                &args,
                 now
             )),
             Ok(())
@@ -727,30 +635,29 @@ mod tests {
                 assert_eq!(
                     ready(spend_token(
                         store,
-                        token.as_str(),
-                        &alice,
-                        &tool,
+                        &tid(token.as_str()),
+                        Binding::new(&alice, &tool, &args),
                         crate::test_support::definition(),
-                        &args,
                         now
                     )),
                     Err(TokenRejection::AlreadySpent)
                 );
             }
         }
-        // A record kept as it is reads back through the Store methods as the JSON it stands for.
+        // A record's JSON, as a backend that keeps text stores it.
         let c = ready(issue_token(
             &*shared,
-            &alice,
-            &tool,
+            Binding::new(&alice, &tool, &args),
             crate::test_support::definition(),
-            &args,
-            now,
             &policy,
+            now,
         ))
         .unwrap();
         let key = StoreKey::new(crate::store::RecordKind::Token, c.as_str());
-        let value = ready(shared.get(&key, now)).unwrap().unwrap();
+        let as_json = |record: Record| {
+            serde_json::from_str::<serde_json::Value>(&record.to_json().unwrap()).unwrap()
+        };
+        let value = as_json(ready(shared.get(&key, now)).unwrap().unwrap());
         assert_eq!(value["status"], json!("live"));
         assert_eq!(value["principal"], json!("alice"));
         assert_eq!(value["digest"], json!(args.token_digest().to_string()));
@@ -758,7 +665,7 @@ mod tests {
             value["definition"],
             json!(crate::test_support::definition().to_string())
         );
-        let receipt = ready(shared.get(&receipt_key(&key), now)).unwrap().unwrap();
+        let receipt = as_json(ready(shared.get(&receipt_key(&key), now)).unwrap().unwrap());
         assert_eq!(receipt["status"], json!("receipt"));
         let expires_ns = i64::try_from(c.expires_at().unix_timestamp_nanos()).unwrap();
         assert_eq!(receipt["expiresAtNs"], json!(expires_ns));

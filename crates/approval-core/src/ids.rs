@@ -222,12 +222,15 @@ fn random_v4() -> Uuid {
 
 macro_rules! uuid_id {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
+        uuid_id!($(#[$meta])* $name, $kind, derive(Debug));
+    };
+    ($(#[$meta:meta])* $name:ident, $kind:literal, $(derive($($derive:ident),*))?) => {
         $(#[$meta])*
         ///
         /// Opaque: a random version 4 UUID (122 random bits from a CSPRNG seeded from the operating
         /// system), never derived from its inputs. Displays as the lowercase hyphenated form, which is also
         /// the only form [`FromStr`] accepts.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive($($($derive,)*)? Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(Uuid);
 
         impl $name {
@@ -261,9 +264,16 @@ macro_rules! uuid_id {
 
 uuid_id!(
     /// The id of a confirmation token (its textual form is the [`ConfirmationToken`] value).
+    /// `Debug` does not print it.
     TokenId,
-    "token"
+    "token",
 );
+
+impl fmt::Debug for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenId(..)")
+    }
+}
 uuid_id!(
     /// The id of a pending approval held in a `Store`.
     ApprovalId,
@@ -298,15 +308,25 @@ uuid_id!(
 /// tool and exact arguments it was issued for. `Debug` does not print it.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ConfirmationToken {
-    /// Shared with the key the store keeps the token under.
+    id: TokenId,
+    /// The text of `id`, shared with the key the store keeps the token under.
     value: Arc<str>,
     expires_at: time::OffsetDateTime,
 }
 
 impl ConfirmationToken {
-    /// The token whose text is `value`, the text of its [`TokenId`].
-    pub(crate) fn new(value: Arc<str>, expires_at: time::OffsetDateTime) -> Self {
-        Self { value, expires_at }
+    /// The token `id`, whose text is `value`.
+    pub(crate) fn new(id: TokenId, value: Arc<str>, expires_at: time::OffsetDateTime) -> Self {
+        Self {
+            id,
+            value,
+            expires_at,
+        }
+    }
+
+    /// The token's id: what [`Approvals::spend_token`](crate::Approvals::spend_token) takes.
+    pub fn id(&self) -> TokenId {
+        self.id
     }
 
     /// The token text.
@@ -425,11 +445,14 @@ mod tests {
 
     #[test]
     fn token_debug_is_redacted() {
+        let id = TokenId::random();
         let t = ConfirmationToken::new(
-            Arc::from(TokenId::random().to_string()),
+            id,
+            Arc::from(id.to_string()),
             time::OffsetDateTime::UNIX_EPOCH,
         );
         assert_eq!(format!("{t:?}"), "ConfirmationToken(..)");
+        assert_eq!(format!("{id:?}"), "TokenId(..)");
         assert_eq!(t.to_string(), t.as_str());
     }
 

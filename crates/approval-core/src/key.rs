@@ -7,7 +7,7 @@ use std::sync::Arc;
 /// What a stored record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKind {
-    /// A pending approval kept in the store (see [`store_approval`](crate::round_trip::store_approval)).
+    /// A pending approval kept in the store (see [`Approvals::store_approval`](crate::Approvals::store_approval)).
     Approval,
     /// Round-trip state: the `requestState` of an input-required round trip.
     RoundTrip,
@@ -16,7 +16,7 @@ pub enum RecordKind {
     /// An approval page: what it shows, and the person's answer until the guard reads it.
     Page,
     /// A question's index (under its binding) and its first answer (see
-    /// [`open_question`](crate::question::open_question)).
+    /// [`Approvals::open_question`](crate::Approvals::open_question)).
     Question,
 }
 

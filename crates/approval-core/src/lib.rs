@@ -3,6 +3,7 @@
 pub mod admission;
 pub mod answer;
 mod approval;
+mod approvals;
 mod args;
 mod bound;
 pub mod canonical;
@@ -31,6 +32,7 @@ mod test_support;
 // The core vocabulary. Everything else is in the module of its concern.
 pub use answer::{AnswerAction, Decision, DenyReason};
 pub use approval::{Approved, PendingApproval, Verdict, previews_match};
+pub use approvals::{Approvals, Binding};
 pub use args::CapturedArgs;
 pub use change::{Change, ChangeRow};
 #[cfg(any(test, feature = "test-util"))]
@@ -40,6 +42,4 @@ pub use definition::{ToolChanged, ToolDefinition};
 pub use error::Error;
 pub use ids::{ApprovalId, Principal, ToolName};
 pub use policy::ApprovalPolicy;
-// The one renderer of every value a person reads (its examples use these paths).
-pub use render::{render_key, render_value};
 pub use store::{MemoryStore, Store, StoreError};

@@ -1,19 +1,19 @@
 //! The approval page's records: the person answers on the server's own page instead of through
 //! the client (URL-mode elicitation).
 //!
-//! A page is opened for one [`PendingApproval`] ([`open_page`]) and lives exactly as long as its
+//! A page is opened for one [`PendingApproval`] ([`Approvals::open_page`](crate::Approvals::open_page)) and lives exactly as long as its
 //! approval clock. Its id is the URL's secret: 256 random bits, single use. The page's form
 //! carries a [`CsrfToken`] bound to that id. Three functions do everything else, each with the
 //! store as the only shared state, so replicas behind a shared store agree:
 //!
-//! - [`show_page`]: what a `GET` shows (the change, or why there is nothing to answer).
-//! - [`answer_page`]: a `POST`: the CSRF token and, where people sign in, the person are checked
+//! - [`Approvals::show_page`](crate::Approvals::show_page): what a `GET` shows (the change, or why there is nothing to answer).
+//! - [`Approvals::answer_page`](crate::Approvals::answer_page): a `POST`: the CSRF token and, where people sign in, the person are checked
 //!   first (a refusal changes nothing); then the page is taken from the store, atomically and
 //!   once, and the answer is kept for the guard. A second answer finds the page decided.
-//! - [`page_outcome`]: the guard reads the answer (once). The answer then goes through the same
+//! - [`Approvals::page_outcome`](crate::Approvals::page_outcome): the guard reads the answer (once). The answer then goes through the same
 //!   [`PendingApproval::decide`] as a form answer: only an approval, inside the clock, approves.
 //!
-//! [`withdraw_page`] closes a page nobody may answer any more (the client declined to open it,
+//! [`Approvals::withdraw_page`](crate::Approvals::withdraw_page) closes a page nobody may answer any more (the client declined to open it,
 //! or the guard stopped waiting).
 //!
 //! Under the page's id, the store holds:
@@ -27,14 +27,16 @@
 //! The marker and the receipt only make later refusals say "answered" or "expired" rather than
 //! "unknown"; an answer matters only while the clock runs, and is refused after it either way.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::answer::{APPROVE_FIELD, AnswerAction, AnswerChannel};
 use crate::approval::PendingApproval;
-use crate::ids::{ApprovalId, Principal, ToolName};
-use crate::record::{AnswerRecord, answer_key, from_ns, retain_until, to_ns};
+use crate::ids::{ApprovalId, Principal};
+use crate::record::{
+    AnswerRecord, Closed, PageState, Record, answer_key, from_ns, retain_until, to_ns,
+};
+pub use crate::record::{OpenPage, PageSubject};
 pub use crate::secret::{CsrfToken, PageId};
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
@@ -50,96 +52,6 @@ impl PageId {
     fn answer_key(&self) -> StoreKey {
         StoreKey::new(RecordKind::Page, format!("{self}.answer"))
     }
-}
-
-/// What a page shows the person: the change as the guard would ask about it in a form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct PageSubject {
-    /// The tool whose change is approved (for an admin-token request, the target tool).
-    pub tool: ToolName,
-    /// Its arguments, without the confirmation token.
-    pub arguments: Map<String, Value>,
-    /// The tool's preview of the change, if it has one.
-    pub preview: Option<Value>,
-    /// Approving issues a one-time confirmation token for `tool` rather than running it.
-    pub issues_token: bool,
-}
-
-impl PageSubject {
-    /// A page about running `tool` with `arguments`, showing `preview` if there is one.
-    pub fn new(tool: ToolName, arguments: Map<String, Value>, preview: Option<Value>) -> Self {
-        Self {
-            tool,
-            arguments,
-            preview,
-            issues_token: false,
-        }
-    }
-
-    /// The page asks about issuing a confirmation token for the change, not the change itself.
-    #[must_use]
-    pub fn issuing_token(mut self) -> Self {
-        self.issues_token = true;
-        self
-    }
-}
-
-/// An open page as the store holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct OpenPage {
-    /// The approval it asks about.
-    pub approval: ApprovalId,
-    /// Who made the call: the only person who may answer where people sign in.
-    pub principal: Principal,
-    /// What it shows.
-    pub subject: PageSubject,
-    /// The end of the approval clock (exclusive).
-    #[serde(with = "as_ns")]
-    pub expires_at: OffsetDateTime,
-    /// The token its form must carry.
-    pub csrf: CsrfToken,
-}
-
-/// A time in the store: nanoseconds since the epoch, as the other records keep it.
-mod as_ns {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use time::OffsetDateTime;
-
-    pub(super) fn serialize<S: Serializer>(
-        t: &OffsetDateTime,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        let ns = crate::record::to_ns(*t).map_err(serde::ser::Error::custom)?;
-        serializer.serialize_i64(ns)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<OffsetDateTime, D::Error> {
-        crate::record::from_ns(i64::deserialize(deserializer)?).map_err(serde::de::Error::custom)
-    }
-}
-
-/// What the store holds under a page's keys.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "camelCase")]
-enum Record {
-    Open(Box<OpenPage>),
-    Closed { how: Closed },
-    Receipt { expires_at_ns: i64 },
-    Answer { approve: bool },
-}
-
-/// How a page was closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum Closed {
-    Answered,
-    Withdrawn,
 }
 
 /// What a `GET` of a page finds.
@@ -258,7 +170,7 @@ pub enum PageOutcome {
 /// # Errors
 /// The store's error (a page that cannot be stored is a refusal), or
 /// [`StoreError::Unavailable`] when the operating system gives no random bytes.
-pub async fn open_page<S: Store + ?Sized>(
+pub(crate) async fn open_page<S: Store + ?Sized>(
     store: &S,
     pending: PendingApproval,
     subject: PageSubject,
@@ -273,14 +185,14 @@ pub async fn open_page<S: Store + ?Sized>(
         csrf: CsrfToken::random()?,
     };
     let keep_until = retain_until(pending.asked_at(), pending.expires_at());
-    let receipt = Record::Receipt {
+    let receipt = PageState::Receipt {
         expires_at_ns: to_ns(pending.expires_at())?,
     };
     store
         .insert(
             id.key(),
             pending.principal(),
-            encode(&Record::Open(Box::new(page)))?,
+            Record::from(PageState::Open(Box::new(page))),
             pending.expires_at(),
             now,
         )
@@ -290,7 +202,7 @@ pub async fn open_page<S: Store + ?Sized>(
         .insert_tombstone(
             id.receipt_key(),
             pending.principal(),
-            encode(&receipt)?,
+            Record::from(receipt),
             keep_until,
             now,
         )
@@ -299,22 +211,25 @@ pub async fn open_page<S: Store + ?Sized>(
 }
 
 /// What the page with the id `id` (as it came in the URL) shows at `now`. Reads only.
-pub async fn show_page<S: Store + ?Sized>(store: &S, id: &str, now: OffsetDateTime) -> PageView {
-    let Ok(id) = id.parse::<PageId>() else {
-        return PageView::Unknown;
-    };
+pub(crate) async fn show_page<S: Store + ?Sized>(
+    store: &S,
+    id: &PageId,
+    now: OffsetDateTime,
+) -> PageView {
     match store.get(&id.key(), now).await {
         Ok(Some(value)) => match decode(value) {
-            Some(Record::Open(page)) => PageView::Open(page),
-            Some(Record::Closed {
+            Some(PageState::Open(page)) => PageView::Open(page),
+            Some(PageState::Closed {
                 how: Closed::Answered,
             }) => PageView::Answered,
-            Some(Record::Closed {
+            Some(PageState::Closed {
                 how: Closed::Withdrawn,
             }) => PageView::Withdrawn,
-            Some(Record::Receipt { .. } | Record::Answer { .. }) | None => PageView::Unavailable,
+            Some(PageState::Receipt { .. } | PageState::Answer { .. }) | None => {
+                PageView::Unavailable
+            }
         },
-        Ok(None) => absent(store, &id, now).await,
+        Ok(None) => absent(store, id, now).await,
         Err(_) => PageView::Unavailable,
     }
 }
@@ -325,22 +240,19 @@ pub async fn show_page<S: Store + ?Sized>(store: &S, id: &str, now: OffsetDateTi
 /// The CSRF token and the person are checked against the open page before anything changes: a
 /// refusal there leaves the page open. Then the page is taken from the store (atomic, single
 /// use: of two answers at once, one finds it gone and is [`PageRefusal::Answered`]), and the
-/// answer is kept for the guard ([`page_outcome`]) until the page's retention ends.
+/// answer is kept for the guard ([`Approvals::page_outcome`](crate::Approvals::page_outcome)) until the page's retention ends.
 ///
 /// # Errors
 /// A [`PageRefusal`]: nothing was recorded.
-pub async fn answer_page<S: Store + ?Sized>(
+pub(crate) async fn answer_page<S: Store + ?Sized>(
     store: &S,
-    id: &str,
+    id: &PageId,
     csrf: &str,
     person: PagePerson<'_>,
     choice: PageChoice,
     now: OffsetDateTime,
 ) -> Result<PageAnswered, PageRefusal> {
-    let Ok(id) = id.parse::<PageId>() else {
-        return Err(PageRefusal::Unknown);
-    };
-    let page = match show_page(store, &id.to_string(), now).await {
+    let page = match show_page(store, id, now).await {
         PageView::Open(page) => page,
         PageView::Answered => return Err(PageRefusal::Answered),
         PageView::Withdrawn => return Err(PageRefusal::Withdrawn),
@@ -355,23 +267,24 @@ pub async fn answer_page<S: Store + ?Sized>(
         Ok(None) => return Err(PageRefusal::Answered),
         Err(_) => return Err(PageRefusal::Unavailable),
     };
-    let Some(Record::Open(page)) = decode(taken) else {
+    let Some(PageState::Open(page)) = decode(taken) else {
         return Err(PageRefusal::Unavailable);
     };
     // The same checks on the record actually taken (it is the one read above: ids are random).
     check(&page, csrf, person)?;
     let keep_until = keep_until(&page, now);
-    let answer = Record::Answer {
+    let answer = PageState::Answer {
         approve: choice == PageChoice::Approve,
     };
-    let stored = match encode(&answer) {
-        Ok(answer) => {
-            store
-                .insert_tombstone(id.answer_key(), &page.principal, answer, keep_until, now)
-                .await
-        }
-        Err(error) => Err(error),
-    };
+    let stored = store
+        .insert_tombstone(
+            id.answer_key(),
+            &page.principal,
+            Record::from(answer),
+            keep_until,
+            now,
+        )
+        .await;
     if stored.is_ok() {
         keep_page_answer(
             store,
@@ -383,7 +296,7 @@ pub async fn answer_page<S: Store + ?Sized>(
         )
         .await;
     }
-    close(store, &id, &page, Closed::Answered, now).await;
+    close(store, id, &page, Closed::Answered, now).await;
     // The page is closed either way; an answer that could not be kept reaches the guard as a
     // closed page, which is a refusal.
     stored.map_err(|_| PageRefusal::Unavailable)?;
@@ -395,24 +308,24 @@ pub async fn answer_page<S: Store + ?Sized>(
 
 /// The guard looks at the page of `pending` at `now`: takes the person's answer if there is one
 /// (once), else says whether the page is still open.
-pub async fn page_outcome<S: Store + ?Sized>(
+pub(crate) async fn page_outcome<S: Store + ?Sized>(
     store: &S,
     id: &PageId,
     now: OffsetDateTime,
 ) -> PageOutcome {
     match store.take(&id.answer_key(), now).await {
         Ok(Some(value)) => match decode(value) {
-            Some(Record::Answer { approve: true }) => PageOutcome::Answered {
+            Some(PageState::Answer { approve: true }) => PageOutcome::Answered {
                 action: AnswerAction::Accept,
                 content: Some(json!({ APPROVE_FIELD: true })),
             },
-            Some(Record::Answer { approve: false }) => PageOutcome::Answered {
+            Some(PageState::Answer { approve: false }) => PageOutcome::Answered {
                 action: AnswerAction::Decline,
                 content: None,
             },
             _ => PageOutcome::Closed,
         },
-        Ok(None) => match show_page(store, &id.to_string(), now).await {
+        Ok(None) => match show_page(store, id, now).await {
             PageView::Open(_) => PageOutcome::Open,
             _ => PageOutcome::Closed,
         },
@@ -423,9 +336,9 @@ pub async fn page_outcome<S: Store + ?Sized>(
 /// Closes the page `id` if it is still open, so nobody can answer on it any more (the client
 /// declined to open it, or the guard stopped waiting). An answer given before stays until the
 /// guard takes it or it is forgotten, and grants nothing without the guard.
-pub async fn withdraw_page<S: Store + ?Sized>(store: &S, id: &PageId, now: OffsetDateTime) {
+pub(crate) async fn withdraw_page<S: Store + ?Sized>(store: &S, id: &PageId, now: OffsetDateTime) {
     if let Ok(Some(value)) = store.take(&id.key(), now).await
-        && let Some(Record::Open(page)) = decode(value)
+        && let Some(PageState::Open(page)) = decode(value)
     {
         close(store, id, &page, Closed::Withdrawn, now).await;
     }
@@ -457,11 +370,15 @@ pub(crate) async fn keep_page_answer<S: Store + ?Sized>(
         channel: AnswerChannel::Page,
         answered_at_ns,
     };
-    if let Ok(record) = serde_json::to_value(&record) {
-        let _first_or_not = store
-            .insert_tombstone(answer_key(&approval), principal, record, keep_until, now)
-            .await;
-    }
+    let _first_or_not = store
+        .insert_tombstone(
+            answer_key(&approval),
+            principal,
+            Record::Answer(record),
+            keep_until,
+            now,
+        )
+        .await;
 }
 
 fn check(page: &OpenPage, csrf: &str, person: PagePerson<'_>) -> Result<(), PageRefusal> {
@@ -485,17 +402,16 @@ async fn close<S: Store + ?Sized>(
     how: Closed,
     now: OffsetDateTime,
 ) {
-    if let Ok(marker) = encode(&Record::Closed { how }) {
-        let _ignored = store
-            .insert_tombstone(
-                id.key(),
-                &page.principal,
-                marker,
-                keep_until(page, now),
-                now,
-            )
-            .await;
-    }
+    let marker = Record::from(PageState::Closed { how });
+    let _ignored = store
+        .insert_tombstone(
+            id.key(),
+            &page.principal,
+            marker,
+            keep_until(page, now),
+            now,
+        )
+        .await;
 }
 
 /// How long a closed page's marker and answer are kept: past the clock's end by as long as was
@@ -513,7 +429,7 @@ fn keep_until(page: &OpenPage, now: OffsetDateTime) -> OffsetDateTime {
 async fn absent<S: Store + ?Sized>(store: &S, id: &PageId, now: OffsetDateTime) -> PageView {
     match store.get(&id.receipt_key(), now).await {
         Ok(Some(value)) => match decode(value) {
-            Some(Record::Receipt { expires_at_ns }) => match from_ns(expires_at_ns) {
+            Some(PageState::Receipt { expires_at_ns }) => match from_ns(expires_at_ns) {
                 Ok(expires_at) if now >= expires_at => PageView::Expired,
                 // Open by its receipt, yet gone: taken by a withdrawal whose marker was lost.
                 Ok(_) => PageView::Withdrawn,
@@ -526,16 +442,17 @@ async fn absent<S: Store + ?Sized>(store: &S, id: &PageId, now: OffsetDateTime) 
     }
 }
 
-fn encode(record: &Record) -> Result<Value, StoreError> {
-    serde_json::to_value(record).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn decode(value: Value) -> Option<Record> {
-    serde_json::from_value(value).ok()
+/// The page's record under a page key, if that is what it holds.
+fn decode(record: Record) -> Option<PageState> {
+    record.into_page()
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::Binding;
+    use serde_json::Map;
+
+    use crate::ids::ToolName;
     use serde_json::json;
 
     use super::*;
@@ -597,8 +514,13 @@ mod tests {
             (pending, *page)
         }
 
+        /// What the page whose id came as `id` in the URL shows: a malformed id is unknown,
+        /// as the page's router says at its edge.
         fn show(&self, id: &str) -> PageView {
-            ready(show_page(&self.store, id, self.clock.now()))
+            match id.parse::<PageId>() {
+                Ok(id) => ready(show_page(&self.store, &id, self.clock.now())),
+                Err(_) => PageView::Unknown,
+            }
         }
 
         fn answer(
@@ -608,9 +530,12 @@ mod tests {
             person: PagePerson<'_>,
             choice: PageChoice,
         ) -> Result<PageAnswered, PageRefusal> {
+            let Ok(id) = id.parse::<PageId>() else {
+                return Err(PageRefusal::Unknown);
+            };
             ready(answer_page(
                 &self.store,
-                id,
+                &id,
                 csrf,
                 person,
                 choice,
@@ -903,13 +828,13 @@ mod tests {
         let id = pending.page().unwrap();
         let broken = BrokenStore::Unavailable;
         assert_eq!(
-            ready(show_page(&broken, &id.to_string(), f.clock.now())),
+            ready(show_page(&broken, id, f.clock.now())),
             PageView::Unavailable
         );
         assert_eq!(
             ready(answer_page(
                 &broken,
-                &id.to_string(),
+                id,
                 &page.csrf.to_string(),
                 PagePerson::NotChecked,
                 PageChoice::Approve,
@@ -1057,10 +982,8 @@ mod tests {
         let state = ready(open_round_trip(&f.store, &pending, f.clock.now())).unwrap();
         let back = ready(take_round_trip(
             &f.store,
-            &state.to_string(),
-            pending.principal(),
-            pending.tool(),
-            pending.args(),
+            state,
+            Binding::new(pending.principal(), pending.tool(), pending.args()),
             f.clock.now(),
         ))
         .unwrap();

@@ -5,21 +5,21 @@
 //! it: it lives in the store for its whole clock, and any later call of the **same tool with the
 //! same exact arguments by the same principal** finds it.
 //!
-//! - [`open_question`] stores the pending approval (under its [`ApprovalId`], as
-//!   [`store_approval`] does) and an index entry under the question's binding (principal, tool,
+//! - [`Approvals::open_question`](crate::Approvals::open_question) stores the pending approval (under its [`ApprovalId`], as
+//!   [`Approvals::store_approval`](crate::Approvals::store_approval) does) and an index entry under the question's binding (principal, tool,
 //!   arguments' digest). Of two calls that open the same question at once, one opens it and the
 //!   other is handed the open one ([`Opened::Existing`]): there is never a second question.
-//! - [`answer_question`] keeps the person's answer, once: whichever channel answers first (the
+//! - [`Approvals::answer_question`](crate::Approvals::answer_question) keeps the person's answer, once: whichever channel answers first (the
 //!   form, the 2026-07-28 retry, the approval page) is the answer, and a later answer is handed
 //!   the first one back.
-//! - [`find_question`] reads the question for a binding, with its answer (an answer given on the
+//! - [`Approvals::find_question`](crate::Approvals::find_question) reads the question for a binding, with its answer (an answer given on the
 //!   question's approval page is taken over as the question's answer here).
-//! - [`refresh_question`] reads a question's answer again by its approval id.
+//! - [`Approvals::refresh_question`](crate::Approvals::refresh_question) reads a question's answer again by its approval id.
 //! - [`question_status`] says what the answer comes to at `now`: still open, approved, or refused
 //!   (declined, cancelled, expired, ...). Pure; a truth table beside it.
-//! - The apply takes the stored approval with [`take_approval`]: atomic and single use, so of any
+//! - The apply takes the stored approval with [`Approvals::take_approval`](crate::Approvals::take_approval): atomic and single use, so of any
 //!   number of calls that find the same approved question, exactly one applies.
-//! - [`close_question`] forgets the index once the question is over (applied, expired), so the
+//! - [`Approvals::close_question`](crate::Approvals::close_question) forgets the index once the question is over (applied, expired), so the
 //!   next call of the same change asks anew.
 //!
 //! The index and the answer are kept one more lifetime after the clock (as receipts are), so a
@@ -36,10 +36,9 @@
 //! `<binding>` is the SHA-256 of the principal, the tool and the arguments' digest, so a key
 //! says nothing of them.
 //!
-//! [`store_approval`]: crate::round_trip::store_approval
-//! [`take_approval`]: crate::round_trip::take_approval
+//! [`Approvals::store_approval`](crate::Approvals::store_approval): crate::round_trip::store_approval
+//! [`Approvals::take_approval`](crate::Approvals::take_approval): crate::round_trip::take_approval
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use time::OffsetDateTime;
@@ -47,9 +46,12 @@ use time::OffsetDateTime;
 use crate::answer::AnswerChannel;
 use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::approval::PendingApproval;
+use crate::approvals::Binding;
 use crate::ids::{ApprovalId, ArgsDigest, Principal, ToolName};
 use crate::page::{PageId, PageOutcome, page_outcome};
-use crate::record::{AnswerRecord, answer_key, from_ns, retain_until, to_ns};
+use crate::record::{
+    AnswerRecord, QuestionIndex, Record, answer_key, from_ns, retain_until, to_ns,
+};
 use crate::round_trip::store_approval;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
@@ -95,7 +97,7 @@ pub struct Question {
 }
 
 impl Question {
-    /// The question `pending` asks, not yet answered: what [`open_question`] stores for it.
+    /// The question `pending` asks, not yet answered: what [`Approvals::open_question`](crate::Approvals::open_question) stores for it.
     pub fn asked(pending: &PendingApproval) -> Self {
         Self {
             approval: pending.id(),
@@ -106,7 +108,7 @@ impl Question {
         }
     }
 
-    /// The same question with `answer` (the one [`answer_question`] said counts).
+    /// The same question with `answer` (the one [`Approvals::answer_question`](crate::Approvals::answer_question) said counts).
     #[must_use]
     pub fn with_answer(mut self, answer: GivenAnswer) -> Self {
         self.answer = Some(answer);
@@ -139,7 +141,7 @@ impl Question {
     }
 }
 
-/// What [`open_question`] did.
+/// What [`Approvals::open_question`](crate::Approvals::open_question) did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Opened {
     /// The question was opened: the pending approval is stored under its id.
@@ -178,17 +180,6 @@ pub fn question_status(question: &Question, now: OffsetDateTime) -> QuestionStat
     }
 }
 
-/// The index entry under the question's binding.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct IndexRecord {
-    approval: ApprovalId,
-    asked_at_ns: i64,
-    expires_at_ns: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    page: Option<String>,
-}
-
 /// The key of the question for `principal` calling `tool` with arguments of `digest`: the
 /// SHA-256 of the three, each length-prefixed, so no two bindings share a key.
 fn binding_key(principal: &Principal, tool: &ToolName, digest: &ArgsDigest) -> StoreKey {
@@ -206,13 +197,18 @@ fn corrupt(error: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(error.to_string())
 }
 
+/// A record of another kind where `what` should be.
+fn not_a(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("not a {what}"))
+}
+
 /// Opens the question `pending` asks (after its page, if any, was opened with
-/// [`open_page`](crate::page::open_page)), or finds the same question already asked.
+/// [`Approvals::open_page`](crate::Approvals::open_page)), or finds the same question already asked.
 ///
 /// # Errors
 /// The store's error: nothing is asked (a pending approval that cannot be stored, or a
 /// principal at its cap, is a refusal).
-pub async fn open_question<S: Store + ?Sized>(
+pub(crate) async fn open_question<S: Store + ?Sized>(
     store: &S,
     pending: &PendingApproval,
     now: OffsetDateTime,
@@ -222,13 +218,13 @@ pub async fn open_question<S: Store + ?Sized>(
         pending.tool(),
         &pending.args().digest(),
     );
-    let index = IndexRecord {
+    let index = QuestionIndex {
         approval: pending.id(),
         asked_at_ns: to_ns(pending.asked_at())?,
         expires_at_ns: to_ns(pending.expires_at())?,
         page: pending.page().map(ToString::to_string),
     };
-    let index = serde_json::to_value(&index).map_err(corrupt)?;
+    let index = Record::Question(index);
     let keep_until = retain_until(pending.asked_at(), pending.expires_at());
     // Twice at most: an index found and gone again before it could be read (it was closed in
     // between) is tried once more.
@@ -265,20 +261,18 @@ pub async fn open_question<S: Store + ?Sized>(
 
 /// The question for `principal` calling `tool` with arguments of `digest`, if one was asked and
 /// is not yet forgotten, with its answer. An answer given on the question's approval page is
-/// taken over here as the question's answer (once; [`answer_question`]'s first-answer rule
+/// taken over here as the question's answer (once; [`Approvals::answer_question`](crate::Approvals::answer_question)'s first-answer rule
 /// applies to it like to any channel).
 ///
 /// # Errors
 /// The store's error, or a record it cannot read.
-pub async fn find_question<S: Store + ?Sized>(
+pub(crate) async fn find_question<S: Store + ?Sized>(
     store: &S,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: &ArgsDigest,
+    call: Binding<'_>,
     now: OffsetDateTime,
 ) -> Result<Option<Question>, StoreError> {
-    let key = binding_key(principal, tool, digest);
-    read_question(store, &key, principal, now).await
+    let key = binding_key(call.principal, call.tool, &call.args.digest());
+    read_question(store, &key, call.principal, now).await
 }
 
 async fn read_question<S: Store + ?Sized>(
@@ -290,7 +284,9 @@ async fn read_question<S: Store + ?Sized>(
     let Some(index) = store.get(key, now).await? else {
         return Ok(None);
     };
-    let index: IndexRecord = serde_json::from_value(index).map_err(corrupt)?;
+    let index = index
+        .into_question()
+        .ok_or_else(|| not_a("question's index"))?;
     let page = match index.page {
         Some(page) => Some(page.parse::<PageId>().map_err(corrupt)?),
         None => None,
@@ -312,7 +308,7 @@ async fn read_question<S: Store + ?Sized>(
 ///
 /// # Errors
 /// The store's error, or a record it cannot read.
-pub async fn refresh_question<S: Store + ?Sized>(
+pub(crate) async fn refresh_question<S: Store + ?Sized>(
     store: &S,
     mut question: Question,
     principal: &Principal,
@@ -340,7 +336,9 @@ async fn read_answer<S: Store + ?Sized>(
     let Some(answer) = store.get(&answer_key(approval), now).await? else {
         return Ok(None);
     };
-    let answer: AnswerRecord = serde_json::from_value(answer).map_err(corrupt)?;
+    let answer = answer
+        .into_answer()
+        .ok_or_else(|| not_a("question's answer"))?;
     Ok(Some(GivenAnswer {
         action: AnswerAction::from_wire(&answer.action),
         content: answer.content,
@@ -354,7 +352,7 @@ async fn read_answer<S: Store + ?Sized>(
 ///
 /// # Errors
 /// The store's error: the answer was not kept (and counts for nothing).
-pub async fn answer_question<S: Store + ?Sized>(
+pub(crate) async fn answer_question<S: Store + ?Sized>(
     store: &S,
     question: &Question,
     principal: &Principal,
@@ -373,7 +371,7 @@ pub async fn answer_question<S: Store + ?Sized>(
         channel: answer.channel,
         answered_at_ns: to_ns(answer.answered_at)?,
     };
-    let record = serde_json::to_value(&record).map_err(corrupt)?;
+    let record = Record::Answer(record);
     let keep_until = retain_until(question.asked_at, question.expires_at);
     let key = answer_key(&question.approval);
     match store
@@ -392,33 +390,32 @@ pub async fn answer_question<S: Store + ?Sized>(
 /// still the one about `approval` (a newer question of the same change stays). Best effort: a
 /// question not forgotten is forgotten when its retention ends, and until then reads as what
 /// it was.
-pub async fn close_question<S: Store + ?Sized>(
+pub(crate) async fn close_question<S: Store + ?Sized>(
     store: &S,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: &ArgsDigest,
+    call: Binding<'_>,
     approval: ApprovalId,
     now: OffsetDateTime,
 ) {
-    let key = binding_key(principal, tool, digest);
+    let principal = call.principal;
+    let key = binding_key(principal, call.tool, &call.args.digest());
     let Ok(Some(taken)) = store.take(&key, now).await else {
         return;
     };
-    let ours = serde_json::from_value::<IndexRecord>(taken.clone())
-        .is_ok_and(|index| index.approval == approval);
-    if ours {
+    let Some(index) = taken.into_question() else {
+        return;
+    };
+    if index.approval == approval {
         return;
     }
     // Another question's index: put it back as it was.
-    if let Ok(index) = serde_json::from_value::<IndexRecord>(taken.clone())
-        && let (Ok(asked_at), Ok(expires_at)) =
-            (from_ns(index.asked_at_ns), from_ns(index.expires_at_ns))
+    if let (Ok(asked_at), Ok(expires_at)) =
+        (from_ns(index.asked_at_ns), from_ns(index.expires_at_ns))
     {
         let _ignored = store
             .insert_tombstone(
                 key,
                 principal,
-                taken,
+                Record::Question(index),
                 retain_until(asked_at, expires_at),
                 now,
             )
@@ -428,6 +425,7 @@ pub async fn close_question<S: Store + ?Sized>(
 
 #[cfg(test)]
 mod tests {
+    use crate::Binding;
     use proptest::prelude::*;
     use serde_json::json;
     use time::Duration;
@@ -459,9 +457,7 @@ mod tests {
     fn find(store: &MemoryStore, p: &PendingApproval, now: OffsetDateTime) -> Option<Question> {
         block_on(find_question(
             store,
-            p.principal(),
-            p.tool(),
-            &p.args().digest(),
+            Binding::new(p.principal(), p.tool(), p.args()),
             now,
         ))
         .unwrap_or_else(|e| panic!("{e}"))
@@ -566,11 +562,9 @@ mod tests {
         assert_eq!(
             block_on(take_approval(
                 &store,
-                &again.id().to_string(),
-                again.principal(),
-                again.tool(),
-                again.args(),
-                t0() + Duration::seconds(71),
+                again.id(),
+                Binding::new(again.principal(), again.tool(), again.args()),
+                t0() + Duration::seconds(71)
             ))
             .map(|_| ()),
             Err(RoundTripRejection::Unknown)
@@ -633,9 +627,7 @@ mod tests {
         let close = |id| {
             block_on(close_question(
                 &store,
-                p.principal(),
-                p.tool(),
-                &p.args().digest(),
+                Binding::new(p.principal(), p.tool(), p.args()),
                 id,
                 t0(),
             ))
@@ -735,10 +727,7 @@ mod tests {
                         if question_status(&q, now) != QuestionStatus::Approved {
                             continue;
                         }
-                        let taken = block_on(take_approval(
-                            &store, &q.approval().to_string(), p.principal(), p.tool(),
-                            p.args(), now,
-                        ));
+                        let taken = block_on(take_approval(&store, q.approval(), Binding::new(p.principal(), p.tool(), p.args()), now));
                         if let Ok(pending) = taken {
                             let answer = q.answer().cloned().unwrap_or_else(|| panic!("answered"));
                             let verdict = pending.decide(&answer.action, answer.content.as_ref(), now);
@@ -752,7 +741,7 @@ mod tests {
                     Step::Close => {
                         let Some(p) = &last else { continue };
                         block_on(close_question(
-                            &store, p.principal(), p.tool(), &p.args().digest(), p.id(), now,
+                            &store, Binding::new(p.principal(), p.tool(), p.args()), p.id(), now,
                         ));
                     }
                     Step::Wait(s) => now += Duration::seconds(s),

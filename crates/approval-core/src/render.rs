@@ -100,7 +100,7 @@ impl AsRef<str> for Rendered {
 /// strings never render the same.
 ///
 /// ```
-/// use mcp_write_guard_core::render_value;
+/// use mcp_write_guard_core::render::render_value;
 /// use serde_json::json;
 ///
 /// let reason = json!("recount\nBefore: {\"stock\":3}\u{202E}");
@@ -124,7 +124,7 @@ pub fn render_value(value: &Value, max_chars: usize) -> Rendered {
 /// A plain name never starts with a quote, so a quoted name cannot pass for a plain one.
 ///
 /// ```
-/// use mcp_write_guard_core::render_key;
+/// use mcp_write_guard_core::render::render_key;
 ///
 /// assert_eq!(render_key("orderId").as_str(), "orderId");
 /// assert_eq!(render_key("note: ok").as_str(), r#""note: ok""#);

@@ -6,9 +6,10 @@ use std::fmt;
 use time::OffsetDateTime;
 
 use crate::approval::PendingApproval;
+use crate::approvals::Binding;
 use crate::args::CapturedArgs;
 use crate::bound::{self, Refusal};
-use crate::ids::{ApprovalId, Principal, StateId, ToolName};
+use crate::ids::{ApprovalId, StateId};
 use crate::record::{self, LiveRecord, StoredApproval};
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
@@ -85,8 +86,8 @@ impl From<Refusal> for RoundTripRejection {
 
 /// Stores `pending` as the state of an input-required round trip and returns the opaque
 /// `requestState` value to hand to the client. The state expires with the approval clock
-/// (`pending.expires_at()`) and can be taken once, by [`take_round_trip`].
-pub async fn open_round_trip<S: Store + ?Sized>(
+/// (`pending.expires_at()`) and can be taken once, by [`Approvals::take_round_trip`](crate::Approvals::take_round_trip).
+pub(crate) async fn open_round_trip<S: Store + ?Sized>(
     store: &S,
     pending: &PendingApproval,
     now: OffsetDateTime,
@@ -94,13 +95,13 @@ pub async fn open_round_trip<S: Store + ?Sized>(
     open_state(store, pending, true, now).await
 }
 
-/// [`open_round_trip`] for a question opened with
-/// [`open_question`](crate::question::open_question): the question's stored approval already holds the
+/// [`Approvals::open_round_trip`](crate::Approvals::open_round_trip) for a question opened with
+/// [`Approvals::open_question`](crate::Approvals::open_question): the question's stored approval already holds the
 /// principal's place in its cap for the clock, so the state does not hold a second one.
 ///
 /// # Errors
 /// The store's error.
-pub async fn open_question_round_trip<S: Store + ?Sized>(
+pub(crate) async fn open_question_round_trip<S: Store + ?Sized>(
     store: &S,
     pending: &PendingApproval,
     now: OffsetDateTime,
@@ -129,22 +130,29 @@ async fn open_state<S: Store + ?Sized>(
 /// [`RoundTripRejection::Replayed`]. The returned approval still has to
 /// [`decide`](PendingApproval::decide) the user's answer, and its
 /// [`args`](PendingApproval::args) are the ones to apply.
-pub async fn take_round_trip<S: Store + ?Sized>(
+pub(crate) async fn take_round_trip<S: Store + ?Sized>(
     store: &S,
-    state: &str,
-    principal: &Principal,
-    tool: &ToolName,
-    args: &CapturedArgs,
+    state: StateId,
+    call: Binding<'_>,
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
-    let id: StateId = state.parse().map_err(|_| RoundTripRejection::Malformed)?;
-    let key = id.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text));
-    take_pending(store, key, principal, tool, args, now).await
+    let key = state.with_text(|text| StoreKey::from_str(RecordKind::RoundTrip, text));
+    take_pending(store, key, call, now).await
+}
+
+/// A `requestState` as it came back from the client, parsed: the edge where it becomes a
+/// [`StateId`]. Only a state's one spelling parses; anything else is
+/// [`RoundTripRejection::Malformed`].
+///
+/// # Errors
+/// [`RoundTripRejection::Malformed`].
+pub fn parse_state(text: &str) -> Result<StateId, RoundTripRejection> {
+    text.parse().map_err(|_| RoundTripRejection::Malformed)
 }
 
 /// Stores `pending` under its own [`ApprovalId`] (for example while a question to the user is in
 /// flight on another replica), until its approval clock runs out.
-pub async fn store_approval<S: Store + ?Sized>(
+pub(crate) async fn store_approval<S: Store + ?Sized>(
     store: &S,
     pending: &PendingApproval,
     now: OffsetDateTime,
@@ -156,35 +164,35 @@ pub async fn store_approval<S: Store + ?Sized>(
     Ok(pending.id())
 }
 
-/// Takes a stored approval once; the same checks as [`take_round_trip`].
-pub async fn take_approval<S: Store + ?Sized>(
+/// Takes a stored approval once; the same checks as [`Approvals::take_round_trip`](crate::Approvals::take_round_trip).
+pub(crate) async fn take_approval<S: Store + ?Sized>(
     store: &S,
-    id: &str,
-    principal: &Principal,
-    tool: &ToolName,
-    args: &CapturedArgs,
+    id: ApprovalId,
+    call: Binding<'_>,
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
-    let id: ApprovalId = id.parse().map_err(|_| RoundTripRejection::Malformed)?;
     let key = id.with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
-    take_pending(store, key, principal, tool, args, now).await
+    take_pending(store, key, call, now).await
 }
 
 /// A copy of the stored approval `id`, for `principal` calling `tool` with `args` (the same
-/// checks as [`take_approval`]), to put the same question again. Grants nothing: the approval
+/// checks as [`Approvals::take_approval`](crate::Approvals::take_approval)), to put the same question again. Grants nothing: the approval
 /// stays in the store and is still taken once, by the apply.
 ///
 /// # Errors
-/// The same refusals as [`take_approval`]; nothing is used up.
-pub async fn peek_approval<S: Store + ?Sized>(
+/// The same refusals as [`Approvals::take_approval`](crate::Approvals::take_approval); nothing is used up.
+pub(crate) async fn peek_approval<S: Store + ?Sized>(
     store: &S,
     id: ApprovalId,
-    principal: &Principal,
-    tool: &ToolName,
-    args: &CapturedArgs,
+    call: Binding<'_>,
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
     let key = id.with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
+    let Binding {
+        principal,
+        tool,
+        args,
+    } = call;
     let live = bound::peek(store, &key, principal, tool, args.digest(), now).await?;
     restore(live).ok_or(RoundTripRejection::Store)
 }
@@ -217,11 +225,14 @@ async fn put_pending<S: Store + ?Sized>(
 async fn take_pending<S: Store + ?Sized>(
     store: &S,
     key: StoreKey,
-    principal: &Principal,
-    tool: &ToolName,
-    args: &CapturedArgs,
+    call: Binding<'_>,
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
+    let Binding {
+        principal,
+        tool,
+        args,
+    } = call;
     let live = bound::take(store, key, principal, tool, args.digest(), now).await?;
     restore(live).ok_or(RoundTripRejection::Store)
 }
@@ -253,11 +264,14 @@ fn restore(live: LiveRecord) -> Option<PendingApproval> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Binding;
     use crate::answer::{AnswerAction, Decision, DenyReason};
     use crate::canonical::ArgLimits;
     use crate::clock::{Clock, ManualClock};
+    use crate::ids::{Principal, ToolName};
     use crate::policy::ApprovalPolicy;
     use crate::store::MemoryStore;
+    use crate::test_support::sid;
     use crate::test_support::{BrokenStore, ready};
     use serde_json::{Value, json};
     use time::Duration;
@@ -330,12 +344,11 @@ mod tests {
             tool: &ToolName,
             args: &CapturedArgs,
         ) -> Result<PendingApproval, RoundTripRejection> {
+            let state = parse_state(state)?;
             ready(take_round_trip(
                 &self.store,
                 state,
-                principal,
-                tool,
-                args,
+                Binding::new(principal, tool, args),
                 self.clock.now(),
             ))
         }
@@ -478,10 +491,8 @@ mod tests {
         let take_at = |id: ApprovalId, s: i64| {
             ready(take_approval(
                 &f.store,
-                &id.to_string(),
-                p.principal(),
-                p.tool(),
-                p.args(),
+                id,
+                Binding::new(p.principal(), p.tool(), p.args()),
                 t0 + Duration::seconds(s),
             ))
         };
@@ -577,10 +588,8 @@ mod tests {
         let take = || {
             ready(take_approval(
                 &f.store,
-                &id.to_string(),
-                p.principal(),
-                p.tool(),
-                p.args(),
+                id,
+                Binding::new(p.principal(), p.tool(), p.args()),
                 f.clock.now(),
             ))
         };
@@ -600,10 +609,8 @@ mod tests {
         let take = |store: &BrokenStore| {
             ready(take_round_trip(
                 store,
-                &state,
-                p.principal(),
-                p.tool(),
-                p.args(),
+                sid(&state),
+                Binding::new(p.principal(), p.tool(), p.args()),
                 now,
             ))
         };
@@ -612,7 +619,7 @@ mod tests {
             Err(RoundTripRejection::Store)
         );
         assert_eq!(
-            take(&BrokenStore::Garbage(json!(null))),
+            take(&BrokenStore::Garbage(json!(null).to_string())),
             Err(RoundTripRejection::Store)
         );
         // A record that claims to be live but whose arguments do not match its digest.
@@ -629,7 +636,7 @@ mod tests {
             "approval": {"id": p.id().to_string(), "arguments": {"sku": "A-1", "delta": 200}, "preview": null}
         });
         assert_eq!(
-            take(&BrokenStore::Garbage(tampered)),
+            take(&BrokenStore::Garbage(tampered.to_string())),
             Err(RoundTripRejection::Store)
         );
     }

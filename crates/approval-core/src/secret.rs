@@ -90,6 +90,12 @@ impl CsrfToken {
         Secret::random().map(Self)
     }
 
+    /// A token of fixed bytes, for the store's contract tests.
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn fixed() -> Self {
+        Self(Secret([0x5a; SECRET_BYTES]))
+    }
+
     /// Whether `presented` is this token (constant time in the token's value).
     pub fn matches(&self, presented: &str) -> bool {
         Secret::parse(presented, "csrf token")

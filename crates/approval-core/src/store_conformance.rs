@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
 
 use crate::ids::Principal;
-use crate::store::{RecordKind, Store, StoreError, StoreKey};
+use crate::store::{Record, RecordKind, Store, StoreError, StoreKey};
 
 /// The start of every property's fake timeline (2026-01-01T00:00:00Z).
 pub const T0: OffsetDateTime = match OffsetDateTime::from_unix_timestamp(1_767_225_600) {
@@ -49,6 +49,19 @@ fn minutes(n: i64) -> OffsetDateTime {
 
 fn token(id: &str) -> StoreKey {
     StoreKey::new(RecordKind::Token, id)
+}
+
+/// A record to store under a key of kind [`Token`](RecordKind::Token),
+/// [`Approval`](RecordKind::Approval) or [`RoundTrip`](RecordKind::RoundTrip) in a test,
+/// carrying `value`: records told apart by their values come back as themselves.
+pub fn record(value: impl Into<Value>) -> Record {
+    record_for(&token("any"), value)
+}
+
+/// A record of the variant `key` holds (see [`Record`]), carrying `value`, to store under
+/// `key` in a test.
+pub fn record_for(key: &StoreKey, value: impl Into<Value>) -> Record {
+    Record::carrying(key, value.into())
 }
 
 /// Runs every property below against fresh stores from `make_store`.
@@ -74,11 +87,11 @@ pub async fn take_is_single_use<S: Store>(make_store: &impl AsyncFn(usize) -> S)
     let k = token("k");
     assert_eq!(
         store
-            .insert(k.clone(), &p, json!({"a": 1}), minutes(2), T0)
+            .insert(k.clone(), &p, record(json!({"a": 1})), minutes(2), T0)
             .await,
         Ok(())
     );
-    assert_eq!(store.take(&k, T0).await, Ok(Some(json!({"a": 1}))));
+    assert_eq!(store.take(&k, T0).await, Ok(Some(record(json!({"a": 1})))));
     assert_eq!(store.take(&k, T0).await, Ok(None), "take is single use");
     assert_eq!(store.get(&k, T0).await, Ok(None), "a taken entry is gone");
     assert_eq!(store.take(&token("never"), T0).await, Ok(None));
@@ -92,22 +105,25 @@ pub async fn get_reads_without_taking<S: Store>(make_store: &impl AsyncFn(usize)
     let k = token("k");
     assert_eq!(
         store
-            .insert(k.clone(), &p, json!("r"), minutes(2), T0)
+            .insert(k.clone(), &p, record(json!("r")), minutes(2), T0)
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert(token("k2"), &p, json!("r2"), minutes(2), T0)
+            .insert(token("k2"), &p, record(json!("r2")), minutes(2), T0)
             .await,
         Ok(())
     );
-    assert_eq!(store.get(&k, T0).await, Ok(Some(json!("r"))));
-    assert_eq!(store.get(&k, minutes(1)).await, Ok(Some(json!("r"))));
+    assert_eq!(store.get(&k, T0).await, Ok(Some(record(json!("r")))));
+    assert_eq!(
+        store.get(&k, minutes(1)).await,
+        Ok(Some(record(json!("r"))))
+    );
     assert_eq!(store.get(&token("never"), T0).await, Ok(None));
     assert_eq!(
         store.take(&k, minutes(1)).await,
-        Ok(Some(json!("r"))),
+        Ok(Some(record(json!("r")))),
         "get did not take the entry"
     );
     assert_eq!(
@@ -124,13 +140,21 @@ pub async fn an_entry_is_live_until_its_expiry<S: Store>(make_store: &impl Async
     let expires = minutes(2);
     for id in ["a", "b", "c"] {
         assert_eq!(
-            store.insert(token(id), &p, json!(id), expires, T0).await,
+            store
+                .insert(token(id), &p, record(json!(id)), expires, T0)
+                .await,
             Ok(())
         );
     }
     let last_ms = expires - Duration::milliseconds(1);
-    assert_eq!(store.get(&token("a"), last_ms).await, Ok(Some(json!("a"))));
-    assert_eq!(store.take(&token("a"), last_ms).await, Ok(Some(json!("a"))));
+    assert_eq!(
+        store.get(&token("a"), last_ms).await,
+        Ok(Some(record(json!("a"))))
+    );
+    assert_eq!(
+        store.take(&token("a"), last_ms).await,
+        Ok(Some(record(json!("a"))))
+    );
     assert_eq!(
         store.take(&token("b"), expires).await,
         Ok(None),
@@ -152,18 +176,20 @@ pub async fn an_already_expired_insert_stores_nothing<S: Store>(
     let p = Principal::new("p");
     let now = minutes(5);
     assert_eq!(
-        store.insert(token("at"), &p, json!(0), now, now).await,
-        Ok(())
-    );
-    assert_eq!(
         store
-            .insert(token("before"), &p, json!(0), minutes(4), now)
+            .insert(token("at"), &p, record(json!(0)), now, now)
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert_tombstone(token("tomb"), &p, json!(0), now, now)
+            .insert(token("before"), &p, record(json!(0)), minutes(4), now)
+            .await,
+        Ok(())
+    );
+    assert_eq!(
+        store
+            .insert_tombstone(token("tomb"), &p, record(json!(0)), now, now)
             .await,
         Ok(())
     );
@@ -174,11 +200,14 @@ pub async fn an_already_expired_insert_stores_nothing<S: Store>(
     // Nothing took the principal's only place, and the keys are free.
     assert_eq!(
         store
-            .insert(token("at"), &p, json!(1), minutes(7), now)
+            .insert(token("at"), &p, record(json!(1)), minutes(7), now)
             .await,
         Ok(())
     );
-    assert_eq!(store.take(&token("at"), now).await, Ok(Some(json!(1))));
+    assert_eq!(
+        store.take(&token("at"), now).await,
+        Ok(Some(record(json!(1))))
+    );
 }
 
 /// A live key is refused with [`StoreError::KeyExists`], whichever kind of insert holds it, and
@@ -188,46 +217,61 @@ pub async fn insert_refuses_a_live_key<S: Store>(make_store: &impl AsyncFn(usize
     let (p, q) = (Principal::new("p"), Principal::new("q"));
     assert_eq!(
         store
-            .insert(token("k"), &p, json!("first"), minutes(2), T0)
+            .insert(token("k"), &p, record(json!("first")), minutes(2), T0)
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert(token("k"), &q, json!("second"), minutes(9), minutes(1))
+            .insert(
+                token("k"),
+                &q,
+                record(json!("second")),
+                minutes(9),
+                minutes(1)
+            )
             .await,
         Err(StoreError::KeyExists)
     );
     assert_eq!(
         store
-            .insert_tombstone(token("k"), &p, json!("tomb"), minutes(9), minutes(1))
+            .insert_tombstone(
+                token("k"),
+                &p,
+                record(json!("tomb")),
+                minutes(9),
+                minutes(1)
+            )
             .await,
         Err(StoreError::KeyExists)
     );
     assert_eq!(
         store
-            .insert_tombstone(token("t"), &p, json!("tomb"), minutes(2), T0)
+            .insert_tombstone(token("t"), &p, record(json!("tomb")), minutes(2), T0)
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert(token("t"), &p, json!("second"), minutes(2), T0)
+            .insert(token("t"), &p, record(json!("second")), minutes(2), T0)
             .await,
         Err(StoreError::KeyExists)
     );
     assert_eq!(
         store.get(&token("k"), minutes(1)).await,
-        Ok(Some(json!("first")))
+        Ok(Some(record(json!("first"))))
     );
     assert_eq!(
         store
             .get(&token("k"), minutes(2) - Duration::milliseconds(1))
             .await,
-        Ok(Some(json!("first"))),
+        Ok(Some(record(json!("first")))),
         "the refused insert did not move the expiry"
     );
-    assert_eq!(store.get(&token("t"), T0).await, Ok(Some(json!("tomb"))));
+    assert_eq!(
+        store.get(&token("t"), T0).await,
+        Ok(Some(record(json!("tomb"))))
+    );
 }
 
 /// Once taken or expired, a key can be inserted again, for any principal.
@@ -238,29 +282,33 @@ pub async fn a_key_is_free_again_once_taken_or_expired<S: Store>(
     let (p, q) = (Principal::new("p"), Principal::new("q"));
     let k = token("k");
     assert_eq!(
-        store.insert(k.clone(), &p, json!(1), minutes(2), T0).await,
+        store
+            .insert(k.clone(), &p, record(json!(1)), minutes(2), T0)
+            .await,
         Ok(())
     );
-    assert_eq!(store.take(&k, T0).await, Ok(Some(json!(1))));
+    assert_eq!(store.take(&k, T0).await, Ok(Some(record(json!(1)))));
     assert_eq!(
-        store.insert(k.clone(), &p, json!(2), minutes(2), T0).await,
+        store
+            .insert(k.clone(), &p, record(json!(2)), minutes(2), T0)
+            .await,
         Ok(())
     );
     // Expired, never taken: the key is free at the expiry instant.
     assert_eq!(
         store
-            .insert(k.clone(), &q, json!(3), minutes(4), minutes(2))
+            .insert(k.clone(), &q, record(json!(3)), minutes(4), minutes(2))
             .await,
         Ok(())
     );
-    assert_eq!(store.get(&k, minutes(3)).await, Ok(Some(json!(3))));
+    assert_eq!(store.get(&k, minutes(3)).await, Ok(Some(record(json!(3)))));
     assert_eq!(
         store
-            .insert_tombstone(k.clone(), &q, json!(4), minutes(6), minutes(4))
+            .insert_tombstone(k.clone(), &q, record(json!(4)), minutes(6), minutes(4))
             .await,
         Ok(())
     );
-    assert_eq!(store.take(&k, minutes(5)).await, Ok(Some(json!(4))));
+    assert_eq!(store.take(&k, minutes(5)).await, Ok(Some(record(json!(4)))));
 }
 
 /// Records of any JSON shape come back equal to what was stored.
@@ -268,16 +316,18 @@ pub async fn records_come_back_as_stored<S: Store>(make_store: &impl AsyncFn(usi
     let store = make_store(ROOMY_CAP).await;
     let p = Principal::new("p");
     let records = [
-        json!(null),
-        json!(true),
-        json!(0),
-        json!(-12.5),
-        json!(18_446_744_073_709_551_615_u64),
-        json!(""),
-        json!("\u{0}\"\\ é 🔑 \n"),
-        json!([]),
-        json!({}),
-        json!({"nested": {"list": [1, "two", null, {"three": 3.0}]}, "z": "last", "a": "first"}),
+        record(json!(null)),
+        record(json!(true)),
+        record(json!(0)),
+        record(json!(-12.5)),
+        record(json!(18_446_744_073_709_551_615_u64)),
+        record(json!("")),
+        record(json!("\u{0}\"\\ é 🔑 \n")),
+        record(json!([])),
+        record(json!({})),
+        record(
+            json!({"nested": {"list": [1, "two", null, {"three": 3.0}]}, "z": "last", "a": "first"}),
+        ),
     ];
     for (i, record) in records.iter().enumerate() {
         let k = StoreKey::new(RecordKind::RoundTrip, format!("r{i}"));
@@ -309,22 +359,21 @@ pub async fn keys_of_other_kinds_and_principals_do_not_collide<S: Store>(
     for (i, kind) in kinds.iter().enumerate() {
         let k = StoreKey::new(*kind, "same");
         let p = Principal::new(format!("kind{i}"));
-        assert_eq!(
-            store
-                .insert(k, &p, json!(kind.as_str()), minutes(2), T0)
-                .await,
-            Ok(())
-        );
+        let r = record_for(&k, kind.as_str());
+        assert_eq!(store.insert(k, &p, r, minutes(2), T0).await, Ok(()));
     }
     for kind in kinds {
         let k = StoreKey::new(kind, "same");
-        assert_eq!(store.take(&k, T0).await, Ok(Some(json!(kind.as_str()))));
+        let r = record_for(&k, kind.as_str());
+        assert_eq!(store.take(&k, T0).await, Ok(Some(r)));
     }
     for name in names {
         let p = Principal::new(name);
         let k = StoreKey::new(RecordKind::Approval, format!("of {name}"));
         assert_eq!(
-            store.insert(k, &p, json!(name), minutes(2), T0).await,
+            store
+                .insert(k, &p, record(json!(name)), minutes(2), T0)
+                .await,
             Ok(()),
             "principal {name:?} shares a cap with another"
         );
@@ -342,13 +391,19 @@ pub async fn live_entries_are_capped_per_principal<S: Store>(
         let expires = minutes(2 + i);
         assert_eq!(
             store
-                .insert(token(&format!("a{i}")), &alice, json!(i), expires, T0)
+                .insert(
+                    token(&format!("a{i}")),
+                    &alice,
+                    record(json!(i)),
+                    expires,
+                    T0
+                )
                 .await,
             Ok(())
         );
     }
     let refused = store
-        .insert(token("a3"), &alice, json!(3), minutes(9), T0)
+        .insert(token("a3"), &alice, record(json!(3)), minutes(9), T0)
         .await;
     assert_eq!(refused, Err(StoreError::PrincipalCapReached { cap: 3 }));
     assert_eq!(
@@ -358,23 +413,26 @@ pub async fn live_entries_are_capped_per_principal<S: Store>(
     );
     assert_eq!(
         store
-            .insert(token("b0"), &bob, json!(0), minutes(2), T0)
+            .insert(token("b0"), &bob, record(json!(0)), minutes(2), T0)
             .await,
         Ok(()),
         "another principal has a cap of its own"
     );
     // Taking one frees a place, once.
-    assert_eq!(store.take(&token("a0"), T0).await, Ok(Some(json!(0))));
+    assert_eq!(
+        store.take(&token("a0"), T0).await,
+        Ok(Some(record(json!(0))))
+    );
     assert_eq!(store.take(&token("a0"), T0).await, Ok(None));
     assert_eq!(
         store
-            .insert(token("a3"), &alice, json!(3), minutes(9), T0)
+            .insert(token("a3"), &alice, record(json!(3)), minutes(9), T0)
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert(token("a4"), &alice, json!(4), minutes(9), T0)
+            .insert(token("a4"), &alice, record(json!(4)), minutes(9), T0)
             .await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
@@ -382,19 +440,31 @@ pub async fn live_entries_are_capped_per_principal<S: Store>(
     let before = minutes(3) - Duration::milliseconds(1);
     assert_eq!(
         store
-            .insert(token("a4"), &alice, json!(4), minutes(9), before)
+            .insert(token("a4"), &alice, record(json!(4)), minutes(9), before)
             .await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
     assert_eq!(
         store
-            .insert(token("a4"), &alice, json!(4), minutes(9), minutes(3))
+            .insert(
+                token("a4"),
+                &alice,
+                record(json!(4)),
+                minutes(9),
+                minutes(3)
+            )
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert(token("a5"), &alice, json!(5), minutes(9), minutes(3))
+            .insert(
+                token("a5"),
+                &alice,
+                record(json!(5)),
+                minutes(9),
+                minutes(3)
+            )
             .await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
@@ -409,48 +479,54 @@ pub async fn tombstones_do_not_count_towards_the_cap<S: Store>(
     for id in ["t0", "t1"] {
         assert_eq!(
             store
-                .insert_tombstone(token(id), &p, json!("spent"), minutes(4), T0)
+                .insert_tombstone(token(id), &p, record(json!("spent")), minutes(4), T0)
                 .await,
             Ok(())
         );
     }
     assert_eq!(
         store
-            .insert(token("live"), &p, json!(0), minutes(2), T0)
+            .insert(token("live"), &p, record(json!(0)), minutes(2), T0)
             .await,
         Ok(())
     );
     assert_eq!(
         store
-            .insert(token("more"), &p, json!(0), minutes(2), T0)
+            .insert(token("more"), &p, record(json!(0)), minutes(2), T0)
             .await,
         Err(StoreError::PrincipalCapReached { cap: 1 })
     );
     assert_eq!(
         store
-            .insert_tombstone(token("t2"), &p, json!("spent"), minutes(4), T0)
+            .insert_tombstone(token("t2"), &p, record(json!("spent")), minutes(4), T0)
             .await,
         Ok(()),
         "a full principal still gets tombstones"
     );
     // Taking a tombstone frees no place; taking the counted entry does.
-    assert_eq!(store.take(&token("t0"), T0).await, Ok(Some(json!("spent"))));
+    assert_eq!(
+        store.take(&token("t0"), T0).await,
+        Ok(Some(record(json!("spent"))))
+    );
     assert_eq!(
         store
-            .insert(token("more"), &p, json!(0), minutes(2), T0)
+            .insert(token("more"), &p, record(json!(0)), minutes(2), T0)
             .await,
         Err(StoreError::PrincipalCapReached { cap: 1 })
     );
-    assert_eq!(store.take(&token("live"), T0).await, Ok(Some(json!(0))));
+    assert_eq!(
+        store.take(&token("live"), T0).await,
+        Ok(Some(record(json!(0))))
+    );
     assert_eq!(
         store
-            .insert(token("more"), &p, json!(0), minutes(2), T0)
+            .insert(token("more"), &p, record(json!(0)), minutes(2), T0)
             .await,
         Ok(())
     );
     assert_eq!(
         store.get(&token("t1"), minutes(1)).await,
-        Ok(Some(json!("spent")))
+        Ok(Some(record(json!("spent"))))
     );
 }
 
@@ -462,7 +538,13 @@ pub async fn purge_leaves_live_entries<S: Store>(make_store: &impl AsyncFn(usize
     for i in 1..=4 {
         assert_eq!(
             store
-                .insert(token(&format!("k{i}")), &p, json!(i), minutes(i), T0)
+                .insert(
+                    token(&format!("k{i}")),
+                    &p,
+                    record(json!(i)),
+                    minutes(i),
+                    T0
+                )
                 .await,
             Ok(())
         );
@@ -478,7 +560,7 @@ pub async fn purge_leaves_live_entries<S: Store>(make_store: &impl AsyncFn(usize
     }
     for i in 3..=4 {
         let k = token(&format!("k{i}"));
-        assert_eq!(store.take(&k, minutes(2)).await, Ok(Some(json!(i))));
+        assert_eq!(store.take(&k, minutes(2)).await, Ok(Some(record(json!(i)))));
     }
 }
 
@@ -489,13 +571,15 @@ pub async fn concurrent_takes_grant_once<S: Store>(make_store: &impl AsyncFn(usi
     let k = token("k");
     assert_eq!(
         store
-            .insert(k.clone(), &p, json!("once"), minutes(2), T0)
+            .insert(k.clone(), &p, record(json!("once")), minutes(2), T0)
             .await,
         Ok(())
     );
     let takes: Vec<_> = (0..16).map(|_| store.take(&k, T0)).collect();
     let results = join_all(takes).await;
-    let granted = results.iter().filter(|r| **r == Ok(Some(json!("once"))));
+    let granted = results
+        .iter()
+        .filter(|r| **r == Ok(Some(record(json!("once")))));
     assert_eq!(granted.count(), 1, "{results:?}");
     assert!(
         results.iter().all(Result::is_ok),
@@ -548,7 +632,7 @@ pub fn ops() -> impl Strategy<Value = Vec<Op>> {
 
 struct ModelEntry {
     principal: u8,
-    record: Value,
+    record: Record,
     expires_at: OffsetDateTime,
     counted: bool,
 }
@@ -578,7 +662,7 @@ pub async fn check_against_model<S: Store>(store: &S, ops: &[Op]) {
                 tombstone,
             } => {
                 let expires_at = now + Duration::minutes(*lifetime);
-                let record = json!({"step": step});
+                let record = record(json!({"step": step}));
                 let held = model
                     .values()
                     .filter(|e| e.counted && e.principal == *principal)

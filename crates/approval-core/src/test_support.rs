@@ -3,11 +3,10 @@
 use futures_util::FutureExt as _;
 use std::future::Future;
 
-use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::ids::Principal;
-use crate::store::{BoxFuture, Store, StoreError, StoreKey};
+use crate::store::{BoxFuture, Record, Store, StoreError, StoreKey};
 
 /// Polls a future once and returns its output: the memory store's futures are ready at once,
 /// and a future that is not is a bug in the test.
@@ -15,11 +14,13 @@ pub(crate) fn ready<F: Future>(f: F) -> F::Output {
     f.now_or_never().expect("future was not ready")
 }
 
-/// A store whose every call fails, or whose takes return a record it cannot have written.
+/// A store whose every call fails, or whose takes and reads find the JSON text `Garbage` holds
+/// under whatever key is asked (what a backend that keeps text would read back after someone
+/// changed it).
 #[derive(Debug)]
 pub(crate) enum BrokenStore {
     Unavailable,
-    Garbage(Value),
+    Garbage(String),
 }
 
 impl Store for BrokenStore {
@@ -27,7 +28,7 @@ impl Store for BrokenStore {
         &'a self,
         _key: StoreKey,
         _principal: &'a Principal,
-        _record: Value,
+        _record: Record,
         _expires_at: OffsetDateTime,
         _now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -40,12 +41,12 @@ impl Store for BrokenStore {
 
     fn take<'a>(
         &'a self,
-        _key: &'a StoreKey,
+        key: &'a StoreKey,
         _now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         let result = match self {
             Self::Unavailable => Err(StoreError::Unavailable("down".into())),
-            Self::Garbage(v) => Ok(Some(v.clone())),
+            Self::Garbage(text) => Record::from_json(key, text).map(Some),
         };
         Box::pin(std::future::ready(result))
     }
@@ -54,7 +55,7 @@ impl Store for BrokenStore {
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         self.take(key, now)
     }
 
@@ -65,41 +66,54 @@ impl Store for BrokenStore {
     }
 }
 
-/// A store that reaches a [`MemoryStore`](crate::MemoryStore) only through the [`Store`]
-/// methods, with JSON records: what any other backend gets. (It keeps the default
-/// `as_memory_store`, so this crate takes its JSON path.) Clones share the same store.
+/// A [`MemoryStore`](crate::MemoryStore) that passes every record through its JSON text on the
+/// way in ([`Record::to_json`], then [`Record::from_json`] under its key): what a backend that
+/// keeps text does. Clones share the same store.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct JsonOnly(pub(crate) std::sync::Arc<crate::MemoryStore>);
+pub(crate) struct ThroughJson(pub(crate) std::sync::Arc<crate::MemoryStore>);
 
-impl Store for JsonOnly {
+impl ThroughJson {
+    fn through(key: &StoreKey, record: &Record) -> Result<Record, StoreError> {
+        Record::from_json(key, &record.to_json()?)
+    }
+}
+
+impl Store for ThroughJson {
     fn insert<'a>(
         &'a self,
         key: StoreKey,
         principal: &'a Principal,
-        record: Value,
+        record: Record,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.insert(key, principal, record, expires_at, now)
+        match Self::through(&key, &record) {
+            Ok(record) => self.0.insert(key, principal, record, expires_at, now),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
     }
 
     fn insert_tombstone<'a>(
         &'a self,
         key: StoreKey,
         principal: &'a Principal,
-        record: Value,
+        record: Record,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0
-            .insert_tombstone(key, principal, record, expires_at, now)
+        match Self::through(&key, &record) {
+            Ok(record) => self
+                .0
+                .insert_tombstone(key, principal, record, expires_at, now),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
     }
 
     fn take<'a>(
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         self.0.take(key, now)
     }
 
@@ -107,7 +121,7 @@ impl Store for JsonOnly {
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         self.0.get(key, now)
     }
 
@@ -124,4 +138,14 @@ pub(crate) fn definition() -> crate::ids::DefinitionDigest {
 /// The digest of another definition of the same tool.
 pub(crate) fn other_definition() -> crate::ids::DefinitionDigest {
     crate::ids::DefinitionDigest::from_bytes([0xd2; 32])
+}
+
+/// A token's text, parsed as it is at the adapter's edge.
+pub(crate) fn tid(text: &str) -> crate::ids::TokenId {
+    text.parse().expect("a token's one spelling")
+}
+
+/// A round-trip state's text, parsed as it is at the adapter's edge.
+pub(crate) fn sid(text: &str) -> crate::ids::StateId {
+    text.parse().expect("a state's one spelling")
 }

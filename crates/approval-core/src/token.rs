@@ -6,11 +6,12 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::approval::expiry;
+use crate::approvals::Binding;
 /// The argument that carries a confirmation token; left out of the token's argument digest.
 pub use crate::args::CONFIRMATION_TOKEN_ARG;
 use crate::args::CapturedArgs;
 use crate::bound::{self, Refusal};
-use crate::ids::{ConfirmationToken, DefinitionDigest, Principal, TokenId, ToolName};
+use crate::ids::{ConfirmationToken, DefinitionDigest, TokenId};
 use crate::policy::ApprovalPolicy;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
@@ -104,16 +105,20 @@ impl From<Refusal> for TokenRejection {
 /// The token is a fresh random version 4 UUID, never derived from its inputs. A token is live
 /// while `now < issued_at + token_ttl`: at 299 s it spends, at exactly 300 s it does not.
 /// Call this only after the user approved issuing it.
-pub async fn issue_token<S: Store + ?Sized>(
+pub(crate) async fn issue_token<S: Store + ?Sized>(
     store: &S,
-    principal: &Principal,
-    tool: &ToolName,
+    call: Binding<'_>,
     definition: DefinitionDigest,
-    args: &CapturedArgs,
-    now: OffsetDateTime,
     policy: &ApprovalPolicy,
+    now: OffsetDateTime,
 ) -> Result<ConfirmationToken, StoreError> {
-    let text: Arc<str> = TokenId::random().with_text(|text| Arc::from(text));
+    let Binding {
+        principal,
+        tool,
+        args,
+    } = call;
+    let id = TokenId::random();
+    let text: Arc<str> = id.with_text(|text| Arc::from(text));
     let key = StoreKey::from_shared(RecordKind::Token, Arc::clone(&text));
     let expires_at = expiry(now, policy.token_ttl);
     let record = bound::new_record(
@@ -126,7 +131,7 @@ pub async fn issue_token<S: Store + ?Sized>(
         None,
     )?;
     bound::put(store, key, principal, record, now).await?;
-    Ok(ConfirmationToken::new(text, expires_at))
+    Ok(ConfirmationToken::new(id, text, expires_at))
 }
 
 /// Spends `token` for `principal` calling `tool`, whose definition now has the digest
@@ -140,94 +145,57 @@ pub async fn issue_token<S: Store + ?Sized>(
 /// no put-back, so there is no moment when a token is both checked and still spendable; the cost
 /// is that a mistaken attempt means asking the user again). Every failure is a
 /// [`TokenRejection`]; a store error is [`TokenRejection::Store`].
-pub async fn spend_token<S: Store + ?Sized>(
+pub(crate) async fn spend_token<S: Store + ?Sized>(
     store: &S,
-    token: &str,
-    principal: &Principal,
-    tool: &ToolName,
+    token: &TokenId,
+    call: Binding<'_>,
     definition: DefinitionDigest,
-    args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    attempt(
-        Attempt::Spend,
-        store,
-        token,
-        principal,
-        tool,
-        definition,
-        args,
-        now,
-    )
-    .await
+    attempt(Attempt::Spend, store, token, call, definition, now).await
 }
 
-/// Like [`spend_token`], reading the token from the `confirmationToken` member of `args`: absent
-/// is [`TokenRejection::Missing`], not a string is [`TokenRejection::Malformed`].
-pub async fn spend_token_from_args<S: Store + ?Sized>(
-    store: &S,
-    principal: &Principal,
-    tool: &ToolName,
-    definition: DefinitionDigest,
-    args: &CapturedArgs,
-    now: OffsetDateTime,
-) -> Result<(), TokenRejection> {
-    let token = token_in(args)?;
-    spend_token(store, token, principal, tool, definition, args, now).await
-}
-
-/// Checks `token` exactly as [`spend_token`] would, **without spending it**: `Ok(())` means a
+/// Checks `token` exactly as [`Approvals::spend_token`](crate::Approvals::spend_token) would, **without spending it**: `Ok(())` means a
 /// spend at the same `now` would succeed if nothing else spends the token first.
 ///
 /// Use it to refuse early, before asking the user about an action whose token cannot work. It
-/// grants nothing: the write itself must still [`spend_token`], which is the only atomic step.
+/// grants nothing: the write itself must still [`Approvals::spend_token`](crate::Approvals::spend_token), which is the only atomic step.
 /// A mismatched check does not burn the token (nothing is taken).
-pub async fn check_token<S: Store + ?Sized>(
+pub(crate) async fn check_token<S: Store + ?Sized>(
     store: &S,
-    token: &str,
-    principal: &Principal,
-    tool: &ToolName,
+    token: &TokenId,
+    call: Binding<'_>,
     definition: DefinitionDigest,
-    args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    attempt(
-        Attempt::Check,
-        store,
-        token,
-        principal,
-        tool,
-        definition,
-        args,
-        now,
-    )
-    .await
+    attempt(Attempt::Check, store, token, call, definition, now).await
 }
 
-/// Whether an attempt with a token takes it ([`spend_token`]) or only reads it
-/// ([`check_token`]).
+/// Whether an attempt with a token takes it ([`Approvals::spend_token`](crate::Approvals::spend_token)) or only reads it
+/// ([`Approvals::check_token`](crate::Approvals::check_token)).
 #[derive(Debug, Clone, Copy)]
 enum Attempt {
     Spend,
     Check,
 }
 
-/// [`spend_token`] or [`check_token`]: the same refusals, in the same order; only a spend takes
+/// [`Approvals::spend_token`](crate::Approvals::spend_token) or [`Approvals::check_token`](crate::Approvals::check_token): the same refusals, in the same order; only a spend takes
 /// the token.
-#[allow(clippy::too_many_arguments)]
 async fn attempt<S: Store + ?Sized>(
     attempt: Attempt,
     store: &S,
-    token: &str,
-    principal: &Principal,
-    tool: &ToolName,
+    token: &TokenId,
+    call: Binding<'_>,
     definition: DefinitionDigest,
-    args: &CapturedArgs,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    // Only the one spelling of a token parses, so `token` is the key's id as issued.
-    let _: TokenId = token.parse().map_err(|_| TokenRejection::Malformed)?;
-    let (key, digest) = (token_key(token), args.token_digest());
+    let Binding {
+        principal,
+        tool,
+        args,
+    } = call;
+    let key = token.with_text(|text| StoreKey::from_str(RecordKind::Token, text));
+    let digest = args.token_digest();
     let live = match attempt {
         Attempt::Spend => bound::take(store, key, principal, tool, digest, now).await,
         Attempt::Check => bound::peek(store, &key, principal, tool, digest, now).await,
@@ -235,20 +203,6 @@ async fn attempt<S: Store + ?Sized>(
     .map_err(TokenRejection::from)?;
     // A token issued for another definition of the tool is refused (and, by a spend, used up).
     same_definition(live.definition, definition)
-}
-
-/// Like [`check_token`], reading the token from the `confirmationToken` member of `args`, as
-/// [`spend_token_from_args`] does.
-pub async fn check_token_from_args<S: Store + ?Sized>(
-    store: &S,
-    principal: &Principal,
-    tool: &ToolName,
-    definition: DefinitionDigest,
-    args: &CapturedArgs,
-    now: OffsetDateTime,
-) -> Result<(), TokenRejection> {
-    let token = token_in(args)?;
-    check_token(store, token, principal, tool, definition, args, now).await
 }
 
 /// Whether a token issued while the tool had the definition `issued_for` may spend now that it
@@ -264,26 +218,39 @@ fn same_definition(
     }
 }
 
-/// The `confirmationToken` member of `args`: absent is [`TokenRejection::Missing`], not a string
-/// is [`TokenRejection::Malformed`].
-fn token_in(args: &CapturedArgs) -> Result<&str, TokenRejection> {
+/// The token in the `confirmationToken` member of `args`, parsed: the edge where a token that
+/// came over the wire becomes a [`TokenId`]. Absent is [`TokenRejection::Missing`]; not a
+/// string, or not a token's one spelling, is [`TokenRejection::Malformed`].
+///
+/// # Errors
+/// [`TokenRejection::Missing`] or [`TokenRejection::Malformed`].
+pub fn token_in(args: &CapturedArgs) -> Result<TokenId, TokenRejection> {
     if !args.has_confirmation_token() {
         return Err(TokenRejection::Missing);
     }
-    args.confirmation_token().ok_or(TokenRejection::Malformed)
+    let token = args.confirmation_token().ok_or(TokenRejection::Malformed)?;
+    parse_token(token)
 }
 
-/// The key of the token whose text is `text` (a token's text is its id's one spelling).
-fn token_key(text: &str) -> StoreKey {
-    StoreKey::from_str(RecordKind::Token, text)
+/// A token's text as a [`TokenId`], at the edge where it came over the wire: only its one
+/// spelling parses, so the id's text is the key it was issued under. Anything else is
+/// [`TokenRejection::Malformed`].
+///
+/// # Errors
+/// [`TokenRejection::Malformed`].
+pub fn parse_token(text: &str) -> Result<TokenId, TokenRejection> {
+    text.parse().map_err(|_| TokenRejection::Malformed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Binding;
     use crate::canonical::ArgLimits;
     use crate::clock::{Clock, ManualClock};
+    use crate::ids::{Principal, ToolName};
     use crate::store::MemoryStore;
+    use crate::test_support::tid;
     use crate::test_support::{BrokenStore, ready};
     use serde_json::{Value, json};
     use time::Duration;
@@ -316,12 +283,10 @@ mod tests {
         fn issue(&self) -> ConfirmationToken {
             ready(issue_token(
                 &self.store,
-                &self.alice,
-                &self.tool,
+                Binding::new(&self.alice, &self.tool, &self.args),
                 crate::test_support::definition(),
-                &self.args,
-                self.clock.now(),
                 &self.policy,
+                self.clock.now(),
             ))
             .unwrap()
         }
@@ -337,15 +302,33 @@ mod tests {
             tool: &ToolName,
             args: &CapturedArgs,
         ) -> Result<(), TokenRejection> {
+            let token = parse_token(token)?;
             ready(spend_token(
                 &self.store,
-                token,
-                p,
-                tool,
+                &token,
+                Binding::new(p, tool, args),
                 crate::test_support::definition(),
-                args,
                 self.clock.now(),
             ))
+        }
+    }
+
+    /// What the adapter does with a call's arguments: the token read and parsed at the edge
+    /// ([`token_in`]), then spent or checked.
+    async fn from_args<S: Store + ?Sized>(
+        attempt: Attempt,
+        store: &S,
+        principal: &Principal,
+        tool: &ToolName,
+        definition: DefinitionDigest,
+        args: &CapturedArgs,
+        now: OffsetDateTime,
+    ) -> Result<(), TokenRejection> {
+        let token = token_in(args)?;
+        let call = Binding::new(principal, tool, args);
+        match attempt {
+            Attempt::Spend => spend_token(store, &token, call, definition, now).await,
+            Attempt::Check => check_token(store, &token, call, definition, now).await,
         }
     }
 
@@ -398,12 +381,10 @@ mod tests {
         let issue = |f: &Fixture| {
             ready(issue_token(
                 &f.store,
-                &f.alice,
-                &f.tool,
+                Binding::new(&f.alice, &f.tool, &f.args),
                 crate::test_support::definition(),
-                &f.args,
-                f.clock.now(),
                 &f.policy,
+                f.clock.now(),
             ))
         };
         f.clock.set(t0 + Duration::seconds(299));
@@ -490,11 +471,9 @@ mod tests {
         let check = |definition| {
             ready(check_token(
                 &f.store,
-                token.as_str(),
-                &f.alice,
-                &f.tool,
+                &tid(token.as_str()),
+                Binding::new(&f.alice, &f.tool, &f.args),
                 definition,
-                &f.args,
                 now,
             ))
         };
@@ -507,11 +486,9 @@ mod tests {
         );
         let spent = ready(spend_token(
             &f.store,
-            token.as_str(),
-            &f.alice,
-            &f.tool,
+            &tid(token.as_str()),
+            Binding::new(&f.alice, &f.tool, &f.args),
             changed,
-            &f.args,
             now,
         ));
         assert_eq!(spent, Err(TokenRejection::ToolChanged));
@@ -534,11 +511,9 @@ mod tests {
         let check = |p: &Principal, tool: &ToolName, a: &CapturedArgs| {
             ready(check_token(
                 &f.store,
-                token.as_str(),
-                p,
-                tool,
+                &tid(token.as_str()),
+                Binding::new(p, tool, a),
                 crate::test_support::definition(),
-                a,
                 f.clock.now(),
             ))
         };
@@ -563,11 +538,9 @@ mod tests {
         assert_eq!(
             ready(check_token(
                 &f.store,
-                &forged,
-                &f.alice,
-                &f.tool,
+                &tid(&forged),
+                Binding::new(&f.alice, &f.tool, &f.args),
                 crate::test_support::definition(),
-                &f.args,
                 t0
             )),
             Err(TokenRejection::Unknown)
@@ -590,11 +563,9 @@ mod tests {
         let check_unspent = || {
             ready(check_token(
                 &f.store,
-                unspent.as_str(),
-                &f.alice,
-                &f.tool,
+                &tid(unspent.as_str()),
+                Binding::new(&f.alice, &f.tool, &f.args),
                 crate::test_support::definition(),
-                &f.args,
                 f.clock.now(),
             ))
         };
@@ -609,7 +580,8 @@ mod tests {
         let now = f.clock.now();
         let with = |v: Value| args(v);
         let check = |a: &CapturedArgs| {
-            ready(check_token_from_args(
+            ready(from_args(
+                Attempt::Check,
                 &f.store,
                 &f.alice,
                 &f.tool,
@@ -644,7 +616,8 @@ mod tests {
         let token = f.issue();
         let call = args(json!({"orderId": 42, "confirmationToken": token.as_str()}));
         assert_eq!(
-            ready(spend_token_from_args(
+            ready(from_args(
+                Attempt::Spend,
                 &f.store,
                 &f.alice,
                 &f.tool,
@@ -658,7 +631,8 @@ mod tests {
         let token = f.issue();
         let call = args(json!({"orderId": 42, "force": true, "confirmationToken": token.as_str()}));
         assert_eq!(
-            ready(spend_token_from_args(
+            ready(from_args(
+                Attempt::Spend,
                 &f.store,
                 &f.alice,
                 &f.tool,
@@ -691,7 +665,8 @@ mod tests {
         }
         let none = args(json!({"orderId": 42}));
         assert_eq!(
-            ready(spend_token_from_args(
+            ready(from_args(
+                Attempt::Spend,
                 &f.store,
                 &f.alice,
                 &f.tool,
@@ -703,7 +678,8 @@ mod tests {
         );
         let number = args(json!({"orderId": 42, "confirmationToken": 7}));
         assert_eq!(
-            ready(spend_token_from_args(
+            ready(from_args(
+                Attempt::Spend,
                 &f.store,
                 &f.alice,
                 &f.tool,
@@ -727,12 +703,10 @@ mod tests {
         assert!(matches!(
             ready(issue_token(
                 &down,
-                &f.alice,
-                &f.tool,
+                Binding::new(&f.alice, &f.tool, &f.args),
                 crate::test_support::definition(),
-                &f.args,
-                now,
-                &f.policy
+                &f.policy,
+                now
             )),
             Err(StoreError::Unavailable(_))
         ));
@@ -740,11 +714,9 @@ mod tests {
         assert_eq!(
             ready(spend_token(
                 &down,
-                &token,
-                &f.alice,
-                &f.tool,
+                &tid(&token),
+                Binding::new(&f.alice, &f.tool, &f.args),
                 crate::test_support::definition(),
-                &f.args,
                 now
             )),
             Err(TokenRejection::Store)
@@ -756,15 +728,13 @@ mod tests {
             // A receipt where the token itself should be.
             json!({"status": "receipt", "owner": "alice", "expiresAtNs": 0, "retainUntilNs": 0}),
         ] {
-            let corrupt = BrokenStore::Garbage(garbage);
+            let corrupt = BrokenStore::Garbage(garbage.to_string());
             assert_eq!(
                 ready(spend_token(
                     &corrupt,
-                    &token,
-                    &f.alice,
-                    &f.tool,
+                    &tid(&token),
+                    Binding::new(&f.alice, &f.tool, &f.args),
                     crate::test_support::definition(),
-                    &f.args,
                     now
                 )),
                 Err(TokenRejection::Store)
@@ -780,12 +750,10 @@ mod tests {
         f.issue();
         let third = ready(issue_token(
             &f.store,
-            &f.alice,
-            &f.tool,
+            Binding::new(&f.alice, &f.tool, &f.args),
             crate::test_support::definition(),
-            &f.args,
-            f.clock.now(),
             &f.policy,
+            f.clock.now(),
         ));
         assert_eq!(third, Err(StoreError::PrincipalCapReached { cap: 2 }));
         assert_eq!(
@@ -842,12 +810,10 @@ mod tests {
             let now = clock.now();
             let token = ready(issue_token(
                 &*store,
-                &alice,
-                &tool,
+                Binding::new(&alice, &tool, &a),
                 crate::test_support::definition(),
-                &a,
-                now,
                 &policy,
+                now,
             ))
             .unwrap();
             let barrier = std::sync::Barrier::new(THREADS);
@@ -858,11 +824,9 @@ mod tests {
                             barrier.wait();
                             ready(spend_token(
                                 &*store,
-                                token.as_str(),
-                                &alice,
-                                &tool,
+                                &tid(token.as_str()),
+                                Binding::new(&alice, &tool, &a),
                                 crate::test_support::definition(),
-                                &a,
                                 now,
                             ))
                         })
@@ -883,11 +847,9 @@ mod tests {
             assert_eq!(
                 ready(spend_token(
                     &*store,
-                    token.as_str(),
-                    &alice,
-                    &tool,
+                    &tid(token.as_str()),
+                    Binding::new(&alice, &tool, &a),
                     crate::test_support::definition(),
-                    &a,
                     now
                 )),
                 Err(TokenRejection::AlreadySpent)
@@ -1053,7 +1015,7 @@ mod tests {
                     let mut check_len = true;
                     match op {
                         Op::Issue { principal: p, tool: tl, args: a } => {
-                            let got = ready(issue_token(&store, &principal(p), &tool(tl), crate::test_support::definition(), &arguments(a), at, &policy));
+                            let got = ready(issue_token(&store, Binding::new(&principal(p), &tool(tl), &arguments(a)), crate::test_support::definition(), &policy, at));
                             if held(&model, p, now) >= CAP {
                                 prop_assert_eq!(got, Err(StoreError::PrincipalCapReached { cap: CAP }));
                             } else {
@@ -1068,7 +1030,7 @@ mod tests {
                             let id = which % model.len();
                             let tok = model.get_mut(&id).unwrap();
                             let (p, tl, a) = mismatch.attempt(tok);
-                            let got = ready(spend_token(&store, &tok.text, &principal(p), &tool(tl), mismatch.definition(), &arguments(a), at));
+                            let got = ready(spend_token(&store, &tid(&tok.text), Binding::new(&principal(p), &tool(tl), &arguments(a)), mismatch.definition(), at));
                             let want = if now >= tok.issued + FORGET {
                                 Err(TokenRejection::Unknown)
                             } else {
@@ -1092,7 +1054,7 @@ mod tests {
                             let id = which % model.len();
                             let tok = &model[&id];
                             let (p, tl, a) = mismatch.attempt(tok);
-                            let got = ready(check_token(&store, &tok.text, &principal(p), &tool(tl), mismatch.definition(), &arguments(a), at));
+                            let got = ready(check_token(&store, &tid(&tok.text), Binding::new(&principal(p), &tool(tl), &arguments(a)), mismatch.definition(), at));
                             // What a spend would say, with no change to the model's state.
                             let want = if now >= tok.issued + FORGET {
                                 Err(TokenRejection::Unknown)
@@ -1108,11 +1070,13 @@ mod tests {
                         }
                         Op::SpendForged => {
                             let forged = TokenId::random().to_string();
-                            let got = ready(spend_token(&store, &forged, &principal(0), &tool(0), crate::test_support::definition(), &arguments(0), at));
+                            let got = ready(spend_token(&store, &tid(&forged), Binding::new(&principal(0), &tool(0), &arguments(0)), crate::test_support::definition(), at));
                             prop_assert_eq!(got, Err(TokenRejection::Unknown));
                         }
                         Op::SpendMalformed(text) => {
-                            let got = ready(spend_token(&store, &text, &principal(0), &tool(0), crate::test_support::definition(), &arguments(0), at));
+                            let got = parse_token(&text).and_then(|token| {
+                                ready(spend_token(&store, &token, Binding::new(&principal(0), &tool(0), &arguments(0)), crate::test_support::definition(), at))
+                            });
                             prop_assert_eq!(got, Err(TokenRejection::Malformed));
                             check_len = false; // refused before the store was asked
                         }
@@ -1148,7 +1112,7 @@ mod tests {
                 }
                 // And nothing live in the model is missing from the store's view.
                 for tok in model.values().filter(|t| t.state == State::Live && now < t.issued + TTL) {
-                    let got = ready(spend_token(&store, &tok.text, &principal(tok.principal), &tool(tok.tool), crate::test_support::definition(), &arguments(tok.args), t0 + Duration::seconds(now)));
+                    let got = ready(spend_token(&store, &tid(&tok.text), Binding::new(&principal(tok.principal), &tool(tok.tool), &arguments(tok.args)), crate::test_support::definition(), t0 + Duration::seconds(now)));
                     prop_assert_eq!(got, Ok(()));
                 }
             }

@@ -15,8 +15,8 @@ use mcp_write_guard_rmcp::{
     AuditRecord, Channel, ConnectionId, Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest,
     PrincipalResolver,
     approval::{
-        Principal,
-        page::{OpenPage, PageChoice, PagePerson, PageRefusal, PageView, answer_page, show_page},
+        Approvals, Principal,
+        page::{OpenPage, PageChoice, PageId, PagePerson, PageRefusal, PageView},
     },
     page::{PAGE_PATH, PageHost},
 };
@@ -47,7 +47,15 @@ struct AnswerForm {
 }
 
 async fn show(State(state): State<PageState>, Path(id): Path<String>) -> Response {
-    match show_page(state.store(), &id, state.now()).await {
+    // The URL's id, parsed at the edge: a malformed one is a page nobody opened.
+    let Ok(id) = id.parse::<PageId>() else {
+        let unknown = PageView::Unknown;
+        return respond(status_of(&unknown), &html::closed(&unknown));
+    };
+    match Approvals::new(state.store())
+        .show_page(&id, state.now())
+        .await
+    {
         PageView::Open(page) => respond(StatusCode::OK, &html::open(state.server_name(), &page)),
         other => respond(status_of(&other), &html::closed(&other)),
     }
@@ -67,9 +75,14 @@ async fn answer(
         "decline" => PageChoice::Decline,
         _ => return respond(StatusCode::BAD_REQUEST, &html::bad_form()),
     };
+    let Ok(id) = id.parse::<PageId>() else {
+        let unknown = PageRefusal::Unknown;
+        return respond(refusal_status(unknown), &html::refused(unknown));
+    };
     let now = state.now();
+    let approvals = Approvals::new(state.store());
     // The page as it stands, for the audit record of a refusal.
-    let shown = match show_page(state.store(), &id, now).await {
+    let shown = match approvals.show_page(&id, now).await {
         PageView::Open(page) => Some(page),
         _ => None,
     };
@@ -79,16 +92,17 @@ async fn answer(
         Some(Some(who)) => PagePerson::SignedIn(who),
         Some(None) => PagePerson::NotSignedIn,
     };
-    match answer_page(state.store(), &id, &form.csrf, person, choice, now).await {
+    match approvals
+        .answer_page(&id, &form.csrf, person, choice, now)
+        .await
+    {
         Ok(answered) => {
             let reason = match choice {
                 PageChoice::Approve => "approve",
                 PageChoice::Decline => "decline",
             };
             record(&*state, &answered.page, Outcome::PageAnswered, reason);
-            if let Ok(page) = id.parse() {
-                state.answered(&page);
-            }
+            state.answered(&id);
             respond(StatusCode::OK, &html::answered(choice))
         }
         Err(refusal) => {

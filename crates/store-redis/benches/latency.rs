@@ -13,10 +13,8 @@
 use std::time::{Duration, Instant};
 
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, Store, ToolName,
-    ids::DefinitionDigest,
-    round_trip::{store_approval, take_approval},
-    token::{issue_token, spend_token},
+    ApprovalPolicy, Approvals, Binding, CapturedArgs, MemoryStore, PendingApproval, Principal,
+    Store, ToolName, ids::DefinitionDigest,
 };
 use mcp_write_guard_redis::RedisStore;
 use mcp_write_guard_redis::test_util::redis_url;
@@ -43,20 +41,26 @@ async fn token_round(store: &dyn Store, policy: &ApprovalPolicy, args: &Captured
     let (principal, tool) = (Principal::new("bench"), ToolName::new("cancel_order"));
     let now = OffsetDateTime::now_utc();
     let started = Instant::now();
-    let token = match issue_token(store, &principal, &tool, DEFINITION, args, now, policy).await {
+    let token = match Approvals::new(store)
+        .issue_token(
+            Binding::new(&principal, &tool, args),
+            DEFINITION,
+            policy,
+            now,
+        )
+        .await
+    {
         Ok(token) => token,
         Err(err) => panic!("issue: {err}"),
     };
-    if let Err(err) = spend_token(
-        store,
-        token.as_str(),
-        &principal,
-        &tool,
-        DEFINITION,
-        args,
-        now,
-    )
-    .await
+    if let Err(err) = Approvals::new(store)
+        .spend_token(
+            &token.id(),
+            Binding::new(&principal, &tool, args),
+            DEFINITION,
+            now,
+        )
+        .await
     {
         panic!("spend: {err:?}");
     }
@@ -81,11 +85,14 @@ async fn approval_round(
         policy,
     );
     let started = Instant::now();
-    let id = match store_approval(store, &pending, now).await {
+    let id = match Approvals::new(store).store_approval(&pending, now).await {
         Ok(id) => id,
         Err(err) => panic!("store: {err}"),
     };
-    if let Err(err) = take_approval(store, &id.to_string(), &principal, &tool, args, now).await {
+    if let Err(err) = Approvals::new(store)
+        .take_approval(id, Binding::new(&principal, &tool, args), now)
+        .await
+    {
         panic!("take: {err:?}");
     }
     started.elapsed()

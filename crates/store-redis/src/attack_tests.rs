@@ -39,13 +39,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_write_guard_core::store_conformance::T0;
+use mcp_write_guard_core::store::Record;
+use mcp_write_guard_core::store_conformance::{T0, record, record_for};
 use mcp_write_guard_core::{
     Principal, Store, StoreError,
     store::{RecordKind, StoreKey},
 };
 use redis::aio::MultiplexedConnection;
-use serde_json::{Value, json};
+use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::RedisStore;
@@ -134,8 +135,8 @@ fn principal_key(prefix: &str, name: &str) -> String {
     format!("{prefix}:principal:{name}")
 }
 
-fn text(value: &Value) -> String {
-    serde_json::to_string(value).unwrap()
+fn text(record: &Record) -> String {
+    record.to_json().unwrap()
 }
 
 fn hostile_strings() -> Vec<String> {
@@ -207,15 +208,18 @@ async fn hostile_ids_and_principals_stay_in_their_own_keys() {
     let n = hostile.len();
 
     // (kind, id) -> (record, principal key or "" for a tombstone)
-    let mut expected: BTreeMap<String, (StoreKey, Value, String)> = BTreeMap::new();
+    let mut expected: BTreeMap<String, (StoreKey, Record, String)> = BTreeMap::new();
     let mut members: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (i, id) in hostile.iter().enumerate() {
         for (k, kind) in KINDS.into_iter().enumerate() {
             let name = &hostile[(i * 7 + k) % n];
             let principal = Principal::new(name.clone());
             let counted = (i + k) % 3 != 0;
-            let record = json!({"id": id, "kind": kind.as_str(), "principal": name, "i": i});
             let key = StoreKey::new(kind, id.clone());
+            let record = record_for(
+                &key,
+                json!({"id": id, "kind": kind.as_str(), "principal": name, "i": i}),
+            );
             let inserted = if counted {
                 ours.insert(key.clone(), &principal, record.clone(), at(MINUTE), T0)
                     .await
@@ -276,7 +280,7 @@ async fn hostile_ids_and_principals_stay_in_their_own_keys() {
     for (i, (key, _, _)) in expected.values().enumerate() {
         let name = Principal::new(hostile[i % n].clone());
         let inserted = other
-            .insert(key.clone(), &name, json!("other"), at(MINUTE), T0)
+            .insert(key.clone(), &name, record_for(key, "other"), at(MINUTE), T0)
             .await;
         assert_eq!(inserted, Ok(()));
     }
@@ -295,7 +299,10 @@ async fn hostile_ids_and_principals_stay_in_their_own_keys() {
     // Nothing of ours is left (empty principal sets go with their last member).
     assert!(keys_under(&mut a, &prefix).await.is_empty());
     for (key, _, _) in expected.values() {
-        assert_eq!(other.take(key, at(1)).await, Ok(Some(json!("other"))));
+        assert_eq!(
+            other.take(key, at(1)).await,
+            Ok(Some(record_for(key, "other")))
+        );
     }
     assert!(
         all_keys(&mut a).await == planted,
@@ -318,7 +325,7 @@ async fn prefixes_and_databases_share_nothing() {
         let key = StoreKey::new(RecordKind::Token, format!("t{i}"));
         for (which, s) in [(1, &first), (2, &second), (3, &third)] {
             assert_eq!(
-                s.insert(key.clone(), &alice, json!(which), at(MINUTE), T0)
+                s.insert(key.clone(), &alice, record(json!(which)), at(MINUTE), T0)
                     .await,
                 Ok(()),
                 "store {which}, {i}: the same id and principal in another namespace"
@@ -328,30 +335,30 @@ async fn prefixes_and_databases_share_nothing() {
     let full = StoreKey::new(RecordKind::Token, "t3");
     for s in [&first, &second, &third] {
         assert_eq!(
-            s.insert(full.clone(), &alice, json!(0), at(MINUTE), T0)
+            s.insert(full.clone(), &alice, record(json!(0)), at(MINUTE), T0)
                 .await,
             Err(StoreError::PrincipalCapReached { cap: 3 })
         );
     }
     // Taking from one frees a place there only.
     let t0 = StoreKey::new(RecordKind::Token, "t0");
-    assert_eq!(second.take(&t0, T0).await, Ok(Some(json!(2))));
-    assert_eq!(first.get(&t0, T0).await, Ok(Some(json!(1))));
-    assert_eq!(third.get(&t0, T0).await, Ok(Some(json!(3))));
+    assert_eq!(second.take(&t0, T0).await, Ok(Some(record(json!(2)))));
+    assert_eq!(first.get(&t0, T0).await, Ok(Some(record(json!(1)))));
+    assert_eq!(third.get(&t0, T0).await, Ok(Some(record(json!(3)))));
     assert_eq!(
         first
-            .insert(full.clone(), &alice, json!(0), at(MINUTE), T0)
+            .insert(full.clone(), &alice, record(json!(0)), at(MINUTE), T0)
             .await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
     assert_eq!(
         second
-            .insert(full.clone(), &alice, json!(0), at(MINUTE), T0)
+            .insert(full.clone(), &alice, record(json!(0)), at(MINUTE), T0)
             .await,
         Ok(())
     );
     for (which, s) in [(1, &first), (3, &third)] {
-        assert_eq!(s.take(&t0, T0).await, Ok(Some(json!(which))));
+        assert_eq!(s.take(&t0, T0).await, Ok(Some(record(json!(which)))));
     }
 }
 
@@ -387,13 +394,15 @@ async fn a_key_of_another_type_fails_closed() {
         let _: redis::Value = q(&mut a, &args).await;
         let dump_before: Vec<u8> = q(&mut a, &["DUMP", &redis_key]).await;
 
-        let inserted = s.insert(key.clone(), &p, json!(1), at(MINUTE), T0).await;
+        let inserted = s
+            .insert(key.clone(), &p, record(json!(1)), at(MINUTE), T0)
+            .await;
         assert!(
             matches!(inserted, Err(StoreError::Unavailable(_))),
             "{kind}: {inserted:?}"
         );
         let tomb = s
-            .insert_tombstone(key.clone(), &p, json!(1), at(MINUTE), T0)
+            .insert_tombstone(key.clone(), &p, record(json!(1)), at(MINUTE), T0)
             .await;
         assert!(tomb.is_err(), "{kind}: {tomb:?}");
         for _ in 0..2 {
@@ -417,7 +426,7 @@ async fn a_key_of_another_type_fails_closed() {
     let _: () = q(&mut a, &["SET", &victim_key, "not a set"]).await;
     let key = StoreKey::new(RecordKind::Approval, "a1");
     let inserted = s
-        .insert(key.clone(), &victim, json!(1), at(MINUTE), T0)
+        .insert(key.clone(), &victim, record(json!(1)), at(MINUTE), T0)
         .await;
     assert!(inserted.is_err(), "{inserted:?}");
     let exists: u64 = q(
@@ -431,11 +440,11 @@ async fn a_key_of_another_type_fails_closed() {
     assert_eq!(kept, "not a set");
     // A tombstone does not touch the principal's set, so it is stored; it still grants once.
     assert_eq!(
-        s.insert_tombstone(key.clone(), &victim, json!("t"), at(MINUTE), T0)
+        s.insert_tombstone(key.clone(), &victim, record(json!("t")), at(MINUTE), T0)
             .await,
         Ok(())
     );
-    assert_eq!(s.take(&key, T0).await, Ok(Some(json!("t"))));
+    assert_eq!(s.take(&key, T0).await, Ok(Some(record(json!("t")))));
     assert_eq!(s.take(&key, T0).await, Ok(None));
 
     // A principal's set with members that never expire holds the principal at its cap
@@ -449,7 +458,7 @@ async fn a_key_of_another_type_fails_closed() {
             .insert(
                 StoreKey::new(RecordKind::Token, "b"),
                 &bob,
-                json!(1),
+                record(json!(1)),
                 at(MINUTE),
                 T0
             )
@@ -479,7 +488,8 @@ async fn a_corrupted_record_never_grants() {
     let p = Principal::new("p");
     let live = at(MINUTE).unix_timestamp_nanos() / 1_000_000;
     let live = live.to_string();
-    let valid = r#"{"granted":true}"#;
+    let valid = text(&record(json!({"granted": true})));
+    let valid = valid.as_str();
     let string_key = format!("{prefix}:not-a-set");
     let _: () = q(&mut a, &["SET", &string_key, "x"]).await;
 
@@ -515,7 +525,7 @@ async fn a_corrupted_record_never_grants() {
         // Only the bad-`z` record has a readable expiry and record (`get` does not read `z`).
         let readable = name.starts_with("z names");
         if readable {
-            assert_eq!(read, Ok(Some(json!({"granted": true}))), "{name}");
+            assert_eq!(read, Ok(Some(record(json!({"granted": true})))), "{name}");
         } else {
             assert!(matches!(read, Err(_) | Ok(None)), "{name}: get {read:?}");
         }
@@ -523,7 +533,7 @@ async fn a_corrupted_record_never_grants() {
         let mut granted = 0;
         for _ in 0..3 {
             if let Ok(Some(value)) = s.take(&key, T0).await {
-                assert!(readable, "{name}: granted {value}");
+                assert!(readable, "{name}: granted {value:?}");
                 granted += 1;
             }
         }
@@ -541,7 +551,7 @@ async fn a_corrupted_record_never_grants() {
     let redis_key = record_key(&prefix, RecordKind::Token, key.id());
     plant_hash(&mut a, &redis_key, &[("e", "abc"), ("z", ""), ("r", valid)]).await;
     let inserted = s
-        .insert(key.clone(), &p, json!("mine"), at(MINUTE), T0)
+        .insert(key.clone(), &p, record(json!("mine")), at(MINUTE), T0)
         .await;
     assert!(inserted.is_err(), "{inserted:?}");
     let e: String = q(&mut a, &["HGET", &redis_key, "e"]).await;
@@ -574,7 +584,8 @@ async fn the_cap_holds_under_racing_inserts_and_takes() {
             let key = StoreKey::new(RecordKind::Token, format!("first-{i}"));
             (
                 key.clone(),
-                s.insert(key, &alice, json!(i), at(10 * MINUTE), T0).await,
+                s.insert(key, &alice, record(json!(i)), at(10 * MINUTE), T0)
+                    .await,
             )
         });
     }
@@ -598,7 +609,7 @@ async fn the_cap_holds_under_racing_inserts_and_takes() {
         let alice = alice.clone();
         tombs.spawn(async move {
             let key = StoreKey::new(RecordKind::Token, format!("tomb-{i}"));
-            s.insert_tombstone(key, &alice, json!("spent"), at(10 * MINUTE), T0)
+            s.insert_tombstone(key, &alice, record(json!("spent")), at(10 * MINUTE), T0)
                 .await
         });
     }
@@ -628,7 +639,7 @@ async fn the_cap_holds_under_racing_inserts_and_takes() {
             tasks.spawn(async move {
                 let key = StoreKey::new(RecordKind::Approval, format!("r{round}-{j}"));
                 let inserted = s
-                    .insert(key.clone(), &alice, json!(j), at(10 * MINUTE), now)
+                    .insert(key.clone(), &alice, record(json!(j)), at(10 * MINUTE), now)
                     .await;
                 let ok = match inserted {
                     Ok(()) => Ok(true),
@@ -688,7 +699,7 @@ async fn inserts_racing_takes_of_one_key_grant_each_record_once() {
         let first = format!("{round}-first");
         assert_eq!(
             stores[0]
-                .insert(key.clone(), &p, json!(first), at(MINUTE), T0)
+                .insert(key.clone(), &p, record(json!(first)), at(MINUTE), T0)
                 .await,
             Ok(())
         );
@@ -701,7 +712,9 @@ async fn inserts_racing_takes_of_one_key_grant_each_record_once() {
                     (None, s.take(&key, T0).await)
                 } else {
                     let value = format!("{round}-{j}");
-                    let inserted = s.insert(key, &p, json!(value), at(MINUTE), T0).await;
+                    let inserted = s
+                        .insert(key, &p, record(json!(value)), at(MINUTE), T0)
+                        .await;
                     match inserted {
                         Ok(()) => (Some(value), Ok(None)),
                         Err(StoreError::KeyExists) => (None, Ok(None)),
@@ -710,16 +723,16 @@ async fn inserts_racing_takes_of_one_key_grant_each_record_once() {
                 }
             });
         }
-        let mut stored = vec![first];
+        let mut stored = vec![text(&record(json!(first)))];
         let mut granted = Vec::new();
         for (inserted, taken) in tasks.join_all().await {
-            stored.extend(inserted);
+            stored.extend(inserted.map(|value| text(&record(json!(value)))));
             if let Some(value) = taken.unwrap() {
-                granted.push(value.as_str().unwrap().to_owned());
+                granted.push(text(&value));
             }
         }
         if let Some(value) = stores[1].take(&key, T0).await.unwrap() {
-            granted.push(value.as_str().unwrap().to_owned());
+            granted.push(text(&value));
         }
         stored.sort();
         granted.sort();
@@ -766,7 +779,8 @@ async fn time_edges_are_never_late() {
                 n += 1;
                 let key = StoreKey::new(RecordKind::Token, format!("t{n}"));
                 assert_eq!(
-                    s.insert(key.clone(), &p, json!(n), expires, start).await,
+                    s.insert(key.clone(), &p, record(json!(n)), expires, start)
+                        .await,
                     Ok(())
                 );
                 let read = s.get(&key, now).await.unwrap();
@@ -775,8 +789,16 @@ async fn time_edges_are_never_late() {
                     assert_eq!(read, None, "late get at {now} for {expires}");
                     assert_eq!(taken, None, "late take at {now} for {expires}");
                 } else if now <= expires - ms(1) {
-                    assert_eq!(read, Some(json!(n)), "early get at {now} for {expires}");
-                    assert_eq!(taken, Some(json!(n)), "early take at {now} for {expires}");
+                    assert_eq!(
+                        read,
+                        Some(record(json!(n))),
+                        "early get at {now} for {expires}"
+                    );
+                    assert_eq!(
+                        taken,
+                        Some(record(json!(n))),
+                        "early take at {now} for {expires}"
+                    );
                 } else {
                     // Within the last millisecond it may end early, by rounding; a get that saw
                     // it live is followed by a take that grants it.
@@ -799,11 +821,12 @@ async fn time_edges_are_never_late() {
         n += 1;
         let key = StoreKey::new(RecordKind::Token, format!("t{n}"));
         assert_eq!(
-            s.insert(key.clone(), &p, json!(n), expires, now).await,
+            s.insert(key.clone(), &p, record(json!(n)), expires, now)
+                .await,
             Ok(())
         );
         assert_eq!(
-            s.insert_tombstone(key.clone(), &p, json!(n), expires, now)
+            s.insert_tombstone(key.clone(), &p, record(json!(n)), expires, now)
                 .await,
             Ok(())
         );
@@ -814,7 +837,8 @@ async fn time_edges_are_never_late() {
     // The whole range at once: inserted at the first instant, live until the last.
     let key = StoreKey::new(RecordKind::Page, "forever");
     assert_eq!(
-        s.insert(key.clone(), &p, json!("f"), max, min).await,
+        s.insert(key.clone(), &p, record_for(&key, "f"), max, min)
+            .await,
         Ok(())
     );
     let ttl: i64 = q(
@@ -824,7 +848,10 @@ async fn time_edges_are_never_late() {
     .await;
     let span = (max - min).whole_milliseconds();
     assert!(i128::from(ttl) > span, "{ttl} vs {span}");
-    assert_eq!(s.get(&key, max - ms(1)).await, Ok(Some(json!("f"))));
+    assert_eq!(
+        s.get(&key, max - ms(1)).await,
+        Ok(Some(record_for(&key, "f")))
+    );
     assert_eq!(s.take(&key, max).await, Ok(None));
     let held: u64 = q(&mut a, &["ZCARD", &principal_key(&prefix, "p")]).await;
     assert_eq!(held, 0);
@@ -855,9 +882,9 @@ async fn ttls_cover_exactly_the_lifetime() {
         let key = StoreKey::new(RecordKind::Token, id);
         let inserted = if counted {
             longest = longest.max(lifetime);
-            s.insert(key, &p, json!(id), at(lifetime), T0).await
+            s.insert(key, &p, record(json!(id)), at(lifetime), T0).await
         } else {
-            s.insert_tombstone(key, &p, json!(id), at(lifetime), T0)
+            s.insert_tombstone(key, &p, record(json!(id)), at(lifetime), T0)
                 .await
         };
         assert_eq!(inserted, Ok(()));
@@ -878,7 +905,8 @@ async fn ttls_cover_exactly_the_lifetime() {
     // clock, and the set still outlives it.
     let key = StoreKey::new(RecordKind::Token, "skewed");
     assert_eq!(
-        s.insert(key, &p, json!(0), at(2 * hour), at(-hour)).await,
+        s.insert(key, &p, record(json!(0)), at(2 * hour), at(-hour))
+            .await,
         Ok(())
     );
     // The set's TTL is read first, so that it cannot look shorter for being read later.
@@ -932,7 +960,7 @@ async fn a_restarted_redis_never_grants_an_old_record() {
     let p = Principal::new("p");
     let key = StoreKey::new(RecordKind::Token, "before");
     assert_eq!(
-        s.insert(key.clone(), &p, json!("old"), at(MINUTE), T0)
+        s.insert(key.clone(), &p, record(json!("old")), at(MINUTE), T0)
             .await,
         Ok(())
     );
@@ -946,7 +974,9 @@ async fn a_restarted_redis_never_grants_an_old_record() {
     let read = s.get(&key, T0).await;
     assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
     let other = StoreKey::new(RecordKind::Token, "while-down");
-    let inserted = s.insert(other.clone(), &p, json!(1), at(MINUTE), T0).await;
+    let inserted = s
+        .insert(other.clone(), &p, record(json!(1)), at(MINUTE), T0)
+        .await;
     assert!(
         matches!(inserted, Err(StoreError::Unavailable(_))),
         "{inserted:?}"
@@ -963,7 +993,7 @@ async fn a_restarted_redis_never_grants_an_old_record() {
     loop {
         match s.take(&key, T0).await {
             Ok(None) => break,
-            Ok(Some(value)) => panic!("an old record granted after a restart: {value}"),
+            Ok(Some(value)) => panic!("an old record granted after a restart: {value:?}"),
             Err(StoreError::Unavailable(_)) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -974,19 +1004,19 @@ async fn a_restarted_redis_never_grants_an_old_record() {
     assert_eq!(s.take(&other, T0).await, Ok(None));
     // Works again, scripts reloaded by themselves.
     assert_eq!(
-        s.insert(key.clone(), &p, json!("new"), at(MINUTE), T0)
+        s.insert(key.clone(), &p, record(json!("new")), at(MINUTE), T0)
             .await,
         Ok(())
     );
-    assert_eq!(s.take(&key, T0).await, Ok(Some(json!("new"))));
+    assert_eq!(s.take(&key, T0).await, Ok(Some(record(json!("new")))));
     let mut a = admin(&url).await;
     let _: () = q(&mut a, &["SCRIPT", "FLUSH"]).await;
     assert_eq!(
-        s.insert(key.clone(), &p, json!("again"), at(MINUTE), T0)
+        s.insert(key.clone(), &p, record(json!("again")), at(MINUTE), T0)
             .await,
         Ok(())
     );
-    assert_eq!(s.take(&key, T0).await, Ok(Some(json!("again"))));
+    assert_eq!(s.take(&key, T0).await, Ok(Some(record(json!("again")))));
 }
 
 /// A loopback listener that accepts connections and then reads and never writes
@@ -1038,11 +1068,13 @@ async fn every_operation(s: &RedisStore) -> Vec<(&'static str, Result<(), StoreE
     let key = StoreKey::new(RecordKind::Token, "t");
     let mut results = Vec::new();
     let started = Instant::now();
-    let r = s.insert(key.clone(), &p, json!(1), at(MINUTE), T0).await;
+    let r = s
+        .insert(key.clone(), &p, record(json!(1)), at(MINUTE), T0)
+        .await;
     results.push(("insert", r, started.elapsed()));
     let started = Instant::now();
     let r = s
-        .insert_tombstone(key.clone(), &p, json!(1), at(MINUTE), T0)
+        .insert_tombstone(key.clone(), &p, record(json!(1)), at(MINUTE), T0)
         .await;
     results.push(("tombstone", r, started.elapsed()));
     let started = Instant::now();
@@ -1087,7 +1119,7 @@ async fn a_silent_or_hanging_up_redis_is_unavailable_within_the_timeout() {
                 if i % 2 == 0 {
                     s.take(&key, T0).await.map(|_| ())
                 } else {
-                    s.insert(key, &Principal::new("p"), json!(i), at(MINUTE), T0)
+                    s.insert(key, &Principal::new("p"), record(json!(i)), at(MINUTE), T0)
                         .await
                 }
             });
@@ -1129,7 +1161,8 @@ async fn late_replies_never_reach_another_request() {
         .collect();
     for (i, key) in keys.iter().enumerate() {
         assert_eq!(
-            fast.insert(key.clone(), &p, json!(i), at(MINUTE), T0).await,
+            fast.insert(key.clone(), &p, record(json!(i)), at(MINUTE), T0)
+                .await,
             Ok(())
         );
     }
@@ -1159,10 +1192,18 @@ async fn late_replies_never_reach_another_request() {
         for (i, key) in keys.iter().enumerate() {
             let read = fast.get(key, T0).await.unwrap();
             if let Some(value) = &read {
-                assert_eq!(value, &json!(i), "round {round}: a reply for another key");
+                assert_eq!(
+                    value,
+                    &record(json!(i)),
+                    "round {round}: a reply for another key"
+                );
             }
             if let Some(value) = fast.take(key, T0).await.unwrap() {
-                assert_eq!(value, json!(i), "round {round}: a reply for another key");
+                assert_eq!(
+                    value,
+                    record(json!(i)),
+                    "round {round}: a reply for another key"
+                );
                 *granted.entry(i).or_default() += 1;
             }
         }
@@ -1184,15 +1225,23 @@ async fn records_come_back_byte_for_byte() {
     let s = store(redis.url(), &prefix, 64).await;
     let p = Principal::new("p");
     let records = [
-        json!(null),
-        json!(""),
-        json!("\0\r\n$-1\r\n*1\r\n"),
-        json!("'); redis.call('FLUSHALL') --"),
-        json!({"é😀\u{202e}": ["\u{0}", "\u{1f}", "\u{7f}", "\u{2028}"]}),
-        json!([u64::MAX, i64::MIN, 0.1, 1e308, 5e-324, -0.0, 1.5e-7]),
-        json!({"nested": {"a": [[[[{"b": []}]]]], "": {}}}),
-        json!("x".repeat(1_000_000)),
-        json!({"ok": "exists", "cap": false, "e": 1, "r": "z"}),
+        record(json!(null)),
+        record(json!("")),
+        record(json!("\0\r\n$-1\r\n*1\r\n")),
+        record(json!("'); redis.call('FLUSHALL') --")),
+        record(json!({"é😀\u{202e}": ["\u{0}", "\u{1f}", "\u{7f}", "\u{2028}"]})),
+        record(json!([
+            u64::MAX,
+            i64::MIN,
+            0.1,
+            1e308,
+            5e-324,
+            -0.0,
+            1.5e-7
+        ])),
+        record(json!({"nested": {"a": [[[[{"b": []}]]]], "": {}}})),
+        record(json!("x".repeat(1_000_000))),
+        record(json!({"ok": "exists", "cap": false, "e": 1, "r": "z"})),
     ];
     for (i, record) in records.iter().enumerate() {
         let key = StoreKey::new(RecordKind::Approval, format!("r{i}"));
@@ -1211,6 +1260,7 @@ async fn records_come_back_byte_for_byte() {
     for _ in 0..130 {
         deep = json!([deep]);
     }
+    let deep = record(deep);
     let key = StoreKey::new(RecordKind::Approval, "deep");
     assert_eq!(
         s.insert(key.clone(), &p, deep, at(MINUTE), T0).await,
@@ -1234,19 +1284,23 @@ async fn caps_and_timeouts_at_their_extremes() {
     let none = store(redis.url(), &prefix, 0).await;
     let key = StoreKey::new(RecordKind::Token, "a");
     assert_eq!(
-        none.insert(key.clone(), &p, json!(1), at(MINUTE), T0).await,
+        none.insert(key.clone(), &p, record(json!(1)), at(MINUTE), T0)
+            .await,
         Err(StoreError::PrincipalCapReached { cap: 0 })
     );
     assert_eq!(
-        none.insert_tombstone(key.clone(), &p, json!(1), at(MINUTE), T0)
+        none.insert_tombstone(key.clone(), &p, record(json!(1)), at(MINUTE), T0)
             .await,
         Ok(())
     );
-    assert_eq!(none.take(&key, T0).await, Ok(Some(json!(1))));
+    assert_eq!(none.take(&key, T0).await, Ok(Some(record(json!(1)))));
     let all = store(redis.url(), &prefix, usize::MAX).await;
     for i in 0..100 {
         let key = StoreKey::new(RecordKind::Token, format!("m{i}"));
-        assert_eq!(all.insert(key, &p, json!(i), at(MINUTE), T0).await, Ok(()));
+        assert_eq!(
+            all.insert(key, &p, record(json!(i)), at(MINUTE), T0).await,
+            Ok(())
+        );
     }
 
     let forever = RedisStore::builder(redis.url())
@@ -1256,7 +1310,7 @@ async fn caps_and_timeouts_at_their_extremes() {
         .await
         .unwrap();
     let key = StoreKey::new(RecordKind::Token, "m0");
-    assert_eq!(forever.take(&key, T0).await, Ok(Some(json!(0))));
+    assert_eq!(forever.take(&key, T0).await, Ok(Some(record(json!(0)))));
     let zero = RedisStore::builder(redis.url())
         .prefix(&prefix)
         .timeout(Duration::ZERO)
@@ -1272,13 +1326,16 @@ async fn caps_and_timeouts_at_their_extremes() {
         let second = all.take(&key, T0).await;
         match first {
             Ok(Some(value)) => {
-                assert_eq!(value, json!(i));
+                assert_eq!(value, record(json!(i)));
                 assert_eq!(second, Ok(None));
             }
             Ok(None) => panic!("a live record read as absent"),
             // Timed out: Redis may or may not have run the take (then the record is spent).
             Err(StoreError::Unavailable(_)) => {
-                assert!(matches!(second, Ok(Some(ref v)) if v == &json!(i)) || second == Ok(None));
+                assert!(
+                    matches!(second, Ok(Some(ref v)) if v == &record(json!(i)))
+                        || second == Ok(None)
+                );
             }
             Err(other) => panic!("{other:?}"),
         }
@@ -1319,7 +1376,13 @@ async fn take_parses_an_expiry_that_get_refuses() {
         assert_eq!(left, 0, "{e:?}: the take spent it");
         plant_hash(&mut a, &redis_key, &[("e", e), ("z", ""), ("r", "true")]).await;
         let over = s
-            .insert(key.clone(), &Principal::new("p"), json!(1), at(MINUTE), T0)
+            .insert(
+                key.clone(),
+                &Principal::new("p"),
+                record(json!(1)),
+                at(MINUTE),
+                T0,
+            )
             .await;
         assert!(
             matches!(over, Err(StoreError::Corrupt(_))),
@@ -1422,7 +1485,7 @@ async fn with_a_replica_wait_a_failover_grants_a_record_at_most_once() {
     let key = StoreKey::new(RecordKind::Token, "once");
     assert_eq!(
         on_primary
-            .insert(key.clone(), &p, json!("grant"), at(MINUTE), T0)
+            .insert(key.clone(), &p, record(json!("grant")), at(MINUTE), T0)
             .await,
         Ok(())
     );
@@ -1443,11 +1506,14 @@ async fn with_a_replica_wait_a_failover_grants_a_record_at_most_once() {
     let healthy = StoreKey::new(RecordKind::Token, "healthy");
     assert_eq!(
         on_primary
-            .insert(healthy.clone(), &p, json!("ok"), at(MINUTE), T0)
+            .insert(healthy.clone(), &p, record(json!("ok")), at(MINUTE), T0)
             .await,
         Ok(())
     );
-    assert_eq!(on_primary.take(&healthy, T0).await, Ok(Some(json!("ok"))));
+    assert_eq!(
+        on_primary.take(&healthy, T0).await,
+        Ok(Some(record(json!("ok"))))
+    );
     cut.store(true, Ordering::SeqCst);
     let first = on_primary.take(&key, T0).await;
     assert!(
@@ -1463,7 +1529,7 @@ async fn with_a_replica_wait_a_failover_grants_a_record_at_most_once() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         second,
-        Ok(Some(json!("grant"))),
+        Ok(Some(record(json!("grant")))),
         "granted once, by the promoted replica (the primary's take was never granted)"
     );
 }

@@ -43,7 +43,7 @@ async fn takes_from_many_connections_grant_once() {
             .insert(
                 key.clone(),
                 &Principal::new("p"),
-                serde_json::json!(round),
+                mcp_write_guard_core::store_conformance::record(round),
                 now + time::Duration::minutes(5),
                 now,
             )

@@ -5,17 +5,23 @@
 
 use mcp_write_guard_core::store_conformance::T0;
 use mcp_write_guard_core::{
-    ApprovalPolicy, CapturedArgs, PendingApproval, Principal, Store, ToolDefinition, ToolName,
+    ApprovalPolicy, Approvals, Binding, CapturedArgs, PendingApproval, Principal, Store,
+    ToolDefinition, ToolName,
     canonical::ArgLimits,
     ids::DefinitionDigest,
-    round_trip::{RoundTripRejection, store_approval, take_approval},
-    store::{RecordKind, StoreKey},
-    token::{TokenRejection, check_token, issue_token, spend_token},
+    round_trip::RoundTripRejection,
+    store::{Record, RecordKind, StoreKey},
+    token::TokenRejection,
 };
 use serde_json::{Value, json};
 
 use crate::RedisStore;
 use crate::test_util::redis_url;
+
+/// A record's JSON, as Redis holds it.
+fn as_json(record: &Record) -> Value {
+    serde_json::from_str(&record.to_json().unwrap()).unwrap()
+}
 
 async fn fresh_store(url: &str) -> RedisStore {
     let prefix = format!("definition-{}", uuid::Uuid::new_v4().simple());
@@ -58,7 +64,10 @@ async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
         args(),
     );
     let (issued_for, rewritten) = (definition("Delete one order."), definition("Delete all."));
-    let token = match issue_token(&store, &alice, &tool, issued_for, &args, T0, &policy).await {
+    let token = match Approvals::new(&store)
+        .issue_token(Binding::new(&alice, &tool, &args), issued_for, &policy, T0)
+        .await
+    {
         Ok(token) => token,
         Err(err) => panic!("{err}"),
     };
@@ -68,14 +77,17 @@ async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
     let Ok(Some(record)) = record else {
         panic!("{record:?}");
     };
-    assert_eq!(record["definition"], json!(issued_for.to_hex()));
+    assert_eq!(as_json(&record)["definition"], json!(issued_for.to_hex()));
 
-    let check =
-        |definition| check_token(&store, token.as_str(), &alice, &tool, definition, &args, T0);
+    let id = token.id();
+    let check = |definition| {
+        Approvals::new(&store).check_token(&id, Binding::new(&alice, &tool, &args), definition, T0)
+    };
     assert_eq!(check(rewritten).await, Err(TokenRejection::ToolChanged));
     assert_eq!(check(issued_for).await, Ok(()), "a check burns nothing");
-    let spend =
-        |definition| spend_token(&store, token.as_str(), &alice, &tool, definition, &args, T0);
+    let spend = |definition| {
+        Approvals::new(&store).spend_token(&id, Binding::new(&alice, &tool, &args), definition, T0)
+    };
     assert_eq!(spend(rewritten).await, Err(TokenRejection::ToolChanged));
     assert_eq!(
         spend(issued_for).await,
@@ -83,11 +95,21 @@ async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
         "the spend for another definition used the token up"
     );
 
-    let other = match issue_token(&store, &alice, &tool, issued_for, &args, T0, &policy).await {
+    let other = match Approvals::new(&store)
+        .issue_token(Binding::new(&alice, &tool, &args), issued_for, &policy, T0)
+        .await
+    {
         Ok(token) => token,
         Err(err) => panic!("{err}"),
     };
-    let spent = spend_token(&store, other.as_str(), &alice, &tool, issued_for, &args, T0).await;
+    let spent = Approvals::new(&store)
+        .spend_token(
+            &other.id(),
+            Binding::new(&alice, &tool, &args),
+            issued_for,
+            T0,
+        )
+        .await;
     assert_eq!(spent, Ok(()));
 }
 
@@ -111,7 +133,7 @@ async fn an_approval_in_redis_comes_back_with_its_definition() {
         T0,
         &policy,
     );
-    let id = match store_approval(&store, &pending, T0).await {
+    let id = match Approvals::new(&store).store_approval(&pending, T0).await {
         Ok(id) => id,
         Err(err) => panic!("{err}"),
     };
@@ -120,8 +142,10 @@ async fn an_approval_in_redis_comes_back_with_its_definition() {
     let Ok(Some(record)) = record else {
         panic!("{record:?}");
     };
-    assert_eq!(record["definition"], json!(asked_for.to_hex()));
-    let taken = take_approval(&store, &id.to_string(), &alice, &tool, &args, T0).await;
+    assert_eq!(as_json(&record)["definition"], json!(asked_for.to_hex()));
+    let taken = Approvals::new(&store)
+        .take_approval(id, Binding::new(&alice, &tool, &args), T0)
+        .await;
     let Ok(taken) = taken else {
         panic!("{taken:?}");
     };
@@ -151,22 +175,42 @@ async fn a_record_without_a_definition_grants_nothing() {
         T0,
         &policy,
     );
-    let id = match store_approval(&store, &pending, T0).await {
+    let id = match Approvals::new(&store).store_approval(&pending, T0).await {
         Ok(id) => id,
         Err(err) => panic!("{err}"),
     };
     let key = StoreKey::new(RecordKind::Approval, id.to_string());
-    let Ok(Some(mut record)) = store.get(&key, T0).await else {
+    let Ok(Some(record)) = store.get(&key, T0).await else {
         panic!("stored");
     };
+    let mut record = as_json(&record);
     let Some(fields) = record.as_object_mut() else {
         panic!("{record}");
     };
     assert!(fields.remove("definition").is_some());
-    // The older record in its place.
-    assert!(matches!(store.take(&key, T0).await, Ok(Some(_))));
-    let expires = T0 + time::Duration::minutes(2);
-    assert_eq!(store.insert(key, &alice, record, expires, T0).await, Ok(()));
-    let taken = take_approval(&store, &id.to_string(), &alice, &tool, &args, T0).await;
+    // The older record in its place: the same entry (expiry, owner), the record's text without
+    // its definition.
+    let redis_key = format!(
+        "{}:{}:{}",
+        store.prefix(),
+        RecordKind::Approval.as_str(),
+        id
+    );
+    let mut admin = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let replaced: u64 = redis::cmd("HSET")
+        .arg(&redis_key)
+        .arg("r")
+        .arg(record.to_string())
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(replaced, 0, "the field was there and is overwritten");
+    let taken = Approvals::new(&store)
+        .take_approval(id, Binding::new(&alice, &tool, &args), T0)
+        .await;
     assert_eq!(taken, Err(RoundTripRejection::Store));
 }

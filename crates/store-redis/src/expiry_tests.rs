@@ -4,10 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_write_guard_core::store_conformance::record;
 use mcp_write_guard_core::{
     Principal, Store,
     store::{RecordKind, StoreKey},
 };
+use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::RedisStore;
@@ -92,11 +94,11 @@ async fn a_million_expired_records_leave_the_key_count_where_it_started() {
                 };
                 let stored = if i % 4 == 0 {
                     store
-                        .insert_tombstone(key, principal, serde_json::json!(i), expires_at, now)
+                        .insert_tombstone(key, principal, record(json!(i)), expires_at, now)
                         .await
                 } else {
                     store
-                        .insert(key, principal, serde_json::json!(i), expires_at, now)
+                        .insert(key, principal, record(json!(i)), expires_at, now)
                         .await
                 };
                 stored.map_err(|err| format!("record {i}: {err}"))?;

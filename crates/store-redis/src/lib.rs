@@ -6,11 +6,10 @@ use std::time::Duration;
 use mcp_write_guard_core::{
     ApprovalPolicy, Principal, Store, StoreError,
     policy::DEFAULT_PER_PRINCIPAL_CAP,
-    store::{BoxFuture, StoreKey},
+    store::{BoxFuture, Record, StoreKey},
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script};
-use serde_json::Value;
 use time::OffsetDateTime;
 
 #[cfg(test)]
@@ -207,7 +206,7 @@ impl RedisStore {
         &self,
         key: StoreKey,
         principal: &Principal,
-        record: Value,
+        record: Record,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
         counted: bool,
@@ -218,8 +217,7 @@ impl RedisStore {
         }
         let slack = i64::try_from(TTL_SLACK.as_millis()).unwrap_or(i64::MAX);
         let ttl = (expires - now).saturating_add(slack);
-        let record = serde_json::to_string(&record)
-            .map_err(|err| StoreError::Corrupt(format!("record not serialisable: {err}")))?;
+        let record = record.to_json()?;
         let mut connection = self.connection.clone();
         let mut invocation = self.insert.key(self.record_key(&key));
         invocation
@@ -247,7 +245,7 @@ impl RedisStore {
         &self,
         key: &StoreKey,
         now: OffsetDateTime,
-    ) -> Result<Option<Value>, StoreError> {
+    ) -> Result<Option<Record>, StoreError> {
         let mut connection = self.connection.clone();
         let mut invocation = self.take.key(self.record_key(key));
         invocation.arg(millis(now));
@@ -265,14 +263,14 @@ impl RedisStore {
                 )));
             }
         }
-        reply.map(|json| parse_record(&json)).transpose()
+        reply.map(|json| Record::from_json(key, &json)).transpose()
     }
 
     async fn get_entry(
         &self,
         key: &StoreKey,
         now: OffsetDateTime,
-    ) -> Result<Option<Value>, StoreError> {
+    ) -> Result<Option<Record>, StoreError> {
         let mut connection = self.connection.clone();
         let mut hmget = redis::cmd("HMGET");
         hmget.arg(self.record_key(key)).arg("e").arg("r");
@@ -287,7 +285,7 @@ impl RedisStore {
         if expires <= millis(now) {
             return Ok(None);
         }
-        parse_record(&record).map(Some)
+        Record::from_json(key, &record).map(Some)
     }
 }
 
@@ -382,7 +380,7 @@ impl Store for RedisStore {
         &'a self,
         key: StoreKey,
         principal: &'a Principal,
-        record: Value,
+        record: Record,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -393,7 +391,7 @@ impl Store for RedisStore {
         &'a self,
         key: StoreKey,
         principal: &'a Principal,
-        record: Value,
+        record: Record,
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -404,7 +402,7 @@ impl Store for RedisStore {
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         Box::pin(self.take_entry(key, now))
     }
 
@@ -412,7 +410,7 @@ impl Store for RedisStore {
         &'a self,
         key: &'a StoreKey,
         now: OffsetDateTime,
-    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
         Box::pin(self.get_entry(key, now))
     }
 
@@ -426,11 +424,6 @@ impl Store for RedisStore {
 fn millis(t: OffsetDateTime) -> i64 {
     let ms = t.unix_timestamp_nanos().div_euclid(1_000_000);
     i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
-}
-
-fn parse_record(json: &str) -> Result<Value, StoreError> {
-    serde_json::from_str(json)
-        .map_err(|err| StoreError::Corrupt(format!("record is not JSON: {err}")))
 }
 
 /// A Redis failure as the store's failure. The message names the kind of failure, never the
@@ -508,7 +501,7 @@ mod tests {
             .insert(
                 key.clone(),
                 &Principal::new("p"),
-                Value::Null,
+                mcp_write_guard_core::store_conformance::record(0),
                 now + time::Duration::minutes(5),
                 now,
             )

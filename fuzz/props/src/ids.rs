@@ -5,13 +5,12 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use mcp_write_guard_core::{
-    ApprovalId, ApprovalPolicy, CapturedArgs, MemoryStore, PendingApproval, Principal, ToolName,
+    ApprovalId, ApprovalPolicy, Approvals, Binding, CapturedArgs, MemoryStore, PendingApproval,
+    Principal, ToolName,
     ids::{ArgsDigest, DefinitionDigest, IdError, StateId, TokenId},
-    page::{CsrfToken, PageChoice, PagePerson, PageRefusal, PageView, answer_page, show_page},
-    round_trip::{
-        RoundTripRejection, open_round_trip, store_approval, take_approval, take_round_trip,
-    },
-    token::{TokenRejection, check_token, issue_token, spend_token, spend_token_from_args},
+    page::{CsrfToken, PageChoice, PageId, PagePerson, PageRefusal, PageView},
+    round_trip::{RoundTripRejection, parse_state},
+    token::{TokenRejection, parse_token, token_in},
 };
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -21,10 +20,11 @@ use crate::support::{block_on, fail, t0};
 /// The definition of the tool the records are for.
 const DEFINITION: DefinitionDigest = DefinitionDigest::from_bytes([7; 32]);
 
-/// Reads `data` (lossily) as a text and feeds it to every parser of an id, and to the functions
-/// that take one from a client: [`take_round_trip`] (`requestState`), [`take_approval`],
-/// [`show_page`] and [`answer_page`] (the page's URL), [`check_token`] and [`spend_token`]
-/// (`confirmationToken`). It also edits genuine ids with the input: the first byte picks a
+/// Reads `data` (lossily) as a text and feeds it to every parser of an id, and, parsed at the
+/// edge as a server takes it from a client, to what takes one: [`Approvals::take_round_trip`]
+/// (`requestState`), [`Approvals::take_approval`], [`Approvals::show_page`] and
+/// [`Approvals::answer_page`] (the page's URL), [`Approvals::check_token`] and
+/// [`Approvals::spend_token`] (`confirmationToken`). It also edits genuine ids with the input: the first byte picks a
 /// position, the rest overwrites the id's text there.
 ///
 /// Properties: nothing panics; a parser accepts exactly the one spelling its docs give (a version
@@ -144,56 +144,53 @@ struct Call {
 }
 
 impl Call {
-    /// [`take_round_trip`] of the `requestState` `state` for this call, at `now`.
+    fn binding(&self) -> Binding<'_> {
+        Binding::new(&self.principal, &self.tool, &self.args)
+    }
+
+    /// The `requestState` text `state`, parsed at the edge, taken for this call at `now`.
     fn take_round_trip(
         &self,
         store: &MemoryStore,
         state: &str,
         now: OffsetDateTime,
     ) -> Result<PendingApproval, RoundTripRejection> {
-        block_on(take_round_trip(
-            store,
-            state,
-            &self.principal,
-            &self.tool,
-            &self.args,
-            now,
-        ))
+        let state = parse_state(state)?;
+        block_on(Approvals::new(store).take_round_trip(state, self.binding(), now))
     }
 
-    /// [`take_approval`] of the approval id `id` for this call, at `now`.
+    /// The approval id text `id`, parsed, taken for this call at `now`.
     fn take_approval(
         &self,
         store: &MemoryStore,
         id: &str,
         now: OffsetDateTime,
     ) -> Result<PendingApproval, RoundTripRejection> {
-        block_on(take_approval(
-            store,
-            id,
-            &self.principal,
-            &self.tool,
-            &self.args,
-            now,
-        ))
+        let id = id
+            .parse::<ApprovalId>()
+            .map_err(|_| RoundTripRejection::Malformed)?;
+        block_on(Approvals::new(store).take_approval(id, self.binding(), now))
     }
 
-    /// [`check_token`] of `token` for this call (of [`DEFINITION`]), at `now`.
+    /// The token text `token`, parsed at the edge, checked for this call (of [`DEFINITION`]) at
+    /// `now`.
     fn check_token(
         &self,
         store: &MemoryStore,
         token: &str,
         now: OffsetDateTime,
     ) -> Result<(), TokenRejection> {
-        block_on(check_token(
-            store,
-            token,
-            &self.principal,
-            &self.tool,
-            DEFINITION,
-            &self.args,
-            now,
-        ))
+        let token = parse_token(token)?;
+        block_on(Approvals::new(store).check_token(&token, self.binding(), DEFINITION, now))
+    }
+}
+
+/// The page whose id came as `id` in its URL, as the page's router shows it: a malformed id is
+/// unknown.
+fn show_page(store: &MemoryStore, id: &str, now: OffsetDateTime) -> PageView {
+    match id.parse::<PageId>() {
+        Ok(id) => block_on(Approvals::new(store).show_page(&id, now)),
+        Err(_) => PageView::Unknown,
     }
 }
 
@@ -235,18 +232,20 @@ fn check_empty_store(text: &str) {
         "ids: approval id {text:?} on an empty store"
     );
     assert_eq!(
-        block_on(show_page(&store, text, now)),
+        show_page(&store, text, now),
         PageView::Unknown,
         "ids: page {text:?} on an empty store"
     );
-    let answered = block_on(answer_page(
-        &store,
-        text,
-        text,
-        PagePerson::NotChecked,
-        PageChoice::Approve,
-        now,
-    ));
+    let answered = match text.parse::<PageId>() {
+        Ok(id) => block_on(Approvals::new(&store).answer_page(
+            &id,
+            text,
+            PagePerson::NotChecked,
+            PageChoice::Approve,
+            now,
+        )),
+        Err(_) => Err(PageRefusal::Unknown),
+    };
     assert_eq!(
         answered.err(),
         Some(PageRefusal::Unknown),
@@ -292,17 +291,10 @@ fn check_genuine(data: &[u8]) {
         now,
         &c.policy,
     );
-    let opened = block_on(open_round_trip(&store, &pending, now));
-    let stored = block_on(store_approval(&store, &pending, now));
-    let issued = block_on(issue_token(
-        &store,
-        &c.principal,
-        &c.tool,
-        DEFINITION,
-        &c.args,
-        now,
-        &c.policy,
-    ));
+    let approvals = Approvals::new(&store);
+    let opened = block_on(approvals.open_round_trip(&pending, now));
+    let stored = block_on(approvals.store_approval(&pending, now));
+    let issued = block_on(approvals.issue_token(c.binding(), DEFINITION, &c.policy, now));
     let (Ok(state), Ok(approval), Ok(token)) = (opened, stored, issued) else {
         fail(format_args!("ids: the memory store refused a fresh record"));
     };
@@ -324,6 +316,7 @@ fn check_genuine(data: &[u8]) {
     let taken = c.take_approval(&store, &presented, now);
     assert_genuine_only("approval id", &approval, &presented, taken.is_ok());
 
+    let token_id = token.id();
     let token = token.as_str().to_owned();
     let presented = edit(&token, data);
     let checked = c.check_token(&store, &presented, now);
@@ -331,28 +324,16 @@ fn check_genuine(data: &[u8]) {
     // The token as the call's `confirmationToken` argument, spent.
     let with_token = json!({"id": 7, "confirmationToken": presented});
     let spent = match CapturedArgs::capture_value(&with_token, &c.policy.limits) {
-        Ok(args) => block_on(spend_token_from_args(
-            &store,
-            &c.principal,
-            &c.tool,
-            DEFINITION,
-            &args,
-            now,
-        )),
+        Ok(args) => token_in(&args).and_then(|presented| {
+            let call = Binding::new(&c.principal, &c.tool, &args);
+            block_on(approvals.spend_token(&presented, call, DEFINITION, now))
+        }),
         // Refused arguments never reach the token.
         Err(_) => Err(TokenRejection::Malformed),
     };
     assert_genuine_only("token (spend)", &token, &presented, spent.is_ok());
     if spent.is_err() {
-        let real = block_on(spend_token(
-            &store,
-            &token,
-            &c.principal,
-            &c.tool,
-            DEFINITION,
-            &c.args,
-            now,
-        ));
+        let real = block_on(approvals.spend_token(&token_id, c.binding(), DEFINITION, now));
         assert_eq!(real, Ok(()), "ids: a near-miss token used up the real one");
     }
 }

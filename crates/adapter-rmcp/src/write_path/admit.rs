@@ -6,10 +6,10 @@
 //! [`admit`], a pure function with a truth table beside it.
 
 use mcp_write_guard_core::{
-    CapturedArgs, Principal,
+    Binding, CapturedArgs, Principal,
     admission::{Admission, AdmissionFacts, Gate, TokenGate, admit},
     canonical::ArgsError,
-    token::{TokenRejection, check_token_from_args},
+    token::{TokenRejection, token_in},
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{
@@ -194,15 +194,13 @@ impl<S: ServerHandler> WriteGuard<S> {
     async fn check_token(&self, gathered: &Gathered, seen: &Seen) -> Result<(), TokenRejection> {
         match (&gathered.principal, &gathered.args, seen) {
             (Some(principal), Ok(args), Some(Ok(definition))) => {
-                check_token_from_args(
-                    &*self.shared.store,
-                    principal,
-                    &gathered.call.tool,
-                    *definition,
-                    args,
-                    self.shared.clock.now(),
-                )
-                .await
+                let token = token_in(args)?;
+                let call = Binding::new(principal, &gathered.call.tool, args);
+                let now = self.shared.clock.now();
+                self.shared
+                    .approvals()
+                    .check_token(&token, call, *definition, now)
+                    .await
             }
             (Some(_), Ok(_), None | Some(Err(_))) => Err(TokenRejection::ToolChanged),
             // Unreachable by admit's order; refused all the same.

@@ -12,8 +12,8 @@
 //! to the target's definition.
 
 use mcp_write_guard_core::{
-    Approved, ToolName,
-    token::{TokenRejection, issue_token, spend_token},
+    Approved, Binding, ToolName,
+    token::{TokenRejection, parse_token},
 };
 use mcp_write_guard_policy::Classification;
 use rmcp::{
@@ -90,16 +90,12 @@ impl<S: ServerHandler> WriteGuard<S> {
         let Some(token) = approved.args().confirmation_token() else {
             return Err(TokenRejection::Missing);
         };
-        spend_token(
-            &*self.shared.store,
-            token,
-            approved.principal(),
-            approved.tool(),
-            approved.definition(),
-            approved.args(),
-            self.shared.clock.now(),
-        )
-        .await
+        let token = parse_token(token)?;
+        let call = Binding::new(approved.principal(), approved.tool(), approved.args());
+        self.shared
+            .approvals()
+            .spend_token(&token, call, approved.definition(), self.shared.clock.now())
+            .await
     }
 
     /// Calls the inner tool with the approved arguments, as a compare-and-apply when the tool
@@ -203,17 +199,17 @@ impl<S: ServerHandler> WriteGuard<S> {
         approved: &Approved,
         target: &AdminTarget,
     ) -> Result<CallToolResponse, Refusal> {
-        let token = issue_token(
-            &*self.shared.store,
-            approved.principal(),
-            &target.tool,
-            approved.definition(),
-            &target.args,
-            self.shared.clock.now(),
-            &self.shared.policy,
-        )
-        .await
-        .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        let token = self
+            .shared
+            .approvals()
+            .issue_token(
+                Binding::new(approved.principal(), &target.tool, &target.args),
+                approved.definition(),
+                &self.shared.policy,
+                self.shared.clock.now(),
+            )
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
         let tool = &target.tool;
         self.record(call, Outcome::TokenIssued, Some(format!("for {tool}")));
         let expires_at = token

@@ -9,11 +9,9 @@
 //! person with too many open approvals, is a refusal; one `asked` record says what was shown.
 
 use mcp_write_guard_core::{
-    DenyReason, PendingApproval, ToolName,
-    page::withdraw_page,
-    question::{Opened, Question, close_question, open_question},
+    Binding, DenyReason, PendingApproval, ToolName,
+    question::{Opened, Question},
     render::render_key,
-    round_trip::{open_question_round_trip, take_approval},
 };
 use rmcp::{
     ServerHandler,
@@ -105,7 +103,10 @@ impl<S: ServerHandler> WriteGuard<S> {
             )
         })?;
         let now = self.shared.clock.now();
-        if let Opened::Existing(question) = open_question(&*self.shared.store, &pending, now)
+        if let Opened::Existing(question) = self
+            .shared
+            .approvals()
+            .open_question(&pending, now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?
         {
@@ -133,11 +134,12 @@ impl<S: ServerHandler> WriteGuard<S> {
         put: Put,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let store = &*self.shared.store;
+        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
         let era = elicit::era(context);
         if era == Era::InputRounds {
-            let state = open_question_round_trip(store, &pending, now)
+            let state = approvals
+                .open_question_round_trip(&pending, now)
                 .await
                 .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
             self.record_asked(call, &pending, &put.shown, era, put.channel);
@@ -146,7 +148,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
         let Some(time_left) = pending.time_left(now) else {
             if let Some(page) = pending.page() {
-                withdraw_page(store, page, now).await;
+                approvals.withdraw_page(page, now).await;
             }
             self.forget_question(&pending).await;
             return Err(Refusal::denied(DenyReason::Expired));
@@ -163,12 +165,15 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// Forgets the question of `pending`, and its stored approval (it will not be asked after
     /// all), so it holds no place in the principal's cap.
     pub(super) async fn forget_question(&self, pending: &PendingApproval) {
-        let store = &*self.shared.store;
+        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
         let (principal, tool, args) = (pending.principal(), pending.tool(), pending.args());
-        close_question(store, principal, tool, &args.digest(), pending.id(), now).await;
-        let _gone =
-            take_approval(store, &pending.id().to_string(), principal, tool, args, now).await;
+        approvals
+            .close_question(Binding::new(principal, tool, args), pending.id(), now)
+            .await;
+        let _gone = approvals
+            .take_approval(pending.id(), Binding::new(principal, tool, args), now)
+            .await;
     }
 
     /// The question: the tool's own wording, or the default. For `prepare_admin_action`: the

@@ -5,10 +5,10 @@
 //! that reach the apply are the ones the person was asked about.
 
 use mcp_write_guard_core::{
-    AnswerAction, Approved, CapturedArgs, PendingApproval, Principal, Verdict,
+    AnswerAction, Approved, Binding, CapturedArgs, PendingApproval, Principal, Verdict,
     answer::AnswerChannel,
-    question::{GivenAnswer, Question, answer_question, close_question, find_question},
-    round_trip::{RoundTripRejection, take_round_trip},
+    question::{GivenAnswer, Question},
+    round_trip::{RoundTripRejection, parse_state},
 };
 use rmcp::{
     ServerHandler,
@@ -64,18 +64,24 @@ impl<S: ServerHandler> WriteGuard<S> {
             args,
             ..
         } = admitted;
-        let store = &*self.shared.store;
         let now = self.shared.clock.now();
-        let pending =
-            match take_round_trip(store, &retry.state, &principal, &call.tool, &args, now).await {
-                Ok(pending) => pending,
-                Err(rejection) => {
-                    if rejection == RoundTripRejection::Expired {
-                        self.close_expired(&call, &principal, &args).await;
-                    }
-                    return Err(Refusal::rejection(rejection));
+        let binding = Binding::new(&principal, &call.tool, &args);
+        let taken = match parse_state(&retry.state) {
+            Ok(state) => {
+                let approvals = self.shared.approvals();
+                approvals.take_round_trip(state, binding, now).await
+            }
+            Err(malformed) => Err(malformed),
+        };
+        let pending = match taken {
+            Ok(pending) => pending,
+            Err(rejection) => {
+                if rejection == RoundTripRejection::Expired {
+                    self.close_expired(&call, &principal, &args).await;
                 }
-            };
+                return Err(Refusal::rejection(rejection));
+            }
+        };
         let call = call.with_approval(pending.id());
         let question = self
             .retried_question(&call, &pending, retry.responses)
@@ -94,10 +100,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         pending: &PendingApproval,
         responses: Option<InputResponses>,
     ) -> Result<Question, Refusal> {
-        let store = &*self.shared.store;
+        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
         let (principal, args) = (pending.principal(), pending.args());
-        let found = find_question(store, principal, &call.tool, &args.digest(), now)
+        let found = approvals
+            .find_question(Binding::new(principal, &call.tool, args), now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
         let question = match found {
@@ -118,7 +125,8 @@ impl<S: ServerHandler> WriteGuard<S> {
             Ok(answer) => {
                 let given =
                     GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
-                let counted = answer_question(store, &question, principal, given, now)
+                let counted = approvals
+                    .answer_question(&question, principal, given, now)
                     .await
                     .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
                 Ok(question.with_answer(counted))
@@ -129,21 +137,20 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// After a retry told "expired": the question of this change, if its clock ran out, is over
     /// (the next call asks anew).
     async fn close_expired(&self, call: &Call, principal: &Principal, args: &CapturedArgs) {
-        let store = &*self.shared.store;
+        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
-        if let Ok(Some(found)) =
-            find_question(store, principal, &call.tool, &args.digest(), now).await
+        if let Ok(Some(found)) = approvals
+            .find_question(Binding::new(principal, &call.tool, args), now)
+            .await
             && now >= found.expires_at()
         {
-            close_question(
-                store,
-                principal,
-                &call.tool,
-                &args.digest(),
-                found.approval(),
-                now,
-            )
-            .await;
+            approvals
+                .close_question(
+                    Binding::new(principal, &call.tool, args),
+                    found.approval(),
+                    now,
+                )
+                .await;
         }
     }
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use mcp_write_guard_core::{
     AnswerAction, PendingApproval, Principal,
     answer::AnswerChannel,
-    page::{PageId, PageSubject, open_page, withdraw_page},
-    question::{GivenAnswer, Opened, Question, answer_question, open_question},
+    page::{PageId, PageSubject},
+    question::{GivenAnswer, Opened, Question},
 };
 use rmcp::{
     ServerHandler,
@@ -115,18 +115,19 @@ impl<S: ServerHandler> WriteGuard<S> {
         subject: PageSubject,
         context: &RequestContext<RoleServer>,
     ) -> Result<Result<(PendingApproval, PageId), Settled>, Refusal> {
-        let store = &*self.shared.store;
+        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
         let store_refusal = |error| Refusal::store(&error, &self.shared.policy);
-        let pending = open_page(store, pending, subject, now)
+        let pending = approvals
+            .open_page(pending, subject, now)
             .await
             .map_err(store_refusal)?;
-        let opened = open_question(store, &pending, now).await;
+        let opened = approvals.open_question(&pending, now).await;
         let page = pending.page().copied();
         if !matches!(opened, Ok(Opened::New))
             && let Some(page) = &page
         {
-            withdraw_page(store, page, now).await;
+            approvals.withdraw_page(page, now).await;
         }
         match (opened.map_err(store_refusal)?, page) {
             (Opened::New, Some(page)) => Ok(Ok((pending, page))),
@@ -165,7 +166,10 @@ impl<S: ServerHandler> WriteGuard<S> {
         let notice = self.notice(&pending, tool_shown, message, pages.config.url(&page));
         let told = self.deliver(call, &notice, notifier).await;
         if told.outcome == Outcome::NotifyFailed {
-            withdraw_page(&*self.shared.store, &page, self.shared.clock.now()).await;
+            self.shared
+                .approvals()
+                .withdraw_page(&page, self.shared.clock.now())
+                .await;
             self.forget_question(&pending).await;
         }
         Err(told)
@@ -283,8 +287,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         self.withdraw(question).await;
         let now = self.shared.clock.now();
         let cancelled = GivenAnswer::new(AnswerAction::Cancel, None, AnswerChannel::Form, now);
-        let _first_answer =
-            answer_question(&*self.shared.store, question, principal, cancelled, now).await;
+        let _first_answer = self
+            .shared
+            .approvals()
+            .answer_question(question, principal, cancelled, now)
+            .await;
     }
 }
 

@@ -18,13 +18,10 @@
 use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use mcp_write_guard_core::{
-    AnswerAction, ApprovalId, CapturedArgs, DenyReason, Principal,
+    AnswerAction, ApprovalId, Binding, CapturedArgs, DenyReason, Principal,
     answer::AnswerChannel,
-    question::{
-        GivenAnswer, Question, QuestionStatus, answer_question, close_question, find_question,
-        question_status, refresh_question,
-    },
-    round_trip::{RoundTripRejection, open_round_trip, peek_approval, take_approval},
+    question::{GivenAnswer, Question, QuestionStatus, question_status},
+    round_trip::RoundTripRejection,
 };
 use rmcp::{
     ServerHandler,
@@ -252,15 +249,12 @@ impl<S: ServerHandler> WriteGuard<S> {
     ) -> Result<Option<Settled>, Refusal> {
         let (call, principal, args) = (&admitted.call, &admitted.principal, &admitted.args);
         let now = self.shared.clock.now();
-        let found = find_question(
-            &*self.shared.store,
-            principal,
-            &call.tool,
-            &args.digest(),
-            now,
-        )
-        .await
-        .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        let found = self
+            .shared
+            .approvals()
+            .find_question(Binding::new(principal, &call.tool, args), now)
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
         match found {
             Some(question) => self
                 .settle(call, question, principal, args, None, context)
@@ -301,15 +295,14 @@ impl<S: ServerHandler> WriteGuard<S> {
             && refusal.outcome != Outcome::AwaitingAnswer
             && !context.ct.is_cancelled()
         {
-            close_question(
-                &*self.shared.store,
-                principal,
-                &call.tool,
-                &args.digest(),
-                approval,
-                self.shared.clock.now(),
-            )
-            .await;
+            self.shared
+                .approvals()
+                .close_question(
+                    Binding::new(principal, &call.tool, args),
+                    approval,
+                    self.shared.clock.now(),
+                )
+                .await;
         }
         #[cfg(feature = "approval-page")]
         if let (Some(page), Some(pages)) = (page, &self.shared.pages) {
@@ -571,15 +564,15 @@ impl<S: ServerHandler> WriteGuard<S> {
             return Err(Refusal::awaiting(question.expires_at()));
         }
         let now = self.shared.clock.now();
-        let taken = take_approval(
-            &*self.shared.store,
-            &question.approval().to_string(),
-            principal,
-            &call.tool,
-            args,
-            now,
-        )
-        .await;
+        let taken = self
+            .shared
+            .approvals()
+            .take_approval(
+                question.approval(),
+                Binding::new(principal, &call.tool, args),
+                now,
+            )
+            .await;
         // Taken or not, this question is over: the next call of the same change asks anew.
         self.close(call, principal, args, question).await;
         let pending = taken.map_err(used_or_rejected)?;
@@ -622,7 +615,10 @@ impl<S: ServerHandler> WriteGuard<S> {
         };
         let now = self.shared.clock.now();
         let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
-        let counted = answer_question(&*self.shared.store, &question, principal, given, now)
+        let counted = self
+            .shared
+            .approvals()
+            .answer_question(&question, principal, given, now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
         if gave_up && counted.channel == AnswerChannel::Form {
@@ -640,14 +636,11 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// The question as the store holds it now (an answer on another channel or replica, read
     /// by its approval id: an index closed meanwhile does not hide it).
     async fn reread(&self, question: Question, principal: &Principal) -> Result<Question, Refusal> {
-        refresh_question(
-            &*self.shared.store,
-            question,
-            principal,
-            self.shared.clock.now(),
-        )
-        .await
-        .map_err(|error| Refusal::store(&error, &self.shared.policy))
+        self.shared
+            .approvals()
+            .refresh_question(question, principal, self.shared.clock.now())
+            .await
+            .map_err(|error| Refusal::store(&error, &self.shared.policy))
     }
 
     /// From 2026-07-28, for a call that found its question open: the same question again (the
@@ -660,14 +653,20 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let store = &*self.shared.store;
+        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
-        let pending = peek_approval(store, question.approval(), principal, &call.tool, args, now)
+        let pending = approvals
+            .peek_approval(
+                question.approval(),
+                Binding::new(principal, &call.tool, args),
+                now,
+            )
             .await
             .map_err(used_or_rejected)?;
         // Counted: each time the same question is put again holds a place in the principal's
         // cap, so calls of one open question cannot fill the store.
-        let state = open_round_trip(store, &pending, now)
+        let state = approvals
+            .open_round_trip(&pending, now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
         let (asked, _) = self.same_question(call, &pending, context).await?;
@@ -685,16 +684,16 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &'a RequestContext<RoleServer>,
     ) -> Result<Asking<'a>, Refusal> {
         let now = self.shared.clock.now();
-        let pending = peek_approval(
-            &*self.shared.store,
-            question.approval(),
-            principal,
-            &call.tool,
-            args,
-            now,
-        )
-        .await
-        .map_err(used_or_rejected)?;
+        let pending = self
+            .shared
+            .approvals()
+            .peek_approval(
+                question.approval(),
+                Binding::new(principal, &call.tool, args),
+                now,
+            )
+            .await
+            .map_err(used_or_rejected)?;
         let Some(time_left) = pending.time_left(now) else {
             return Err(Refusal::denied(DenyReason::Expired));
         };
@@ -750,27 +749,24 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         question: &Question,
     ) {
-        close_question(
-            &*self.shared.store,
-            principal,
-            &call.tool,
-            &args.digest(),
-            question.approval(),
-            self.shared.clock.now(),
-        )
-        .await;
+        self.shared
+            .approvals()
+            .close_question(
+                Binding::new(principal, &call.tool, args),
+                question.approval(),
+                self.shared.clock.now(),
+            )
+            .await;
     }
 
     /// Closes the question's page, if it has one, so nobody answers it any more.
     pub(super) async fn withdraw(&self, question: &Question) {
         #[cfg(feature = "approval-page")]
         if let Some(page) = question.page() {
-            mcp_write_guard_core::page::withdraw_page(
-                &*self.shared.store,
-                page,
-                self.shared.clock.now(),
-            )
-            .await;
+            self.shared
+                .approvals()
+                .withdraw_page(page, self.shared.clock.now())
+                .await;
         }
         #[cfg(not(feature = "approval-page"))]
         let _ = question;
