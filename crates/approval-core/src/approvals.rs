@@ -12,10 +12,8 @@
 use time::OffsetDateTime;
 
 use crate::approval::PendingApproval;
-use crate::args::CapturedArgs;
-use crate::ids::{
-    ApprovalId, ConfirmationToken, DefinitionDigest, Principal, StateId, TokenId, ToolName,
-};
+use crate::binding::Binding;
+use crate::ids::{ApprovalId, ConfirmationToken, DefinitionDigest, Principal, StateId, TokenId};
 use crate::page::{
     PageAnswered, PageChoice, PageId, PageOutcome, PagePerson, PageRefusal, PageSubject, PageView,
 };
@@ -25,29 +23,6 @@ use crate::round_trip::RoundTripRejection;
 use crate::store::{Store, StoreError};
 use crate::token::TokenRejection;
 use crate::{page, question, round_trip, token};
-
-/// Who calls which tool with which exact arguments: what every token, approval, round trip and
-/// question is bound to, and what each take checks the record against.
-#[derive(Debug, Clone, Copy)]
-pub struct Binding<'a> {
-    /// The caller.
-    pub principal: &'a Principal,
-    /// The tool called.
-    pub tool: &'a ToolName,
-    /// The call's arguments, as captured.
-    pub args: &'a CapturedArgs,
-}
-
-impl<'a> Binding<'a> {
-    /// `principal` calling `tool` with `args`.
-    pub fn new(principal: &'a Principal, tool: &'a ToolName, args: &'a CapturedArgs) -> Self {
-        Self {
-            principal,
-            tool,
-            args,
-        }
-    }
-}
 
 /// The tokens, approvals, round trips, questions and pages kept in one store.
 ///

@@ -5,6 +5,7 @@ pub mod answer;
 mod approval;
 mod approvals;
 mod args;
+mod binding;
 mod bound;
 pub mod canonical;
 mod change;
@@ -32,8 +33,9 @@ mod test_support;
 // The core vocabulary. Everything else is in the module of its concern.
 pub use answer::{AnswerAction, Decision, DenyReason};
 pub use approval::{Approved, PendingApproval, Verdict, previews_match};
-pub use approvals::{Approvals, Binding};
+pub use approvals::Approvals;
 pub use args::CapturedArgs;
+pub use binding::Binding;
 pub use change::{Change, ChangeRow};
 #[cfg(any(test, feature = "test-util"))]
 pub use clock::ManualClock;

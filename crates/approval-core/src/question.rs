@@ -46,7 +46,7 @@ use time::OffsetDateTime;
 use crate::answer::AnswerChannel;
 use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::approval::PendingApproval;
-use crate::approvals::Binding;
+use crate::binding::Binding;
 use crate::ids::{ApprovalId, ArgsDigest, Principal, ToolName};
 use crate::page::{PageId, PageOutcome, page_outcome};
 use crate::record::{

@@ -6,8 +6,8 @@ use std::fmt;
 use time::OffsetDateTime;
 
 use crate::approval::PendingApproval;
-use crate::approvals::Binding;
 use crate::args::CapturedArgs;
+use crate::binding::Binding;
 use crate::bound::{self, Refusal};
 use crate::ids::{ApprovalId, StateId};
 use crate::record::{self, LiveRecord, StoredApproval};

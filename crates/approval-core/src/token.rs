@@ -6,10 +6,10 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use crate::approval::expiry;
-use crate::approvals::Binding;
 /// The argument that carries a confirmation token; left out of the token's argument digest.
 pub use crate::args::CONFIRMATION_TOKEN_ARG;
 use crate::args::CapturedArgs;
+use crate::binding::Binding;
 use crate::bound::{self, Refusal};
 use crate::ids::{ConfirmationToken, DefinitionDigest, TokenId};
 use crate::policy::ApprovalPolicy;
