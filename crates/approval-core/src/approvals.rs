@@ -75,7 +75,7 @@ impl<'s, S: Store + ?Sized> Approvals<'s, S> {
     }
 
     /// Issues a confirmation token for `call` (bound to
-    /// [`CapturedArgs::token_digest`], so a `confirmationToken` member in the arguments is
+    /// [`CapturedArgs::token_digest`](crate::CapturedArgs::token_digest), so a `confirmationToken` member in the arguments is
     /// ignored) while its tool has the definition `definition`, live from `now` for
     /// [`ApprovalPolicy::token_ttl`] (default 300 s). Call this only after the person approved
     /// issuing it.
