@@ -124,7 +124,9 @@ impl<'s, S: Store + ?Sized> Approvals<'s, S> {
         token::check_token(self.store, token, call, definition, now).await
     }
 
-    /// Stores `pending` under its own [`ApprovalId`] until its approval clock runs out.
+    /// Stores `pending` under its own [`ApprovalId`] until its approval clock runs out. Store
+    /// each pending approval once: its id is its key, and a pending approval stored again after
+    /// it was taken would be taken again.
     ///
     /// # Errors
     /// The store's error: nothing was stored.

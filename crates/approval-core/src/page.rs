@@ -177,6 +177,9 @@ pub(crate) async fn open_page<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<PendingApproval, StoreError> {
     let id = PageId::random()?;
+    let mut subject = subject;
+    // As its JSON reads back: a `null` preview is no preview, in every store.
+    subject.preview = subject.preview.filter(|preview| !preview.is_null());
     let page = OpenPage {
         approval: pending.id(),
         principal: pending.principal().clone(),
@@ -470,6 +473,39 @@ mod tests {
         store: MemoryStore,
         clock: ManualClock,
         pending: PendingApproval,
+    }
+
+    /// A `null` preview is kept as no preview, so the memory store shows the page as a store
+    /// that keeps JSON does (where `null` reads back as absent).
+    #[test]
+    fn a_null_preview_shows_alike_from_every_store() {
+        let f = fixture();
+        let json = crate::test_support::ThroughJson::default();
+        let mut shown = Vec::new();
+        for store in [&f.store as &dyn Store, &json] {
+            let pending = PendingApproval::new(
+                f.pending.principal().clone(),
+                f.pending.tool().clone(),
+                f.pending.definition(),
+                f.pending.args().clone(),
+                json!(null),
+                f.clock.now(),
+                &ApprovalPolicy::default(),
+            );
+            let subject = PageSubject::new(
+                f.pending.tool().clone(),
+                f.pending.args().arguments().clone(),
+                Some(json!(null)),
+            );
+            let pending = ready(open_page(store, pending, subject, f.clock.now())).unwrap();
+            let PageView::Open(page) =
+                ready(show_page(store, pending.page().unwrap(), f.clock.now()))
+            else {
+                panic!("the page is not open");
+            };
+            shown.push(page.subject.preview);
+        }
+        assert_eq!(shown, vec![None, None]);
     }
 
     fn fixture() -> Fixture {

@@ -367,7 +367,8 @@ pub(crate) async fn answer_question<S: Store + ?Sized>(
     };
     let record = AnswerRecord {
         action: action.to_owned(),
-        content: answer.content.clone(),
+        // As its JSON reads back: a `null` content is no content, in every store.
+        content: answer.content.clone().filter(|content| !content.is_null()),
         channel: answer.channel,
         answered_at_ns: to_ns(answer.answered_at)?,
     };
@@ -452,6 +453,41 @@ mod tests {
             at,
             &ApprovalPolicy::default(),
         )
+    }
+
+    /// A `null` content is kept as no content, so the memory store reads it back as a store
+    /// that keeps JSON does (where `null` reads back as absent): a question is decided alike in
+    /// every store.
+    #[test]
+    fn a_null_content_reads_back_alike_from_every_store() {
+        let memory = MemoryStore::new();
+        let json = crate::test_support::ThroughJson::default();
+        let mut read = Vec::new();
+        for store in [&memory as &dyn Store, &json] {
+            let p = pending("alice", 1, t0());
+            assert_eq!(block_on(open_question(store, &p, t0())), Ok(Opened::New));
+            let null = GivenAnswer::new(
+                AnswerAction::Accept,
+                Some(serde_json::Value::Null),
+                AnswerChannel::Form,
+                t0(),
+            );
+            block_on(answer_question(
+                store,
+                &Question::asked(&p),
+                p.principal(),
+                null,
+                t0(),
+            ))
+            .unwrap_or_else(|e| panic!("{e}"));
+            let call = Binding::new(p.principal(), p.tool(), p.args());
+            let found =
+                block_on(find_question(store, call, t0())).unwrap_or_else(|e| panic!("{e}"));
+            let answer = found.and_then(|q| q.answer().cloned());
+            read.push(answer.map(|a| (a.action, a.content)));
+        }
+        assert_eq!(read[0], Some((AnswerAction::Accept, None)), "memory");
+        assert_eq!(read[0], read[1], "memory and JSON");
     }
 
     fn find(store: &MemoryStore, p: &PendingApproval, now: OffsetDateTime) -> Option<Question> {

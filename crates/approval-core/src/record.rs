@@ -127,6 +127,28 @@ impl From<PageState> for Record {
     }
 }
 
+impl std::fmt::Debug for StoredApproval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredApproval")
+            .field("id", &self.id)
+            .field("arguments", &self.arguments)
+            .field("preview", &self.preview)
+            .field("page", &self.page.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for QuestionIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuestionIndex")
+            .field("approval", &self.approval)
+            .field("asked_at_ns", &self.asked_at_ns)
+            .field("expires_at_ns", &self.expires_at_ns)
+            .field("page", &self.page.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
 fn corrupt(error: serde_json::Error) -> StoreError {
     StoreError::Corrupt(error.to_string())
 }
@@ -177,7 +199,8 @@ pub(crate) struct LiveRecord {
     pub(crate) approval: Option<Box<StoredApproval>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Debug` does not print the page's id (the page URL's secret).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct StoredApproval {
     pub(crate) id: String,
@@ -235,8 +258,8 @@ pub(crate) fn answer_key(approval: &ApprovalId) -> StoreKey {
 }
 
 /// A question's index, under the binding of its principal, tool and arguments
-/// ([`Record::Question`]); opaque.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// ([`Record::Question`]); opaque. `Debug` does not print its page's id (the page URL's secret).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionIndex {
     pub(crate) approval: ApprovalId,
@@ -408,8 +431,10 @@ mod tests {
         ]
     }
 
-    /// The JSON a text backend holds for each kind of record, pinned: keys sorted, names in
-    /// camelCase, instants in nanoseconds, as this crate has always written them.
+    /// The JSON a text backend holds for each kind of record, pinned: keys sorted, instants in
+    /// nanoseconds, names as this crate has always written them (camelCase, except the fields
+    /// of the page's tagged variants, which serde leaves as they are: `expires_at_ns`). A
+    /// record already stored must read back, so none of this may change.
     #[test]
     fn the_json_of_each_record_is_pinned() {
         let live = Record::from(Bound::Live(LiveRecord {
@@ -473,8 +498,63 @@ mod tests {
             index.to_json().unwrap(),
             r#"{"approval":"00000000-0000-4000-8000-000000000000","askedAtNs":1,"expiresAtNs":2}"#
         );
+        let receipt = Record::from(Bound::Receipt(Receipt {
+            owner: Principal::new("alice"),
+            expires_at_ns: 2,
+            retain_until_ns: 3,
+        }));
+        assert_eq!(
+            receipt.to_json().unwrap(),
+            r#"{"expiresAtNs":2,"owner":"alice","retainUntilNs":3,"status":"receipt"}"#
+        );
+        let open = Record::from(PageState::Open(Box::new(OpenPage {
+            approval: "00000000-0000-4000-8000-000000000000".parse().unwrap(),
+            principal: Principal::new("alice"),
+            subject: PageSubject::new(
+                ToolName::new("adjust_stock"),
+                json!({"sku": "A-1"}).as_object().unwrap().clone(),
+                Some(json!({"before": 1, "after": 3})),
+            )
+            .issuing_token(),
+            expires_at: OffsetDateTime::UNIX_EPOCH + time::Duration::nanoseconds(5),
+            csrf: CsrfToken::fixed(),
+        })));
+        let csrf = "5a".repeat(32);
+        assert_eq!(
+            open.to_json().unwrap(),
+            format!(
+                r#"{{"approval":"00000000-0000-4000-8000-000000000000","csrf":"{csrf}","expiresAt":5,"principal":"alice","status":"open","subject":{{"arguments":{{"sku":"A-1"}},"issuesToken":true,"preview":{{"after":3,"before":1}},"tool":"adjust_stock"}}}}"#
+            )
+        );
+        let page_receipt = Record::from(PageState::Receipt { expires_at_ns: 5 });
+        assert_eq!(
+            page_receipt.to_json().unwrap(),
+            r#"{"expires_at_ns":5,"status":"receipt"}"#
+        );
+        let page_answer = Record::from(PageState::Answer { approve: true });
+        assert_eq!(
+            page_answer.to_json().unwrap(),
+            r#"{"approve":true,"status":"answer"}"#
+        );
+        // Debug shows no secret: neither the CSRF token nor a page's id.
+        let index_with_page = QuestionIndex {
+            approval: "00000000-0000-4000-8000-000000000000".parse().unwrap(),
+            asked_at_ns: 1,
+            expires_at_ns: 2,
+            page: Some("ab".repeat(32)),
+        };
+        for shown in [format!("{open:?}"), format!("{index_with_page:?}")] {
+            assert!(
+                !shown.contains(&csrf) && !shown.contains(&"ab".repeat(32)),
+                "{shown}"
+            );
+        }
         // Each reads back as itself under the key it is stored under.
         let under = [
+            (receipt, "token:t.receipt"),
+            (open, "page:p"),
+            (page_receipt, "page:p.receipt"),
+            (page_answer, "page:p.answer"),
             (live, "token:t"),
             (used, "approval:a"),
             (closed, "page:p"),

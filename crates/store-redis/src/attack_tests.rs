@@ -1352,13 +1352,15 @@ async fn take_parses_an_expiry_that_get_refuses() {
     let mut a = admin(redis.url()).await;
     let s = store(redis.url(), &prefix, 64).await;
     let mut granted = Vec::new();
+    // A record that reads back: only the expiry can make the take refuse it.
+    let valid = text(&record(json!(1)));
     for (i, e) in ["nan", "inf", "1e400", "0x7fffffffffff", " 99999999999999 "]
         .into_iter()
         .enumerate()
     {
         let key = StoreKey::new(RecordKind::Token, format!("odd-{i}"));
         let redis_key = record_key(&prefix, RecordKind::Token, key.id());
-        plant_hash(&mut a, &redis_key, &[("e", e), ("z", ""), ("r", "true")]).await;
+        plant_hash(&mut a, &redis_key, &[("e", e), ("z", ""), ("r", &valid)]).await;
         let read = s.get(&key, T0).await;
         assert!(
             matches!(read, Err(StoreError::Corrupt(_))),
@@ -1374,7 +1376,7 @@ async fn take_parses_an_expiry_that_get_refuses() {
         );
         let left: u64 = q(&mut a, &["EXISTS", &redis_key]).await;
         assert_eq!(left, 0, "{e:?}: the take spent it");
-        plant_hash(&mut a, &redis_key, &[("e", e), ("z", ""), ("r", "true")]).await;
+        plant_hash(&mut a, &redis_key, &[("e", e), ("z", ""), ("r", &valid)]).await;
         let over = s
             .insert(
                 key.clone(),
