@@ -4,6 +4,7 @@
 //!
 //! - below 2026-07-28, an answer given after the client cancelled its call is recorded
 //!   (`answered`) and applied, once, by the next call of the same change, without a question;
+//!   so is one given to the same question put again by a later call whose client cancelled too;
 //! - a retry while the first call still waits shares its question: one applies, the other is
 //!   `already-used`;
 //! - from 2026-07-28, a call of the same change without `requestState` gets the same question
@@ -52,6 +53,8 @@ const PATIENCE: Duration = Duration::from_secs(20);
 enum Say {
     Approve,
     Decline,
+    /// The form goes away without an answer (the client's dialog failed).
+    Fail,
 }
 
 /// A client with form elicitation whose dialog holds every question until the test answers it
@@ -134,6 +137,7 @@ impl ClientHandler for Dialog {
                 ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
             }
             Say::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Say::Fail => return Err(ErrorData::internal_error("the dialog was closed", None)),
         })
     }
 
@@ -395,6 +399,67 @@ async fn an_answer_after_the_call_was_cancelled_is_applied_by_the_next_call() {
     assert_eq!(g.counter(), 7);
     assert_eq!(g.applies(), 1, "applied once");
     assert_eq!(g.count(Outcome::Applied), 1);
+}
+
+/// 1b. Below 2026-07-28: the call that asked is gone without an answer (its client cancelled it,
+///    then its form failed), so the next call of the same change puts the same question again;
+///    its client cancels it too while that form is shown, and the person approves on it. That
+///    answer is kept (`answered`), not lost: the call after applies it once, with no third form.
+#[tokio::test]
+async fn an_answer_to_a_question_put_again_after_its_call_was_cancelled_is_applied() {
+    let g = Guarded::new(None);
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let before = g.fixture.snapshot();
+
+    let first = send(&client, &set(7)).await;
+    dialog.wait_asked(1).await;
+    first
+        .cancel(Some("the user closed the chat".into()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    dialog.answer(0, Say::Fail);
+    g.until(Outcome::AskFailed, 1).await;
+
+    // Nobody here has the question in front of them: the same change puts it again.
+    let second = send(&client, &set(7)).await;
+    dialog.wait_asked(2).await;
+    second
+        .cancel(Some("the user closed the chat again".into()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    dialog.answer(1, Say::Approve);
+    g.until(Outcome::Answered, 1).await;
+    g.until(Outcome::AwaitingAnswer, 1).await;
+    let after = g.fixture.snapshot();
+    assert_eq!(after.data(), before.data(), "nothing applied yet");
+    assert_eq!(after.applies, 0);
+    assert_eq!(g.one(Outcome::Answered).reason.as_deref(), Some("accept"));
+
+    let applied = within(
+        "the third call",
+        client.call_tool(params("set_counter", &set(7))),
+    )
+    .await
+    .unwrap();
+    assert!(!is_error(&applied), "{applied:?}");
+    assert_eq!(dialog.asked().len(), 2, "no third question");
+    assert_eq!(
+        dialog.asked()[0],
+        dialog.asked()[1],
+        "the same question, put again"
+    );
+    assert_eq!(g.counter(), 7);
+    assert_eq!(g.applies(), 1, "applied once");
+    // One question throughout: every record of the story names its approval.
+    let approval = g.with(Outcome::Asked)[0]
+        .approval_id
+        .expect("an approval id");
+    for outcome in [Outcome::Answered, Outcome::Approved, Outcome::Applied] {
+        assert_eq!(g.one(outcome).approval_id, Some(approval), "{outcome:?}");
+    }
+    assert_eq!(g.approval_ids(), HashSet::from([approval]));
 }
 
 /// The definition `set_counter` gets in the tests below: its description rewritten.
