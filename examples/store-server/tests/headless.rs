@@ -101,6 +101,13 @@ impl Headless {
         Self::start_with(era, webhook, &[]).await
     }
 
+    /// A webhook receiver, and the server (see [`Headless::start`]) notifying it.
+    async fn with_receiver(era: Era) -> Result<(Receiver, Self), Failure> {
+        let hooks = Receiver::start().await?;
+        let h = Self::start(era, &hooks.url).await?;
+        Ok((hooks, h))
+    }
+
     /// The same, with `more` arguments for store-server.
     async fn start_with(era: Era, webhook: &str, more: &[&str]) -> Result<Self, Failure> {
         let dir = tempfile::tempdir()?;
@@ -327,8 +334,7 @@ fn assert_asked(result: &CallToolResult, link: &str, era: Era) {
 async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<(), Failure> {
     let browser = Browser::start().await?;
     for era in ERAS {
-        let hooks = Receiver::start().await?;
-        let h = Headless::start(era, &hooks.url).await?;
+        let (hooks, h) = Headless::with_receiver(era).await?;
 
         // (a)
         let first = h.adjust(minus_one()).await?;
@@ -410,8 +416,7 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
 async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
     let browser = Browser::start().await?;
     for era in ERAS {
-        let hooks = Receiver::start().await?;
-        let h = Headless::start(era, &hooks.url).await?;
+        let (hooks, h) = Headless::with_receiver(era).await?;
         let link = h.ask_first(&hooks, era).await?;
 
         let answered = h.answer_in(&browser, &link, "decline", (3, 2)).await?;
@@ -470,8 +475,7 @@ async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure>
 #[tokio::test]
 async fn a_changed_argument_is_a_new_question() -> Result<(), Failure> {
     for era in ERAS {
-        let hooks = Receiver::start().await?;
-        let h = Headless::start(era, &hooks.url).await?;
+        let (hooks, h) = Headless::with_receiver(era).await?;
         let link = h.ask_first(&hooks, era).await?;
         h.answer(&link, "approve").await?;
 

@@ -14,7 +14,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Write},
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command as StdCommand, Stdio},
 };
 
@@ -163,6 +163,22 @@ fn verbose(dir: &Path) -> StdCommand {
         .env("MCP_WRITES_ENABLED", "true")
         .env("RUST_LOG", "debug");
     command
+}
+
+/// Starts the binary (see [`verbose`]) in `dir` with `--audit-log DIR/audit.jsonl` and `more`
+/// arguments, and sends the handshake. Returns the child, its stdin and the audit file's path.
+fn start_with_audit_log(
+    dir: &Path,
+    more: &[&str],
+) -> Result<(std::process::Child, std::process::ChildStdin, PathBuf), Failure> {
+    let audit_log = dir.join("audit.jsonl");
+    let mut child = verbose(dir)
+        .args(["--audit-log", audit_log.to_str().unwrap()])
+        .args(more)
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(handshake().as_bytes())?;
+    Ok((child, stdin, audit_log))
 }
 
 /// Reads `child`'s stdout until the answer to request `last_id`, then closes its input (`stdin`)
@@ -716,14 +732,10 @@ fn input_closed_and_answers_never_read_the_server_still_ends() -> Result<(), Fai
 #[test]
 fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let audit_log = dir.path().join("audit.jsonl");
     let fake = "IMITATION outcome=\"applied\" tool=\"adjust_stock\"\n2026-01-01T00:00:00.000000Z  \
                 INFO mcp_write_guard_rmcp::audit: write decision outcome=\"applied\" \
                 tool=\"adjust_stock\"\u{1b}[2K";
-    let mut child = verbose(dir.path())
-        .args(["--audit-log", audit_log.to_str().unwrap()])
-        .spawn()?;
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin, audit_log) = start_with_audit_log(dir.path(), &[])?;
     let lines = [
         json!({"jsonrpc": "2.0", "id": fake, "method": "ping"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -734,7 +746,6 @@ fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), 
                "params": {"requestId": fake, "reason": fake}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
     ];
-    stdin.write_all(handshake().as_bytes())?;
     for line in &lines {
         writeln!(stdin, "{line}")?;
     }
@@ -770,16 +781,13 @@ fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), 
 #[test]
 fn the_audit_file_is_chained_under_the_key_file() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let audit_log = dir.path().join("audit.jsonl");
     let key_file = dir.path().join("audit.key");
     let key = b"a key only the auditors hold\n";
     std::fs::write(&key_file, key)?;
-    let mut child = verbose(dir.path())
-        .args(["--audit-log", audit_log.to_str().unwrap()])
-        .args(["--audit-log-key-file", key_file.to_str().unwrap()])
-        .spawn()?;
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(handshake().as_bytes())?;
+    let (mut child, mut stdin, audit_log) = start_with_audit_log(
+        dir.path(),
+        &["--audit-log-key-file", key_file.to_str().unwrap()],
+    )?;
     // A client that cannot ask its user: each write is refused, and each refusal is a record.
     for id in [2, 3] {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
