@@ -53,6 +53,24 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The defaults, for a client that declares no form elicitation.
+    pub fn without_elicitation() -> Self {
+        Self {
+            elicitation: false,
+            ..Self::default()
+        }
+    }
+
+    /// The defaults, with writes disabled.
+    pub fn writes_disabled() -> Self {
+        Self {
+            writes: false,
+            ..Self::default()
+        }
+    }
+}
+
 /// A scripted client that declares form elicitation, or none.
 pub fn scripted_client(elicitation: bool) -> ScriptedClient {
     if elicitation {
@@ -186,6 +204,43 @@ impl Harness {
     pub async fn approve_and_call(&self, tool: &str, args: Value) -> CallToolResult {
         self.script([Reply::Approve]);
         self.call(tool, args).await
+    }
+
+    /// Approves and calls `set_counter` with `{"value": 7}`; asserts that it wrote 7. Returns
+    /// the result.
+    pub async fn assert_set_counter_applied(&self) -> CallToolResult {
+        let result = self
+            .approve_and_call("set_counter", json!({"value": 7}))
+            .await;
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        assert_eq!(self.state().counter, 7);
+        result
+    }
+
+    /// Calls `set_counter` with `{"value": 7}`; while the question is open somebody else sets
+    /// the counter to 3, then the client approves. Returns the result.
+    pub async fn set_counter_gone_stale(&self) -> CallToolResult {
+        let fixture = self.fixture.clone();
+        self.script([Reply::after(
+            move || fixture.state.lock().counter = 3,
+            Reply::Approve,
+        )]);
+        self.call("set_counter", json!({"value": 7})).await
+    }
+
+    /// Scripts the client to answer the next question with `reply`, calls `set_counter` with
+    /// `{"value": 7}` and asserts it was refused (see [`Harness::assert_refused`]), measured
+    /// against the state before the call.
+    pub async fn assert_set_counter_refused(
+        &self,
+        reply: Reply,
+        outcome: Outcome,
+        reason: Option<&str>,
+    ) {
+        let before = self.state();
+        self.script([reply]);
+        let result = self.call("set_counter", json!({"value": 7})).await;
+        self.assert_refused(&result, &before, outcome, reason);
     }
 
     /// Asserts the audit trail of a write approved and then found stale at the apply: asked,
