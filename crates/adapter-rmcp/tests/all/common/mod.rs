@@ -69,6 +69,22 @@ impl Options {
             ..Self::default()
         }
     }
+
+    /// The defaults, with `list_rows` a trusted read (not wrapped).
+    pub fn trusting_list_rows() -> Self {
+        Self {
+            trust_list_rows: true,
+            ..Self::default()
+        }
+    }
+
+    /// The defaults, with no text prefix before wrapped reads.
+    pub fn without_text_prefix() -> Self {
+        Self {
+            text_prefix: false,
+            ..Self::default()
+        }
+    }
 }
 
 /// A scripted client that declares form elicitation, or none.
@@ -276,24 +292,36 @@ impl Harness {
             text.contains("nothing was") || text.contains("Nothing was"),
             "refusal text says nothing was saved: {text}"
         );
-        let after = self.state();
-        assert_eq!(after.data(), before.data(), "the fixture's data changed");
-        assert_eq!(
-            after.applies, before.applies,
-            "the inner tool was asked to apply"
-        );
-        let last = self.audit.last().expect("an audit record");
-        assert_eq!(last.outcome, outcome, "{:?}", self.audit.records());
-        assert_eq!(
-            self.outcomes().iter().filter(|o| **o == outcome).count(),
-            1,
-            "exactly one record names the refusal: {:?}",
-            self.outcomes()
-        );
+        let last = assert_unchanged_and_recorded(before, &self.state(), &self.audit, outcome);
         if let Some(reason) = reason {
             assert_eq!(last.reason.as_deref(), Some(reason), "{last:?}");
         }
     }
+}
+
+/// Asserts what a refused call leaves behind: `after` (the fixture's state read after the call)
+/// holds the data and the apply count of `before`, and the last of `audit`'s records, the only
+/// one that names `outcome`, names it. Returns that record.
+pub fn assert_unchanged_and_recorded(
+    before: &State,
+    after: &State,
+    audit: &MemorySink,
+    outcome: Outcome,
+) -> mcp_write_guard_rmcp::AuditRecord {
+    assert_eq!(after.data(), before.data(), "the fixture's data changed");
+    assert_eq!(
+        after.applies, before.applies,
+        "the inner tool was asked to apply"
+    );
+    let last = audit.last().expect("an audit record");
+    assert_eq!(last.outcome, outcome, "{:?}", audit.records());
+    assert_eq!(
+        audit.outcomes().iter().filter(|o| **o == outcome).count(),
+        1,
+        "exactly one record names the refusal: {:?}",
+        audit.records()
+    );
+    last
 }
 
 pub async fn call_on(
@@ -346,6 +374,16 @@ pub fn delete_with_token(name: &str, token: &str) -> Value {
 pub fn assert_row_deleted(result: &CallToolResult, state: &State, name: &str) {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert!(!state.rows.contains_key(name));
+}
+
+/// Asserts that a write's `result` deleted row `name`, which existed: the inner tool's answer
+/// says so, and `state` (the fixture's state read after the call) has no such row after one
+/// apply in all.
+pub fn assert_deleted_once(result: &CallToolResult, state: &State, name: &str) {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(unwrapped(result), json!({"deleted": name, "existed": true}));
+    assert!(!state.rows.contains_key(name));
+    assert_eq!(state.applies, 1);
 }
 
 /// All text content of a result, joined.
