@@ -204,7 +204,14 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
     );
     assert!(h.audit.records().is_empty(), "reads are not decisions");
 
-    let trusting = Harness::with(era, Options::trusting_list_rows()).await;
+    let trusting = Harness::with(
+        era,
+        Options {
+            trust_list_rows: true,
+            ..Options::default()
+        },
+    )
+    .await;
     let rows = trusting.call("list_rows", json!({})).await;
     assert!(text_of(&rows).starts_with("rows: "), "{}", text_of(&rows));
     // Trust covers exactly the named read.
@@ -213,7 +220,14 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
 }
 
 async fn the_text_prefix_can_be_turned_off(era: Era) {
-    let h = Harness::with(era, Options::without_text_prefix()).await;
+    let h = Harness::with(
+        era,
+        Options {
+            text_prefix: false,
+            ..Options::default()
+        },
+    )
+    .await;
     let rows = h.call("list_rows", json!({})).await;
     let text = text_of(&rows);
     assert!(

@@ -69,22 +69,6 @@ impl Options {
             ..Self::default()
         }
     }
-
-    /// The defaults, with `list_rows` a trusted read (not wrapped).
-    pub fn trusting_list_rows() -> Self {
-        Self {
-            trust_list_rows: true,
-            ..Self::default()
-        }
-    }
-
-    /// The defaults, with no text prefix before wrapped reads.
-    pub fn without_text_prefix() -> Self {
-        Self {
-            text_prefix: false,
-            ..Self::default()
-        }
-    }
 }
 
 /// A scripted client that declares form elicitation, or none.
