@@ -65,8 +65,7 @@ fn task_support(report: &Value) -> Vec<(String, String)> {
 #[tokio::test]
 async fn the_filesystem_server_reads_are_fully_annotated_and_strict_passes() {
     let run = replay(FILESYSTEM, &["--json", "--strict"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     // 14 tools: 10 reads declaring readOnlyHint and openWorldHint only, 3 destructive writes,
     // 1 additive write, none open-world, every one annotated enough.
     assert_eq!(counts(&r), (14, 10, 3, 0, 0, 0));
@@ -110,8 +109,7 @@ async fn the_filesystem_server_text_has_no_partial_warning() {
 #[tokio::test]
 async fn the_everything_server_shows_its_task_support() {
     let run = replay(EVERYTHING, &["--json", "--strict"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (13, 9, 0, 1, 0, 0));
     assert_eq!(
         names(&r["surface"]["additiveWrites"]),
@@ -152,8 +150,7 @@ async fn the_everything_server_shows_its_task_support() {
 #[tokio::test]
 async fn the_memory_server() {
     let run = replay(MEMORY, &["--json", "--strict"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (9, 3, 3, 0, 0, 0));
     assert_eq!(
         names(&r["surface"]["destructiveTools"]),
@@ -183,8 +180,7 @@ async fn a_written_contract_pins_the_size_as_sent() {
         recorded_tools_bytes(&recording(MEMORY))
     );
     let check = replay(MEMORY, &["--json", "--contract", contract_arg]).await;
-    assert_eq!(check.code, 0, "{check:?}");
-    assert_eq!(check.json()["contract"]["drift"], json!([]));
+    assert_eq!(check.report(0)["contract"]["drift"], json!([]));
 }
 
 /// A copy of a recording with `from` replaced by `to` (exactly once).
@@ -202,8 +198,7 @@ async fn the_pin_covers_every_field_and_shows_changed_text() {
     let pin = dir.path().join("pin.json");
     let pin_arg = pin.to_str().unwrap();
     let first = replay(FILESYSTEM, &["--json", "--pin", pin_arg]).await;
-    assert_eq!(first.code, 0, "{first:?}");
-    assert_eq!(first.json()["pin"]["status"], "created");
+    assert_eq!(first.report(0)["pin"]["status"], "created");
 
     // The title, the description and `execution` of read_file change; nothing else.
     let mut path = edited(
@@ -269,8 +264,7 @@ async fn the_pin_covers_every_field_and_shows_changed_text() {
 #[tokio::test]
 async fn auto_falls_back_to_the_legacy_handshake() {
     let run = replay(MEMORY, &["--json", "--protocol", "auto"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["server"]["protocolVersion"], "2025-11-25");
     assert_eq!(r["surface"]["total"], 9);
 }

@@ -23,6 +23,18 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// Asserts that the run exited with `code`; the stdout as JSON (see [`Run::json`]).
+    pub(crate) fn report(&self, code: i32) -> Value {
+        assert_eq!(self.code, code, "{self:?}");
+        self.json()
+    }
+
+    /// Asserts that the run could not audit (exit code 2) and that its stderr says `says`.
+    pub(crate) fn assert_cannot_audit(&self, says: &str) {
+        assert_eq!(self.code, 2, "{self:?}");
+        assert!(self.stderr.contains(says), "{self:?}");
+    }
+
     /// The stdout as JSON.
     pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
