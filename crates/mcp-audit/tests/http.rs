@@ -17,7 +17,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use common::{audit, counts, names};
+use common::{audit, counts, names, temp_file};
 use mcp_write_guard_audit::fixture::{FixtureMode, FixtureServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -157,8 +157,7 @@ async fn serve_tls(mode: FixtureMode) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_a_trusted_ca_file_audits() {
     let (url, pem) = serve_tls(FixtureMode::Annotated).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
+    let (_dir, ca) = temp_file("ca.pem");
     std::fs::write(&ca, &pem).unwrap();
     let run = audit(
         ["http", &url, "--json", "--ca-file", ca.to_str().unwrap()],
@@ -186,8 +185,7 @@ async fn https_with_an_untrusted_certificate_cannot_audit() {
 
     // Another self-signed certificate as the only trusted one.
     let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("other.pem");
+    let (dir, ca) = temp_file("other.pem");
     std::fs::write(&ca, other.cert.pem()).unwrap();
     let run = audit(
         [

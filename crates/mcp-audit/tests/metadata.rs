@@ -16,7 +16,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use common::audit;
+use common::{audit, temp_file};
 use serde_json::json;
 
 const PATH_FORM: &str = "/.well-known/oauth-protected-resource/mcp";
@@ -61,8 +61,7 @@ async fn a_document_over_https_from_a_trusted_ca_file() {
     let plain = serve(PATH_FORM, good).await;
     let (addr, pem) = common::tls_front(plain).await;
     let url = format!("https://{addr}/mcp");
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
+    let (_dir, ca) = temp_file("ca.pem");
     std::fs::write(&ca, pem).unwrap();
     let run = audit(
         [

@@ -13,7 +13,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{FIXTURE, Run, audit, counts, names};
+use common::{FIXTURE, Run, audit, counts, names, temp_file};
 use serde_json::{Value, json};
 
 const FILESYSTEM: &str = "server-filesystem.tools-list.json";
@@ -168,8 +168,7 @@ async fn the_memory_server() {
 
 #[tokio::test]
 async fn a_written_contract_pins_the_size_as_sent() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (_dir, contract) = temp_file("contract.json");
     let contract_arg = contract.to_str().unwrap();
     let write = replay(MEMORY, &["--json", "--write-contract", contract_arg]).await;
     assert_eq!(write.code, 0, "{write:?}");
@@ -194,8 +193,7 @@ fn edited(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
 
 #[tokio::test]
 async fn the_pin_covers_every_field_and_shows_changed_text() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (dir, pin) = temp_file("pin.json");
     let pin_arg = pin.to_str().unwrap();
     let first = replay(FILESYSTEM, &["--json", "--pin", pin_arg]).await;
     assert_eq!(first.report(0)["pin"]["status"], "created");

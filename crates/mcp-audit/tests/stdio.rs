@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{FIXTURE, audit, audit_fixture, counts, names};
+use common::{FIXTURE, audit, audit_fixture, counts, names, temp_file};
 use serde_json::json;
 
 #[tokio::test]
@@ -166,8 +166,7 @@ async fn naming_a_variable_that_is_not_set_cannot_audit() {
 
 #[tokio::test]
 async fn a_rug_pull_is_caught_by_the_pin() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (_dir, pin) = temp_file("pin.json");
     let pin_arg = pin.to_str().unwrap();
 
     let first = audit_fixture("rug-pull", &["--pin", pin_arg], &[]).await;
@@ -188,12 +187,7 @@ async fn a_rug_pull_is_caught_by_the_pin() {
 
     // Second stage: send_report now claims to be a harmless read.
     let env = [("AUDIT_FIXTURE_STAGE", "2")];
-    let flipped = audit_fixture(
-        "rug-pull",
-        &["--pin", pin_arg, "--env", "AUDIT_FIXTURE_STAGE"],
-        &env,
-    )
-    .await;
+    let flipped = rug_pull_json(pin_arg, &env).await;
     let r = flipped.report(1);
     assert_eq!(r["pin"]["status"], "changed");
     assert_eq!(
@@ -228,6 +222,16 @@ async fn a_rug_pull_is_caught_by_the_pin() {
     );
 }
 
+/// The JSON report of the rug-pull server at the stage `env` sets, checked against `pin`.
+async fn rug_pull_json(pin: &str, env: &[(&str, &str)]) -> common::Run {
+    audit_fixture(
+        "rug-pull",
+        &["--pin", pin, "--env", "AUDIT_FIXTURE_STAGE"],
+        env,
+    )
+    .await
+}
+
 /// The text report of the rug-pull server at the stage `env` sets, checked against `pin`.
 async fn rug_pull_text(pin: &str, env: &[(&str, &str)]) -> common::Run {
     audit(
@@ -248,8 +252,7 @@ async fn rug_pull_text(pin: &str, env: &[(&str, &str)]) -> common::Run {
 
 #[tokio::test]
 async fn the_pin_names_added_removed_and_changed_fields() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (_dir, pin) = temp_file("pin.json");
     let pin_arg = pin.to_str().unwrap();
     assert_eq!(
         audit_fixture("rug-pull", &["--pin", pin_arg], &[])
@@ -259,12 +262,7 @@ async fn the_pin_names_added_removed_and_changed_fields() {
     );
 
     let env = [("AUDIT_FIXTURE_STAGE", "3")];
-    let run = audit_fixture(
-        "rug-pull",
-        &["--pin", pin_arg, "--env", "AUDIT_FIXTURE_STAGE"],
-        &env,
-    )
-    .await;
+    let run = rug_pull_json(pin_arg, &env).await;
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(
         run.json()["pin"]["changes"],
@@ -288,8 +286,7 @@ async fn the_pin_names_added_removed_and_changed_fields() {
 
 #[tokio::test]
 async fn a_malformed_pin_file_cannot_audit() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (_dir, pin) = temp_file("pin.json");
     std::fs::write(&pin, "{\"version\": 2, \"tools\": 3}").unwrap();
     let run = audit_fixture("annotated", &["--pin", pin.to_str().unwrap()], &[]).await;
     run.assert_cannot_audit("invalid pin file");
@@ -297,8 +294,7 @@ async fn a_malformed_pin_file_cannot_audit() {
 
 #[tokio::test]
 async fn a_written_contract_holds_and_then_names_each_drift() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (_dir, contract) = temp_file("contract.json");
     let c = contract.to_str().unwrap();
 
     let write = audit_fixture("annotated", &["--write-contract", c], &[]).await;
@@ -347,8 +343,7 @@ async fn a_written_contract_holds_and_then_names_each_drift() {
 
 #[tokio::test]
 async fn a_malformed_or_missing_contract_cannot_audit() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (_dir, contract) = temp_file("contract.json");
     let c = contract.to_str().unwrap();
     let missing = audit_fixture("annotated", &["--contract", c], &[]).await;
     assert_eq!(missing.code, 2, "{missing:?}");

@@ -25,7 +25,7 @@ use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use common::{audit, counts, names};
+use common::{audit, counts, names, temp_file};
 use serde_json::{Value, json};
 use store_server::{
     AuthSettings, Config, Db, ServeConfig, StoreServer, guard_builder, http_router,
@@ -193,8 +193,7 @@ async fn http_counts_are_exact_and_match_stdio() {
 }
 
 async fn a_contract_written_over_stdio_holds_over_http() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (dir, contract) = temp_file("contract.json");
     let c = contract.to_str().unwrap();
     let pin = dir.path().join("pin.json");
     let p = pin.to_str().unwrap();
@@ -261,8 +260,7 @@ async fn the_text_report_of_the_reference_server() {
 /// Dogfood: `mcp-audit metadata` on the reference server started as `store-server --http ADDR
 /// --auth-issuer … --auth-audience … --auth-jwks FILE --auth-write-scope store:write` would be.
 async fn the_metadata_of_the_reference_server_with_auth() {
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
+    let (dir, jwks) = temp_file("jwks.json");
     // RFC 8037's example Ed25519 public key: the metadata needs a usable key, not a token.
     let key = json!({"kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA", "use": "sig",
                      "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"});

@@ -80,6 +80,14 @@ pub(crate) async fn audit_fixture(mode: &str, flags: &[&str], env: &[(&str, &str
     audit(args, env).await
 }
 
+/// A new temporary directory (removed when dropped) and the path of `name` in it; the file is
+/// not created.
+pub(crate) fn temp_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
 /// The names in a JSON array of strings.
 pub(crate) fn names(v: &Value) -> Vec<String> {
     v.as_array()
