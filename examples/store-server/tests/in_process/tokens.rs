@@ -423,10 +423,8 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
 
 #[tokio::test]
 async fn only_token_gated_tools_can_be_prepared() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let before = store.file().snapshot()?;
-    let user = ScriptedClient::answering([Reply::Approve]);
-    let client = store.connect(&user).await?;
+    let (store, _, before) = Store::with_snapshot()?;
+    let (user, client) = store.person(Era::Legacy, [Reply::Approve]).await?;
 
     let result = call(
         &client,
