@@ -11,7 +11,7 @@ use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 
 use crate::common::{
-    Era, Harness, Options, Reply, SilentClient, connect,
+    Era, Harness, Options, Reply, SilentClient, a_write_of_each_kind, connect,
     custom::{NotifyingSink, guard_builder},
     fixture::{APPLY_ERROR, Fixture, State},
     start_time, text_of, unwrapped,
@@ -343,14 +343,7 @@ async fn a_request_nobody_can_be_named_for_is_refused(era: Era) {
     h.fixture.state.lock().rows.insert("a".into(), 1);
     let before = h.state();
     h.script([Reply::Approve, Reply::Approve, Reply::Approve]);
-    for (tool, args) in [
-        ("set_counter", json!({"value": 7})),
-        ("add_row", json!({"name": "b", "value": 2})),
-        (
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        ),
-    ] {
+    for (tool, args) in a_write_of_each_kind() {
         h.audit.clear();
         let result = h.call(tool, args).await;
         h.assert_refused(

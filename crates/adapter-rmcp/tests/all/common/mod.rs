@@ -308,6 +308,28 @@ pub fn assert_unchanged_and_recorded(
     last
 }
 
+/// One call of each kind of write, as tool and arguments: `set_counter` (previewed), `add_row`
+/// (not previewed), and preparing a token for `delete_row`.
+pub fn a_write_of_each_kind() -> [(&'static str, Value); 3] {
+    [
+        ("set_counter", json!({"value": 7})),
+        ("add_row", json!({"name": "b", "value": 2})),
+        (
+            mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+        ),
+    ]
+}
+
+/// Each of `audit`'s records as its outcome and reason, in order.
+pub fn outcomes_and_reasons(audit: &MemorySink) -> Vec<(Outcome, Option<String>)> {
+    audit
+        .records()
+        .into_iter()
+        .map(|r| (r.outcome, r.reason))
+        .collect()
+}
+
 pub async fn call_on(
     client: &Client,
     tool: &str,
