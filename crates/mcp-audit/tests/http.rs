@@ -17,7 +17,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use common::{audit, counts, names};
+use common::{audit, counts, names, temp_file};
 use mcp_write_guard_audit::fixture::{FixtureMode, FixtureServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -70,8 +70,7 @@ async fn an_annotated_server_over_http() {
     let addr = serve(FixtureMode::Annotated, None).await;
     let url = format!("http://{addr}/mcp");
     let run = audit(["http", &url, "--json"], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
     assert_eq!(names(&r["surface"]["additiveWrites"]), ["add_item"]);
     assert_eq!(names(&r["surface"]["openWorldTools"]), ["fetch_url"]);
@@ -105,8 +104,7 @@ async fn json_and_sse_answers_are_read_alike() {
     .await;
     let over_sse = audit(["http", &format!("http://{sse}/mcp"), "--json"], &[]).await;
     let over_json = audit(["http", &format!("http://{json}/mcp"), "--json"], &[]).await;
-    assert_eq!(over_json.code, 0, "{over_json:?}");
-    let (over_sse, over_json) = (over_sse.json(), over_json.json());
+    let (over_sse, over_json) = (over_sse.json(), over_json.report(0));
     assert_eq!(over_json["surface"], over_sse["surface"]);
     assert_eq!(over_json["toolsListBytes"], over_sse["toolsListBytes"]);
 }
@@ -115,8 +113,7 @@ async fn json_and_sse_answers_are_read_alike() {
 async fn paged_over_http() {
     let addr = serve(FixtureMode::Paged, None).await;
     let run = audit(["http", &format!("http://{addr}/mcp"), "--json"], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(counts(&run.json()), (4, 2, 1, 1, 0, 0));
+    assert_eq!(counts(&run.report(0)), (4, 2, 1, 1, 0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,16 +122,14 @@ async fn headers_are_sent() {
     let url = format!("http://{addr}/mcp");
 
     let refused = audit(["http", &url, "--json"], &[]).await;
-    assert_eq!(refused.code, 2, "{refused:?}");
-    assert!(refused.stderr.contains("could not audit"), "{refused:?}");
+    refused.assert_cannot_audit("could not audit");
 
     let run = audit(
         ["http", &url, "--json", "--header", "X-Audit-Key: s3cret"],
         &[],
     )
     .await;
-    assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(counts(&run.json()), (3, 0, 3, 3, 3, 0));
+    assert_eq!(counts(&run.report(0)), (3, 0, 3, 3, 3, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,8 +144,7 @@ async fn an_unreachable_endpoint_cannot_audit() {
         &[],
     )
     .await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("could not audit"), "{run:?}");
+    run.assert_cannot_audit("could not audit");
 }
 
 /// Serves `mode` over https at `https://127.0.0.1:PORT/mcp` (see [`common::tls_front`]).
@@ -163,16 +157,14 @@ async fn serve_tls(mode: FixtureMode) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_a_trusted_ca_file_audits() {
     let (url, pem) = serve_tls(FixtureMode::Annotated).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
+    let (_dir, ca) = temp_file("ca.pem");
     std::fs::write(&ca, &pem).unwrap();
     let run = audit(
         ["http", &url, "--json", "--ca-file", ca.to_str().unwrap()],
         &[],
     )
     .await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
     assert_eq!(
         r["target"],
@@ -189,13 +181,11 @@ async fn https_with_an_untrusted_certificate_cannot_audit() {
     let (url, _pem) = serve_tls(FixtureMode::Annotated).await;
     // Not in the public web roots.
     let run = audit(["http", &url, "--timeout", "10"], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("could not audit"), "{run:?}");
+    run.assert_cannot_audit("could not audit");
 
     // Another self-signed certificate as the only trusted one.
     let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("other.pem");
+    let (dir, ca) = temp_file("other.pem");
     std::fs::write(&ca, other.cert.pem()).unwrap();
     let run = audit(
         [
@@ -216,8 +206,7 @@ async fn https_with_an_untrusted_certificate_cannot_audit() {
     let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "not a certificate\n").unwrap();
     let run = audit(["http", &url, "--ca-file", empty.to_str().unwrap()], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("no PEM certificate"), "{run:?}");
+    run.assert_cannot_audit("no PEM certificate");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,8 +214,7 @@ async fn the_2026_07_28_era_over_http() {
     let addr = serve(FixtureMode::Annotated, None).await;
     let url = format!("http://{addr}/mcp");
     let run = audit(["http", &url, "--json", "--protocol", "2026-07-28"], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["server"]["protocolVersion"], "2026-07-28");
     assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
     let legacy = audit(["http", &url, "--json"], &[]).await.json();
@@ -238,19 +226,14 @@ async fn the_2026_07_28_era_over_http() {
 #[tokio::test]
 async fn bad_arguments_are_refused_clearly() {
     let scheme = audit(["http", "ftp://127.0.0.1:1/mcp"], &[]).await;
-    assert_eq!(scheme.code, 2, "{scheme:?}");
-    assert!(scheme.stderr.contains("use http or https"), "{scheme:?}");
+    scheme.assert_cannot_audit("use http or https");
 
     let header = audit(
         ["http", "http://127.0.0.1:1/mcp", "--header", "no colon"],
         &[],
     )
     .await;
-    assert_eq!(header.code, 2, "{header:?}");
-    assert!(
-        header.stderr.contains("expected 'Name: value'"),
-        "{header:?}"
-    );
+    header.assert_cannot_audit("expected 'Name: value'");
 
     let url = audit(["http", "not a url"], &[]).await;
     assert_eq!(url.code, 2, "{url:?}");

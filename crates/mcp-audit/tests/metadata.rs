@@ -16,7 +16,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use common::audit;
+use common::{audit, temp_file};
 use serde_json::json;
 
 const PATH_FORM: &str = "/.well-known/oauth-protected-resource/mcp";
@@ -61,8 +61,7 @@ async fn a_document_over_https_from_a_trusted_ca_file() {
     let plain = serve(PATH_FORM, good).await;
     let (addr, pem) = common::tls_front(plain).await;
     let url = format!("https://{addr}/mcp");
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
+    let (_dir, ca) = temp_file("ca.pem");
     std::fs::write(&ca, pem).unwrap();
     let run = audit(
         [
@@ -75,8 +74,7 @@ async fn a_document_over_https_from_a_trusted_ca_file() {
         &[],
     )
     .await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["documentUrl"], format!("https://{addr}{PATH_FORM}"));
     assert_eq!(r["plainGet"]["status"], 405);
     // The document names the plain http endpoint, not this one.
@@ -86,11 +84,7 @@ async fn a_document_over_https_from_a_trusted_ca_file() {
     );
 
     let untrusted = audit(["metadata", &url, "--timeout", "10"], &[]).await;
-    assert_eq!(untrusted.code, 2, "{untrusted:?}");
-    assert!(
-        untrusted.stderr.contains("could not fetch"),
-        "{untrusted:?}"
-    );
+    untrusted.assert_cannot_audit("could not fetch");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,8 +92,7 @@ async fn a_good_document() {
     let addr = serve(PATH_FORM, good).await;
     let url = format!("http://{addr}/mcp");
     let run = audit(["metadata", &url, "--json", "--strict"], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["documentUrl"], format!("http://{addr}{PATH_FORM}"));
     assert_eq!(r["metadata"]["resource"], url);
     assert_eq!(r["metadata"]["resource_name"], "Store");
@@ -128,8 +121,7 @@ async fn a_good_document() {
 async fn the_root_form_is_tried_second() {
     let addr = serve(ROOT_FORM, good).await;
     let run = audit(["metadata", &format!("http://{addr}/mcp"), "--json"], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["documentUrl"], format!("http://{addr}{ROOT_FORM}"));
     assert_eq!(r["attempts"][0]["status"], 404);
     assert_eq!(r["attempts"][1]["status"], 200);
@@ -202,11 +194,7 @@ async fn a_foreign_authorization_server_and_a_single_scope_are_flagged() {
 async fn no_document_cannot_audit() {
     let addr = serve("/elsewhere", good).await;
     let run = audit(["metadata", &format!("http://{addr}/mcp")], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(
-        run.stderr.contains("no protected resource metadata found"),
-        "{run:?}"
-    );
+    run.assert_cannot_audit("no protected resource metadata found");
     assert!(
         run.stderr.contains(&format!("{PATH_FORM} answered 404")),
         "{run:?}"
@@ -228,11 +216,7 @@ async fn malformed_documents_cannot_audit() {
     ] {
         let addr = serve(PATH_FORM, move |_| body.clone()).await;
         let run = audit(["metadata", &format!("http://{addr}/mcp")], &[]).await;
-        assert_eq!(run.code, 2, "{run:?}");
-        assert!(
-            run.stderr.contains("malformed protected resource metadata"),
-            "{run:?}"
-        );
+        run.assert_cannot_audit("malformed protected resource metadata");
     }
 }
 
@@ -243,15 +227,12 @@ async fn network_errors_and_other_schemes_cannot_audit() {
         l.local_addr().unwrap()
     };
     let run = audit(["metadata", &format!("http://{addr}/mcp")], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("could not fetch"), "{run:?}");
+    run.assert_cannot_audit("could not fetch");
 
     // https is spoken: an unreachable https endpoint fails like an http one.
     let https = audit(["metadata", &format!("https://{addr}/mcp")], &[]).await;
-    assert_eq!(https.code, 2, "{https:?}");
-    assert!(https.stderr.contains("could not fetch"), "{https:?}");
+    https.assert_cannot_audit("could not fetch");
 
     let ftp = audit(["metadata", "ftp://127.0.0.1:1/mcp"], &[]).await;
-    assert_eq!(ftp.code, 2, "{ftp:?}");
-    assert!(ftp.stderr.contains("use http or https"), "{ftp:?}");
+    ftp.assert_cannot_audit("use http or https");
 }

@@ -13,7 +13,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{FIXTURE, Run, audit, counts, names};
+use common::{FIXTURE, Run, audit, counts, names, temp_file};
 use serde_json::{Value, json};
 
 const FILESYSTEM: &str = "server-filesystem.tools-list.json";
@@ -62,11 +62,17 @@ fn task_support(report: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Replays the recording `name` with `--json --strict`: asserts that it passes (exit code 0) and
+/// that the report counts the bytes of the recorded tool list. Returns the report.
+async fn strict_report(name: &str) -> Value {
+    let r = replay(name, &["--json", "--strict"]).await.report(0);
+    assert_eq!(r["toolsListBytes"], recorded_tools_bytes(&recording(name)));
+    r
+}
+
 #[tokio::test]
 async fn the_filesystem_server_reads_are_fully_annotated_and_strict_passes() {
-    let run = replay(FILESYSTEM, &["--json", "--strict"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = strict_report(FILESYSTEM).await;
     // 14 tools: 10 reads declaring readOnlyHint and openWorldHint only, 3 destructive writes,
     // 1 additive write, none open-world, every one annotated enough.
     assert_eq!(counts(&r), (14, 10, 3, 0, 0, 0));
@@ -81,10 +87,6 @@ async fn the_filesystem_server_reads_are_fully_annotated_and_strict_passes() {
     assert_eq!(
         read_file["raw"],
         json!({"readOnlyHint": true, "openWorldHint": false})
-    );
-    assert_eq!(
-        r["toolsListBytes"],
-        recorded_tools_bytes(&recording(FILESYSTEM))
     );
     let tasks = task_support(&r);
     assert_eq!(tasks.len(), 14);
@@ -109,9 +111,7 @@ async fn the_filesystem_server_text_has_no_partial_warning() {
 
 #[tokio::test]
 async fn the_everything_server_shows_its_task_support() {
-    let run = replay(EVERYTHING, &["--json", "--strict"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = strict_report(EVERYTHING).await;
     assert_eq!(counts(&r), (13, 9, 0, 1, 0, 0));
     assert_eq!(
         names(&r["surface"]["additiveWrites"]),
@@ -133,10 +133,6 @@ async fn the_everything_server_shows_its_task_support() {
         not_forbidden,
         [&("simulate-research-query".to_owned(), "required".to_owned())]
     );
-    assert_eq!(
-        r["toolsListBytes"],
-        recorded_tools_bytes(&recording(EVERYTHING))
-    );
 
     let text = replay(EVERYTHING, &[]).await.stdout;
     assert!(
@@ -151,9 +147,7 @@ async fn the_everything_server_shows_its_task_support() {
 
 #[tokio::test]
 async fn the_memory_server() {
-    let run = replay(MEMORY, &["--json", "--strict"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = strict_report(MEMORY).await;
     assert_eq!(counts(&r), (9, 3, 3, 0, 0, 0));
     assert_eq!(
         names(&r["surface"]["destructiveTools"]),
@@ -163,16 +157,11 @@ async fn the_memory_server() {
         names(&r["surface"]["additiveWrites"]),
         ["create_entities", "create_relations", "add_observations"]
     );
-    assert_eq!(
-        r["toolsListBytes"],
-        recorded_tools_bytes(&recording(MEMORY))
-    );
 }
 
 #[tokio::test]
 async fn a_written_contract_pins_the_size_as_sent() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (_dir, contract) = temp_file("contract.json");
     let contract_arg = contract.to_str().unwrap();
     let write = replay(MEMORY, &["--json", "--write-contract", contract_arg]).await;
     assert_eq!(write.code, 0, "{write:?}");
@@ -183,8 +172,7 @@ async fn a_written_contract_pins_the_size_as_sent() {
         recorded_tools_bytes(&recording(MEMORY))
     );
     let check = replay(MEMORY, &["--json", "--contract", contract_arg]).await;
-    assert_eq!(check.code, 0, "{check:?}");
-    assert_eq!(check.json()["contract"]["drift"], json!([]));
+    assert_eq!(check.report(0)["contract"]["drift"], json!([]));
 }
 
 /// A copy of a recording with `from` replaced by `to` (exactly once).
@@ -198,12 +186,10 @@ fn edited(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
 
 #[tokio::test]
 async fn the_pin_covers_every_field_and_shows_changed_text() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (dir, pin) = temp_file("pin.json");
     let pin_arg = pin.to_str().unwrap();
     let first = replay(FILESYSTEM, &["--json", "--pin", pin_arg]).await;
-    assert_eq!(first.code, 0, "{first:?}");
-    assert_eq!(first.json()["pin"]["status"], "created");
+    assert_eq!(first.report(0)["pin"]["status"], "created");
 
     // The title, the description and `execution` of read_file change; nothing else.
     let mut path = edited(
@@ -269,8 +255,7 @@ async fn the_pin_covers_every_field_and_shows_changed_text() {
 #[tokio::test]
 async fn auto_falls_back_to_the_legacy_handshake() {
     let run = replay(MEMORY, &["--json", "--protocol", "auto"]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["server"]["protocolVersion"], "2025-11-25");
     assert_eq!(r["surface"]["total"], 9);
 }

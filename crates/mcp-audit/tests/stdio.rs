@@ -10,14 +10,13 @@
 
 mod common;
 
-use common::{FIXTURE, audit, audit_fixture, counts, names};
+use common::{FIXTURE, audit, audit_fixture, counts, names, temp_file};
 use serde_json::json;
 
 #[tokio::test]
 async fn a_fully_annotated_server() {
     let run = audit_fixture("annotated", &[], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
     assert_eq!(names(&r["surface"]["additiveWrites"]), ["add_item"]);
     assert_eq!(names(&r["surface"]["openWorldTools"]), ["fetch_url"]);
@@ -37,8 +36,7 @@ async fn a_fully_annotated_server() {
 #[tokio::test]
 async fn an_unannotated_server_is_all_destructive_and_open_world() {
     let run = audit_fixture("unannotated", &[], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (3, 0, 3, 3, 3, 0));
     assert_eq!(names(&r["surface"]["additiveWrites"]), Vec::<String>::new());
     assert_eq!(
@@ -77,8 +75,7 @@ async fn an_unannotated_server_never_reads_as_no_warnings() {
 #[tokio::test]
 async fn a_partially_annotated_server() {
     let run = audit_fixture("partial", &[], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (4, 1, 2, 2, 0, 3));
     assert_eq!(
         names(&r["surface"]["partiallyAnnotated"]),
@@ -104,8 +101,7 @@ async fn strict_fails_on_partial_and_unannotated_tools_only() {
 #[tokio::test]
 async fn every_page_is_listed() {
     let run = audit_fixture("paged", &[], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(counts(&r), (4, 2, 1, 1, 0, 0));
     let listed: Vec<&str> = r["surface"]["tools"]
         .as_array()
@@ -127,11 +123,7 @@ async fn a_server_that_needs_a_variable_gets_it_only_when_named() {
     ];
 
     let without = audit_fixture("needs-env", &[], &env).await;
-    assert_eq!(without.code, 2, "{without:?}");
-    assert!(
-        without.stderr.contains("AUDIT_FIXTURE_TOKEN is not set"),
-        "{without:?}"
-    );
+    without.assert_cannot_audit("AUDIT_FIXTURE_TOKEN is not set");
     assert!(without.stderr.contains("could not audit"), "{without:?}");
     assert!(without.stdout.is_empty());
 
@@ -169,22 +161,16 @@ async fn a_server_that_needs_a_variable_gets_it_only_when_named() {
 #[tokio::test]
 async fn naming_a_variable_that_is_not_set_cannot_audit() {
     let run = audit_fixture("annotated", &["--env", "AUDIT_NOT_SET_ANYWHERE"], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(
-        run.stderr.contains("AUDIT_NOT_SET_ANYWHERE is not set"),
-        "{run:?}"
-    );
+    run.assert_cannot_audit("AUDIT_NOT_SET_ANYWHERE is not set");
 }
 
 #[tokio::test]
 async fn a_rug_pull_is_caught_by_the_pin() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (_dir, pin) = temp_file("pin.json");
     let pin_arg = pin.to_str().unwrap();
 
     let first = audit_fixture("rug-pull", &["--pin", pin_arg], &[]).await;
-    assert_eq!(first.code, 0, "{first:?}");
-    assert_eq!(first.json()["pin"]["status"], "created");
+    assert_eq!(first.report(0)["pin"]["status"], "created");
     let pinned = std::fs::read_to_string(&pin).unwrap();
     let pinned_json: serde_json::Value = serde_json::from_str(&pinned).unwrap();
     assert_eq!(
@@ -197,19 +183,12 @@ async fn a_rug_pull_is_caught_by_the_pin() {
     );
 
     let again = audit_fixture("rug-pull", &["--pin", pin_arg], &[]).await;
-    assert_eq!(again.code, 0, "{again:?}");
-    assert_eq!(again.json()["pin"]["status"], "unchanged");
+    assert_eq!(again.report(0)["pin"]["status"], "unchanged");
 
     // Second stage: send_report now claims to be a harmless read.
     let env = [("AUDIT_FIXTURE_STAGE", "2")];
-    let flipped = audit_fixture(
-        "rug-pull",
-        &["--pin", pin_arg, "--env", "AUDIT_FIXTURE_STAGE"],
-        &env,
-    )
-    .await;
-    assert_eq!(flipped.code, 1, "{flipped:?}");
-    let r = flipped.json();
+    let flipped = rug_pull_json(pin_arg, &env).await;
+    let r = flipped.report(1);
     assert_eq!(r["pin"]["status"], "changed");
     assert_eq!(
         r["pin"]["changes"],
@@ -243,6 +222,16 @@ async fn a_rug_pull_is_caught_by_the_pin() {
     );
 }
 
+/// The JSON report of the rug-pull server at the stage `env` sets, checked against `pin`.
+async fn rug_pull_json(pin: &str, env: &[(&str, &str)]) -> common::Run {
+    audit_fixture(
+        "rug-pull",
+        &["--pin", pin, "--env", "AUDIT_FIXTURE_STAGE"],
+        env,
+    )
+    .await
+}
+
 /// The text report of the rug-pull server at the stage `env` sets, checked against `pin`.
 async fn rug_pull_text(pin: &str, env: &[(&str, &str)]) -> common::Run {
     audit(
@@ -263,8 +252,7 @@ async fn rug_pull_text(pin: &str, env: &[(&str, &str)]) -> common::Run {
 
 #[tokio::test]
 async fn the_pin_names_added_removed_and_changed_fields() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (_dir, pin) = temp_file("pin.json");
     let pin_arg = pin.to_str().unwrap();
     assert_eq!(
         audit_fixture("rug-pull", &["--pin", pin_arg], &[])
@@ -274,12 +262,7 @@ async fn the_pin_names_added_removed_and_changed_fields() {
     );
 
     let env = [("AUDIT_FIXTURE_STAGE", "3")];
-    let run = audit_fixture(
-        "rug-pull",
-        &["--pin", pin_arg, "--env", "AUDIT_FIXTURE_STAGE"],
-        &env,
-    )
-    .await;
+    let run = rug_pull_json(pin_arg, &env).await;
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(
         run.json()["pin"]["changes"],
@@ -303,23 +286,19 @@ async fn the_pin_names_added_removed_and_changed_fields() {
 
 #[tokio::test]
 async fn a_malformed_pin_file_cannot_audit() {
-    let dir = tempfile::tempdir().unwrap();
-    let pin = dir.path().join("pin.json");
+    let (_dir, pin) = temp_file("pin.json");
     std::fs::write(&pin, "{\"version\": 2, \"tools\": 3}").unwrap();
     let run = audit_fixture("annotated", &["--pin", pin.to_str().unwrap()], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("invalid pin file"), "{run:?}");
+    run.assert_cannot_audit("invalid pin file");
 }
 
 #[tokio::test]
 async fn a_written_contract_holds_and_then_names_each_drift() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (_dir, contract) = temp_file("contract.json");
     let c = contract.to_str().unwrap();
 
     let write = audit_fixture("annotated", &["--write-contract", c], &[]).await;
-    assert_eq!(write.code, 0, "{write:?}");
-    let bytes = write.json()["toolsListBytes"].as_u64().unwrap();
+    let bytes = write.report(0)["toolsListBytes"].as_u64().unwrap();
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&contract).unwrap()).unwrap();
     assert_eq!(
@@ -328,13 +307,11 @@ async fn a_written_contract_holds_and_then_names_each_drift() {
     );
 
     let same = audit_fixture("annotated", &["--contract", c], &[]).await;
-    assert_eq!(same.code, 0, "{same:?}");
-    assert_eq!(same.json()["contract"]["drift"], json!([]));
+    assert_eq!(same.report(0)["contract"]["drift"], json!([]));
 
     // The unannotated server breaks every count of this contract.
     let other = audit_fixture("unannotated", &["--contract", c], &[]).await;
-    assert_eq!(other.code, 1, "{other:?}");
-    let fields: Vec<_> = other.json()["contract"]["drift"]
+    let fields: Vec<_> = other.report(1)["contract"]["drift"]
         .as_array()
         .unwrap()
         .iter()
@@ -366,39 +343,28 @@ async fn a_written_contract_holds_and_then_names_each_drift() {
 
 #[tokio::test]
 async fn a_malformed_or_missing_contract_cannot_audit() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (_dir, contract) = temp_file("contract.json");
     let c = contract.to_str().unwrap();
     let missing = audit_fixture("annotated", &["--contract", c], &[]).await;
     assert_eq!(missing.code, 2, "{missing:?}");
     std::fs::write(&contract, r#"{"toolCount": 4}"#).unwrap();
     let malformed = audit_fixture("annotated", &["--contract", c], &[]).await;
-    assert_eq!(malformed.code, 2, "{malformed:?}");
-    assert!(
-        malformed.stderr.contains("invalid surface contract"),
-        "{malformed:?}"
-    );
+    malformed.assert_cannot_audit("invalid surface contract");
 }
 
 #[tokio::test]
 async fn a_server_that_cannot_start_or_dies_cannot_audit() {
     let missing = audit(["stdio", "--", "/nonexistent/mcp-server"], &[]).await;
-    assert_eq!(missing.code, 2, "{missing:?}");
-    assert!(
-        missing.stderr.contains("could not start the server"),
-        "{missing:?}"
-    );
+    missing.assert_cannot_audit("could not start the server");
 
     let dies = audit(["stdio", "--", FIXTURE, "no-such-mode"], &[]).await;
-    assert_eq!(dies.code, 2, "{dies:?}");
-    assert!(dies.stderr.contains("could not audit"), "{dies:?}");
+    dies.assert_cannot_audit("could not audit");
 }
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out() {
     let run = audit(["stdio", "--timeout", "1", "--", "sleep", "30"], &[]).await;
-    assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("did not answer within"), "{run:?}");
+    run.assert_cannot_audit("did not answer within");
 }
 
 #[tokio::test]
@@ -425,8 +391,7 @@ async fn help_lists_the_exit_codes_and_usage_errors_exit_2() {
 async fn the_2026_07_28_era_over_stdio_reads_the_same_surface() {
     let legacy = audit_fixture("annotated", &[], &[]).await;
     let discover = audit_fixture("annotated", &["--protocol", "2026-07-28"], &[]).await;
-    assert_eq!(discover.code, 0, "{discover:?}");
-    let (legacy, discover) = (legacy.json(), discover.json());
+    let (legacy, discover) = (legacy.json(), discover.report(0));
     assert_eq!(legacy["server"]["protocolVersion"], "2025-11-25");
     assert_eq!(discover["server"]["protocolVersion"], "2026-07-28");
     assert_eq!(discover["surface"], legacy["surface"]);

@@ -25,7 +25,7 @@ use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use common::{audit, counts, names};
+use common::{audit, counts, names, temp_file};
 use serde_json::{Value, json};
 use store_server::{
     AuthSettings, Config, Db, ServeConfig, StoreServer, guard_builder, http_router,
@@ -171,16 +171,14 @@ fn assert_reference_surface(r: &Value) {
 async fn stdio_counts_are_exact() {
     let dir = tempfile::tempdir().unwrap();
     let run = audit_store_stdio(&["--json"], &dir.path().join("store.db")).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    assert_reference_surface(&run.json());
+    assert_reference_surface(&run.report(0));
 }
 
 async fn http_counts_are_exact_and_match_stdio() {
     let dir = tempfile::tempdir().unwrap();
     let url = serve_store_http(&dir.path().join("http.db")).await;
     let over_http = audit(["http", &url, "--json"], &[]).await;
-    assert_eq!(over_http.code, 0, "{over_http:?}");
-    let over_http = over_http.json();
+    let over_http = over_http.report(0);
     assert_reference_surface(&over_http);
     assert_eq!(
         over_http["target"],
@@ -195,8 +193,7 @@ async fn http_counts_are_exact_and_match_stdio() {
 }
 
 async fn a_contract_written_over_stdio_holds_over_http() {
-    let dir = tempfile::tempdir().unwrap();
-    let contract = dir.path().join("contract.json");
+    let (dir, contract) = temp_file("contract.json");
     let c = contract.to_str().unwrap();
     let pin = dir.path().join("pin.json");
     let p = pin.to_str().unwrap();
@@ -206,8 +203,7 @@ async fn a_contract_written_over_stdio_holds_over_http() {
         &dir.path().join("stdio.db"),
     )
     .await;
-    assert_eq!(write.code, 0, "{write:?}");
-    let bytes = write.json()["toolsListBytes"].as_u64().unwrap();
+    let bytes = write.report(0)["toolsListBytes"].as_u64().unwrap();
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&contract).unwrap()).unwrap();
     assert_eq!(
@@ -230,8 +226,7 @@ async fn a_contract_written_over_stdio_holds_over_http() {
         &[],
     )
     .await;
-    assert_eq!(check.code, 0, "{check:?}");
-    let r = check.json();
+    let r = check.report(0);
     assert_eq!(r["contract"]["drift"], json!([]));
     assert_eq!(r["pin"]["status"], "unchanged");
 }
@@ -265,8 +260,7 @@ async fn the_text_report_of_the_reference_server() {
 /// Dogfood: `mcp-audit metadata` on the reference server started as `store-server --http ADDR
 /// --auth-issuer … --auth-audience … --auth-jwks FILE --auth-write-scope store:write` would be.
 async fn the_metadata_of_the_reference_server_with_auth() {
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
+    let (dir, jwks) = temp_file("jwks.json");
     // RFC 8037's example Ed25519 public key: the metadata needs a usable key, not a token.
     let key = json!({"kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA", "use": "sig",
                      "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"});
@@ -289,8 +283,7 @@ async fn the_metadata_of_the_reference_server_with_auth() {
     let url = format!("http://{addr}{}", store_server::HTTP_PATH);
 
     let run = audit(["metadata", &url, "--json"], &[]).await;
-    assert_eq!(run.code, 0, "{run:?}");
-    let r = run.json();
+    let r = run.report(0);
     assert_eq!(r["metadata"]["resource"], url, "{r:#}");
     assert_eq!(
         r["metadata"]["authorization_servers"],

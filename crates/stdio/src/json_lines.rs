@@ -1125,11 +1125,25 @@ mod tests {
                 .expect("a line, not the end");
             serde_json::from_str(&line).unwrap()
         }
+        /// Sends a ping with `id` and asserts that the answer is its empty result.
+        async fn assert_ping_answered(&mut self, id: u64) {
+            self.send(ping(id).as_bytes()).await;
+            assert_eq!(
+                self.next().await,
+                json!({"jsonrpc":"2.0","id":id,"result":{}})
+            );
+        }
+
         async fn nothing_for_a_moment(&mut self) {
             let next =
                 tokio::time::timeout(Duration::from_millis(200), self.lines.next_line()).await;
             assert!(next.is_err(), "expected no answer, got {next:?}");
         }
+    }
+
+    /// A ping with `id`, as a line.
+    fn ping(id: u64) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")
     }
 
     fn serve(max_line_bytes: usize) -> (Peer, tokio::task::JoinHandle<bool>) {
@@ -1195,12 +1209,7 @@ mod tests {
             (Value::Null, json!(-32700))
         );
         peer.send(b"\"}}\n").await;
-        peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n")
-            .await;
-        assert_eq!(
-            peer.next().await,
-            json!({"jsonrpc":"2.0","id":6,"result":{}})
-        );
+        peer.assert_ping_answered(6).await;
 
         peer.send(b"[1,2]\n\n42\n").await;
         assert_eq!(peer.next().await["error"]["code"], -32600);
@@ -1512,8 +1521,7 @@ mod tests {
             message.contains("at most 4") && message.contains("Nothing was done"),
             "{message}"
         );
-        peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"ping\"}\n")
-            .await;
+        peer.send(ping(21).as_bytes()).await;
         assert_eq!(peer.next().await["error"]["code"], -32000);
         // An id still in flight is refused as such, whatever the room.
         peer.send(list_tools(10).as_bytes()).await;
@@ -1524,18 +1532,10 @@ mod tests {
         );
         // A cancellation frees a place: the next ping is rmcp's to answer.
         peer.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":11}}\n").await;
-        peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"ping\"}\n")
-            .await;
-        assert_eq!(
-            peer.next().await,
-            json!({"jsonrpc":"2.0","id":22,"result":{}})
-        );
+        peer.assert_ping_answered(22).await;
         // Answered requests leave: pings one after another never fill it.
         for id in 30..40 {
-            peer.send(
-                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").as_bytes(),
-            )
-            .await;
+            peer.send(ping(id).as_bytes()).await;
             assert_eq!(peer.next().await["id"], id);
         }
         // The cancelled id may not be used again: its handler may still answer by it.

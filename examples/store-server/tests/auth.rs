@@ -30,7 +30,7 @@ use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::{
-    model::{CallToolRequestParams, CallToolResponse, InputResponses, JsonObject},
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses, JsonObject},
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -124,6 +124,28 @@ fn the_base64url_helper_itself() {
 // The server
 // ---------------------------------------------------------------------------------------------
 
+/// `store.db` in `dir`, created and seeded.
+fn seeded_db(dir: &Path) -> Result<PathBuf, Failure> {
+    let db = dir.join("store.db");
+    drop(Db::open(&db)?);
+    Ok(db)
+}
+
+/// The arguments that serve `db` in auth mode: tokens from [`ISSUER`] for [`AUDIENCE`], signed
+/// by a key in the JWKS file `jwks` (no write scope, no address).
+fn auth_args<'a>(db: &'a Path, jwks: &'a Path) -> [&'a str; 8] {
+    [
+        "--db",
+        db.to_str().unwrap(),
+        "--auth-issuer",
+        ISSUER,
+        "--auth-audience",
+        AUDIENCE,
+        "--auth-jwks",
+        jwks.to_str().unwrap(),
+    ]
+}
+
 /// The binary in auth mode on a fresh store, with writes enabled.
 struct AuthServer {
     _dir: TempDir,
@@ -142,28 +164,16 @@ impl AuthServer {
         prepare: impl FnOnce(&Path) -> Result<(), Failure>,
     ) -> Result<Self, Failure> {
         let dir = tempfile::tempdir()?;
-        let db = dir.path().join("store.db");
-        drop(Db::open(&db)?);
+        let db = seeded_db(dir.path())?;
         prepare(&db)?;
         let key = SigningKey::generate(KID);
         let jwks = key.write_jwks(dir.path())?;
-        let server = HttpChild::start(
-            dir.path(),
-            &[
-                "--db",
-                db.to_str().unwrap(),
-                "--auth-issuer",
-                ISSUER,
-                "--auth-audience",
-                AUDIENCE,
-                "--auth-jwks",
-                jwks.to_str().unwrap(),
-                "--auth-write-scope",
-                WRITE_SCOPE,
-            ],
-            Some("true"),
-        )
-        .await?;
+        let args = [
+            &auth_args(&db, &jwks)[..],
+            &["--auth-write-scope", WRITE_SCOPE],
+        ]
+        .concat();
+        let server = HttpChild::start(dir.path(), &args, Some("true")).await?;
         Ok(Self {
             _dir: dir,
             db,
@@ -174,6 +184,18 @@ impl AuthServer {
 
     fn file(&self) -> FileView {
         FileView::new(&self.db)
+    }
+
+    /// An rmcp client for `user` as `sub` (see [`AuthServer::connect`]), with a valid token
+    /// granting [`READ_AND_WRITE`].
+    async fn connect_as(
+        &self,
+        sub: &str,
+        user: &ScriptedClient,
+        era: Era,
+    ) -> Result<Client, Failure> {
+        self.connect(&self.token(sub, READ_AND_WRITE), user, era)
+            .await
     }
 
     fn log(&self) -> &Log {
@@ -237,27 +259,20 @@ struct Raw {
 }
 
 impl Raw {
-    /// A 2026-07-28 `tools/call` with `authorization` (the whole header value) and `session` as
-    /// `Mcp-Session-Id`, if given.
+    /// A 2026-07-28 `tools/call` with the `extra` headers (such as `authorization`, the whole
+    /// header value), given up on after ten seconds.
     async fn call_with(
         &self,
-        authorization: Option<&str>,
-        session: Option<&str>,
+        extra: &[(&str, &str)],
         tool: &str,
         arguments: &Value,
     ) -> Result<HttpReply, Failure> {
-        let mut extra = Vec::new();
-        if let Some(authorization) = authorization {
-            extra.push(("authorization", authorization));
-        }
-        if let Some(session) = session {
-            extra.push(("mcp-session-id", session));
-        }
-        let call = self.http.call_2026(&extra, tool, arguments, None);
+        let call = self.http.call_2026(extra, tool, arguments, None);
         tokio::time::timeout(Duration::from_secs(10), call).await?
     }
 
-    /// A 2026-07-28 `tools/call` of `tool` with `arguments`, with a bearer `token`.
+    /// A 2026-07-28 `tools/call` of `tool` with `arguments`, with a bearer `token` and `session`
+    /// as `Mcp-Session-Id`, if given.
     async fn call_tool(
         &self,
         token: Option<&str>,
@@ -266,8 +281,14 @@ impl Raw {
         arguments: &Value,
     ) -> Result<HttpReply, Failure> {
         let authorization = token.map(|t| format!("Bearer {t}"));
-        self.call_with(authorization.as_deref(), session, tool, arguments)
-            .await
+        let mut extra = Vec::new();
+        if let Some(authorization) = &authorization {
+            extra.push(("authorization", authorization.as_str()));
+        }
+        if let Some(session) = session {
+            extra.push(("mcp-session-id", session));
+        }
+        self.call_with(&extra, tool, arguments).await
     }
 
     /// GETs `url`, without a token.
@@ -320,6 +341,31 @@ fn arguments(value: &Value) -> JsonObject {
     value.as_object().unwrap().clone()
 }
 
+/// Sends `params` again as a 2026-07-28 retry: with `state` and the approving answer. Returns
+/// the final result (an error if the server asks another round instead).
+async fn retry_approved(
+    client: &Client,
+    params: &CallToolRequestParams,
+    state: String,
+) -> Result<CallToolResult, Failure> {
+    let mut retry = params.clone();
+    retry.request_state = Some(state);
+    retry.input_responses = Some(approving());
+    match client.peer().call_tool_once(retry).await? {
+        CallToolResponse::Complete(result) => Ok(result),
+        other => Err(format!("expected a final result, got {other:?}").into()),
+    }
+}
+
+/// The movement [`plus_one`] saves.
+fn recounted() -> Movement {
+    Movement {
+        sku: "TLS-002".into(),
+        delta: 1,
+        reason: "recount".into(),
+    }
+}
+
 /// The approving answer to the guard's question, for a 2026-07-28 retry.
 fn approving() -> InputResponses {
     let mut responses = InputResponses::new();
@@ -359,8 +405,7 @@ async fn without_a_valid_token_every_request_is_401_and_nothing_reaches_the_guar
     // Another scheme is no bearer token either.
     let basic = raw
         .call_with(
-            Some("Basic YWxpY2U6c2VjcmV0"),
-            None,
+            &[("authorization", "Basic YWxpY2U6c2VjcmV0")],
             "adjust_stock",
             &plus_one(),
         )
@@ -597,18 +642,10 @@ async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Re
     let alice_user = ScriptedClient::answering([Reply::Approve]);
     let bob_user = ScriptedClient::answering([Reply::Approve]);
     let alice = server
-        .connect(
-            &server.token("alice", READ_AND_WRITE),
-            &alice_user,
-            Era::InputRounds,
-        )
+        .connect_as("alice", &alice_user, Era::InputRounds)
         .await?;
     let bob = server
-        .connect(
-            &server.token("bob", READ_AND_WRITE),
-            &bob_user,
-            Era::InputRounds,
-        )
+        .connect_as("bob", &bob_user, Era::InputRounds)
         .await?;
 
     let params = CallToolRequestParams::new("adjust_stock").with_arguments(arguments(&plus_one()));
@@ -618,26 +655,14 @@ async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Re
     };
 
     // Bob retries with Alice's state and an approval of his own.
-    let mut stolen = params.clone();
-    stolen.request_state = Some(state.clone());
-    stolen.input_responses = Some(approving());
-    let result = match bob.peer().call_tool_once(stolen).await? {
-        CallToolResponse::Complete(result) => result,
-        other => return Err(format!("expected a final result, got {other:?}").into()),
-    };
+    let result = retry_approved(&bob, &params, state.clone()).await?;
     assert!(is_error(&result), "{result:?}");
     assert_eq!(text(&result), ROUND_TRIP_REFUSAL_MESSAGE);
     assert_eq!(file.snapshot()?, before);
 
     // What the code does: any attempt that finds the state uses it up (fail closed), so Alice's
     // own approved retry is refused too, as a replay. Nothing is saved either way.
-    let mut own = params.clone();
-    own.request_state = Some(state);
-    own.input_responses = Some(approving());
-    let result = match alice.peer().call_tool_once(own).await? {
-        CallToolResponse::Complete(result) => result,
-        other => return Err(format!("expected a final result, got {other:?}").into()),
-    };
+    let result = retry_approved(&alice, &params, state).await?;
     assert!(is_error(&result), "{result:?}");
     assert_eq!(text(&result), ROUND_TRIP_REFUSAL_MESSAGE);
     assert_eq!(file.snapshot()?, before);
@@ -674,14 +699,7 @@ async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Re
     assert!(!is_error(&result), "{result:?}");
     assert_eq!(alice_user.asked().len(), 1);
     assert_eq!(file.stock("TLS-002")?, 4);
-    assert_eq!(
-        file.movements()?,
-        [Movement {
-            sku: "TLS-002".into(),
-            delta: 1,
-            reason: "recount".into()
-        }]
-    );
+    assert_eq!(file.movements()?, [recounted()]);
     alice.cancel().await?;
     bob.cancel().await?;
     Ok(())
@@ -717,12 +735,8 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
         assert_eq!(file.stock("TLS-001")?, 10);
         let alice_user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
         let bob_user = ScriptedClient::answering([Reply::Approve]);
-        let alice = server
-            .connect(&server.token("alice", READ_AND_WRITE), &alice_user, era)
-            .await?;
-        let bob = server
-            .connect(&server.token("bob", READ_AND_WRITE), &bob_user, era)
-            .await?;
+        let alice = server.connect_as("alice", &alice_user, era).await?;
+        let bob = server.connect_as("bob", &bob_user, era).await?;
         let reason = "duplicate order";
 
         let prepared = call(
@@ -925,11 +939,7 @@ async fn one_person_holding_64_round_trips_does_not_block_another_and_invented_s
     // Meanwhile Bob is asked as usual.
     let bob_user = ScriptedClient::answering([]);
     let bob = server
-        .connect(
-            &server.token("bob", READ_AND_WRITE),
-            &bob_user,
-            Era::InputRounds,
-        )
+        .connect_as("bob", &bob_user, Era::InputRounds)
         .await?;
     match bob.peer().call_tool_once(params).await? {
         CallToolResponse::InputRequired(input) => {
@@ -985,9 +995,7 @@ async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_princip
         let server = AuthServer::start().await?;
         let file = server.file();
         let user = ScriptedClient::answering([Reply::Approve]);
-        let client = server
-            .connect(&server.token("alice", READ_AND_WRITE), &user, era)
-            .await?;
+        let client = server.connect_as("alice", &user, era).await?;
 
         let result = call(&client, "adjust_stock", plus_one()).await?;
 
@@ -998,15 +1006,7 @@ async fn an_approved_write_with_a_valid_token_lands_once_under_the_oauth_princip
             "{era:?}"
         );
         assert_eq!(file.stock("TLS-002")?, 4, "{era:?}");
-        assert_eq!(
-            file.movements()?,
-            [Movement {
-                sku: "TLS-002".into(),
-                delta: 1,
-                reason: "recount".into()
-            }],
-            "{era:?}"
-        );
+        assert_eq!(file.movements()?, [recounted()], "{era:?}");
         let logged = records_when(server.log(), 3).await;
         let outcomes: Vec<_> = logged.iter().map(|r| r.outcome.as_str()).collect();
         assert_eq!(outcomes, ["asked", "approved", "applied"], "{era:?}");
@@ -1221,30 +1221,15 @@ async fn the_python_sdk_writes_with_a_token_in_both_eras() -> Result<(), Failure
 async fn bound_to_every_interface_with_auth_and_no_public_url_the_server_refuses_to_start()
 -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let db = dir.path().join("store.db");
-    drop(Db::open(&db)?);
+    let db = seeded_db(dir.path())?;
     let jwks = common::SigningKey::generate(KID).write_jwks(dir.path())?;
-    let run = common::command(
-        dir.path(),
-        &[
-            "--http",
-            "0.0.0.0:0",
-            "--db",
-            db.to_str().unwrap(),
-            "--auth-issuer",
-            ISSUER,
-            "--auth-audience",
-            AUDIENCE,
-            "--auth-jwks",
-            jwks.to_str().unwrap(),
-        ],
-        Some("true"),
-    )
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .kill_on_drop(true)
-    .output();
+    let args = [&["--http", "0.0.0.0:0"][..], &auth_args(&db, &jwks)].concat();
+    let run = common::command(dir.path(), &args, Some("true"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
     let output = tokio::time::timeout(std::time::Duration::from_secs(30), run)
         .await
         .map_err(|_| "the server started serving instead of refusing")??;

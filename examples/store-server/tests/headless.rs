@@ -101,6 +101,13 @@ impl Headless {
         Self::start_with(era, webhook, &[]).await
     }
 
+    /// A webhook receiver, and the server (see [`Headless::start`]) notifying it.
+    async fn with_receiver(era: Era) -> Result<(Receiver, Self), Failure> {
+        let hooks = Receiver::start().await?;
+        let h = Self::start(era, &hooks.url).await?;
+        Ok((hooks, h))
+    }
+
     /// The same, with `more` arguments for store-server.
     async fn start_with(era: Era, webhook: &str, more: &[&str]) -> Result<Self, Failure> {
         let dir = tempfile::tempdir()?;
@@ -182,6 +189,58 @@ impl Headless {
     fn outcomes(&self) -> Vec<String> {
         self.log.outcomes()
     }
+
+    /// Calls `adjust_stock` with [`minus_one`] while nothing is open yet: asserts the answer is
+    /// "a person was asked" and returns the link the first delivery to `hooks` carries.
+    async fn ask_first(&self, hooks: &Receiver, era: Era) -> Result<String, Failure> {
+        let first = self.adjust(minus_one()).await?;
+        let link = hooks.deliveries()[0].link();
+        assert_asked(&first, &link, era);
+        Ok(link)
+    }
+
+    /// Asserts that `result` is not an error; the failure message carries its text and the
+    /// outcomes logged so far.
+    fn assert_written(&self, result: &CallToolResult, era: Era) {
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "{era:?}: {} / outcomes {:?}",
+            message(result),
+            self.outcomes()
+        );
+    }
+
+    /// Asserts that `outcome` is logged exactly `n` times, counted now.
+    fn assert_logged(&self, outcome: Outcome, n: usize, era: Era) {
+        assert_eq!(self.log.count(outcome), n, "{era:?}: {:?}", self.outcomes());
+    }
+
+    /// Asserts that `outcome` is logged exactly `n` times, counted once there are `n` (see
+    /// [`count_when`]).
+    async fn assert_logged_when(&self, outcome: Outcome, n: usize, era: Era) {
+        assert_eq!(
+            count_when(&self.log, outcome, n).await,
+            n,
+            "{era:?}: {:?}",
+            self.outcomes()
+        );
+    }
+}
+
+/// After `again` asked a question of its own: asserts there are two deliveries, the second
+/// naming a page other than `first_link`, and `again` is the "a person was asked" answer.
+/// Returns the prompt the second delivery carries.
+fn second_question(hooks: &Receiver, first_link: &str, again: &CallToolResult, era: Era) -> String {
+    let deliveries = hooks.deliveries();
+    assert_eq!(deliveries.len(), 2, "{era:?}: a new question, a new notice");
+    let second_link = deliveries[1].link();
+    assert_ne!(second_link, first_link, "{era:?}: a page of its own");
+    assert_asked(again, &second_link, era);
+    deliveries[1].verified()["prompt"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// How many logged outcomes are `outcome`, once there are at least `n` (the log is read in the
@@ -275,8 +334,7 @@ fn assert_asked(result: &CallToolResult, link: &str, era: Era) {
 async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<(), Failure> {
     let browser = Browser::start().await?;
     for era in ERAS {
-        let hooks = Receiver::start().await?;
-        let h = Headless::start(era, &hooks.url).await?;
+        let (hooks, h) = Headless::with_receiver(era).await?;
 
         // (a)
         let first = h.adjust(minus_one()).await?;
@@ -329,49 +387,25 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
         assert_eq!(h.saved(), (3, vec![]), "{era:?}: the page applies nothing");
 
         let applied = h.adjust(minus_one()).await?;
-        assert_ne!(
-            applied.is_error,
-            Some(true),
-            "{era:?}: {} / outcomes {:?}",
-            message(&applied),
-            h.outcomes()
-        );
+        h.assert_written(&applied, era);
         assert_eq!(
             h.saved(),
             (2, vec![movement(-1)]),
             "{era:?}: the approved change, once"
         );
-        assert_eq!(
-            count_when(&h.log, Outcome::Applied, 1).await,
-            1,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
+        h.assert_logged_when(Outcome::Applied, 1, era).await;
 
         // The approval is spent: the same call again is a new question (2 -> 1).
         let again = h.adjust(minus_one()).await?;
-        let deliveries = hooks.deliveries();
-        assert_eq!(deliveries.len(), 2, "{era:?}: asked anew");
-        let second_link = deliveries[1].link();
-        assert_ne!(second_link, link, "{era:?}: a page of its own");
-        assert_asked(&again, &second_link, era);
-        let prompt = deliveries[1].verified()["prompt"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let prompt = second_question(&hooks, &link, &again, era);
         assert!(prompt.contains("stock 2 -> 1"), "{era:?}: {prompt}");
         assert_eq!(
             h.saved(),
             (2, vec![movement(-1)]),
             "{era:?}: nothing more saved"
         );
-        assert_eq!(
-            count_when(&h.log, Outcome::Notified, 2).await,
-            2,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
-        assert_eq!(h.log.count(Outcome::Applied), 1, "{era:?}");
+        h.assert_logged_when(Outcome::Notified, 2, era).await;
+        h.assert_logged(Outcome::Applied, 1, era);
         h.client.cancel().await?;
     }
     browser.close().await
@@ -382,11 +416,8 @@ async fn approved_on_the_page_the_same_call_again_applies_it_once() -> Result<()
 async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
     let browser = Browser::start().await?;
     for era in ERAS {
-        let hooks = Receiver::start().await?;
-        let h = Headless::start(era, &hooks.url).await?;
-        let first = h.adjust(minus_one()).await?;
-        let link = hooks.deliveries()[0].link();
-        assert_asked(&first, &link, era);
+        let (hooks, h) = Headless::with_receiver(era).await?;
+        let link = h.ask_first(&hooks, era).await?;
 
         let answered = h.answer_in(&browser, &link, "decline", (3, 2)).await?;
         assert_eq!(answered, "You declined this change", "{era:?}");
@@ -402,18 +433,8 @@ async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
             "{era:?}: the answer counts: {text}"
         );
         assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
-        assert_eq!(
-            count_when(&h.log, Outcome::Declined, 1).await,
-            1,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
-        assert_eq!(
-            h.log.count(Outcome::Applied),
-            0,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
+        h.assert_logged_when(Outcome::Declined, 1, era).await;
+        h.assert_logged(Outcome::Applied, 0, era);
         assert_eq!(hooks.deliveries().len(), 1, "{era:?}");
         h.client.cancel().await?;
     }
@@ -430,9 +451,7 @@ async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure>
         let hooks = Receiver::start().await?;
         let h = Headless::start_with(era, &hooks.url, &["--approval-ttl", "4"]).await?;
         let asked_at = tokio::time::Instant::now();
-        let first = h.adjust(minus_one()).await?;
-        let link = hooks.deliveries()[0].link();
-        assert_asked(&first, &link, era);
+        let link = h.ask_first(&hooks, era).await?;
         let answered = h.answer_in(&browser, &link, "approve", (3, 2)).await?;
         assert_eq!(answered, "You approved this change", "{era:?}");
 
@@ -441,12 +460,7 @@ async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure>
         let text = message(&late);
         assert_eq!(late.is_error, Some(true), "{era:?}: {text}");
         assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
-        assert_eq!(
-            h.log.count(Outcome::Applied),
-            0,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
+        h.assert_logged(Outcome::Applied, 0, era);
         // The first page is over: opened again, it shows no form.
         browser.open(&link).await?;
         assert_ne!(browser.text("h1").await?, "Approve this change?", "{era:?}");
@@ -461,23 +475,12 @@ async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure>
 #[tokio::test]
 async fn a_changed_argument_is_a_new_question() -> Result<(), Failure> {
     for era in ERAS {
-        let hooks = Receiver::start().await?;
-        let h = Headless::start(era, &hooks.url).await?;
-        let first = h.adjust(minus_one()).await?;
-        let link = hooks.deliveries()[0].link();
-        assert_asked(&first, &link, era);
+        let (hooks, h) = Headless::with_receiver(era).await?;
+        let link = h.ask_first(&hooks, era).await?;
         h.answer(&link, "approve").await?;
 
         let changed = h.adjust(minus_two()).await?;
-        let deliveries = hooks.deliveries();
-        assert_eq!(deliveries.len(), 2, "{era:?}: a new question, a new notice");
-        let changed_link = deliveries[1].link();
-        assert_ne!(changed_link, link, "{era:?}");
-        assert_asked(&changed, &changed_link, era);
-        let prompt = deliveries[1].verified()["prompt"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let prompt = second_question(&hooks, &link, &changed, era);
         assert!(prompt.contains("stock 3 -> 1"), "{era:?}: {prompt}");
         assert_eq!(
             h.saved(),
@@ -486,13 +489,7 @@ async fn a_changed_argument_is_a_new_question() -> Result<(), Failure> {
         );
 
         let original = h.adjust(minus_one()).await?;
-        assert_ne!(
-            original.is_error,
-            Some(true),
-            "{era:?}: {} / outcomes {:?}",
-            message(&original),
-            h.outcomes()
-        );
+        h.assert_written(&original, era);
         assert_eq!(h.saved(), (2, vec![movement(-1)]), "{era:?}: once");
         assert_eq!(hooks.deliveries().len(), 2, "{era:?}");
         h.client.cancel().await?;
@@ -516,18 +513,8 @@ async fn a_notifier_that_is_down_refuses_the_call() -> Result<(), Failure> {
         assert!(text.contains("nobody could be reached"), "{era:?}: {text}");
         assert!(!text.contains("/approvals/"), "{era:?}: {text}");
         assert_eq!(h.saved(), (3, vec![]), "{era:?}: nothing saved");
-        assert_eq!(
-            count_when(&h.log, Outcome::NotifyFailed, 1).await,
-            1,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
-        assert_eq!(
-            h.log.count(Outcome::Notified),
-            0,
-            "{era:?}: {:?}",
-            h.outcomes()
-        );
+        h.assert_logged_when(Outcome::NotifyFailed, 1, era).await;
+        h.assert_logged(Outcome::Notified, 0, era);
         h.client.cancel().await?;
     }
     Ok(())

@@ -17,7 +17,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{HttpChild, Log, launch_stdio};
+use common::{Log, StoreFile};
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use serde_json::json;
@@ -98,19 +98,11 @@ async fn over_stdio_a_hostile_reason_cannot_reshape_the_question() -> Result<(),
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("stdio, {era:?}, {case}");
-            let dir = tempfile::tempdir()?;
-            let db = dir.path().join("store.db");
+            let store = StoreFile::new()?;
             let user = ScriptedClient::answering([Reply::Decline]);
-            let (client, log) = launch_stdio(
-                dir.path(),
-                &["--db", db.to_str().unwrap()],
-                Some("true"),
-                &user,
-                era,
-            )
-            .await?;
+            let (client, log) = store.launch_stdio(&user, era).await?;
 
-            declined_cleanly(&client, &user, &FileView::new(&db), &log, &reason, &case).await?;
+            declined_cleanly(&client, &user, &store.view(), &log, &reason, &case).await?;
 
             client.cancel().await?;
         }
@@ -123,22 +115,12 @@ async fn over_http_a_hostile_reason_cannot_reshape_the_question() -> Result<(), 
     let era = Era::Legacy;
     for (case, reason) in hostile_reasons() {
         let case = format!("HTTP, {era:?}, {case}");
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("store.db");
-        let server =
-            HttpChild::start(dir.path(), &["--db", db.to_str().unwrap()], Some("true")).await?;
+        let store = StoreFile::new()?;
+        let server = store.serve_http().await?;
         let user = ScriptedClient::answering([Reply::Decline]);
         let client = server.connect(&user, era).await?;
 
-        declined_cleanly(
-            &client,
-            &user,
-            &FileView::new(&db),
-            &server.log,
-            &reason,
-            &case,
-        )
-        .await?;
+        declined_cleanly(&client, &user, &store.view(), &server.log, &reason, &case).await?;
 
         client.cancel().await?;
     }
@@ -229,18 +211,10 @@ async fn audit_lines_until_applied(log: &Log) -> Vec<String> {
 async fn over_stdio_the_log_joins_asked_approved_applied_by_one_approval_id() -> Result<(), Failure>
 {
     for era in ERAS {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("store.db");
-        let file = FileView::new(&db);
+        let store = StoreFile::new()?;
+        let file = store.view();
         let user = ScriptedClient::answering([Reply::Approve]);
-        let (client, log) = launch_stdio(
-            dir.path(),
-            &["--db", db.to_str().unwrap()],
-            Some("true"),
-            &user,
-            era,
-        )
-        .await?;
+        let (client, log) = store.launch_stdio(&user, era).await?;
 
         let result = call(
             &client,

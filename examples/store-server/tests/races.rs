@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{HttpChild, Log, launch_stdio};
+use common::{Log, StoreFile};
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::Outcome;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
@@ -70,19 +70,11 @@ async fn race(
 #[tokio::test]
 async fn over_stdio_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Failure> {
     for era in ERAS {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("store.db");
+        let store = StoreFile::new()?;
         let user = ScriptedClient::answering([]);
-        let (client, log) = launch_stdio(
-            dir.path(),
-            &["--db", db.to_str().unwrap()],
-            Some("true"),
-            &user,
-            era,
-        )
-        .await?;
+        let (client, log) = store.launch_stdio(&user, era).await?;
 
-        race(&client, &user, era, &FileView::new(&db), &log).await?;
+        race(&client, &user, era, &store.view(), &log).await?;
 
         client.cancel().await?;
     }
@@ -94,14 +86,12 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
     // Without --auth-* the binary binds loopback and the machine is one person (`local`), so
     // both eras write over HTTP: the legacy era in a session, 2026-07-28 without one.
     for era in ERAS {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("store.db");
-        let server =
-            HttpChild::start(dir.path(), &["--db", db.to_str().unwrap()], Some("true")).await?;
+        let store = StoreFile::new()?;
+        let server = store.serve_http().await?;
         let user = ScriptedClient::answering([]);
         let client = server.connect(&user, era).await?;
 
-        race(&client, &user, era, &FileView::new(&db), &server.log).await?;
+        race(&client, &user, era, &store.view(), &server.log).await?;
 
         client.cancel().await?;
     }
@@ -111,16 +101,13 @@ async fn over_http_ten_approvals_shown_on_one_stock_apply_exactly_once() -> Resu
 #[tokio::test]
 async fn over_stdio_a_second_writer_between_ask_and_apply_makes_it_stale() -> Result<(), Failure> {
     for era in ERAS {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("store.db");
-        let file = FileView::new(&db);
-        let args = ["--db", db.to_str().unwrap()];
+        let store = StoreFile::new()?;
+        let file = store.view();
         let user = ScriptedClient::answering([]);
-        let (client, log) = launch_stdio(dir.path(), &args, Some("true"), &user, era).await?;
+        let (client, log) = store.launch_stdio(&user, era).await?;
         // Another program on the same file: a second server process, with its own person.
         let other_user = ScriptedClient::answering([Reply::Approve]);
-        let (other, _other_log) =
-            launch_stdio(dir.path(), &args, Some("true"), &other_user, era).await?;
+        let (other, _other_log) = store.launch_stdio(&other_user, era).await?;
 
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         assert_eq!(held.prompts(), [RACE_PLUS_ONE_PROMPT], "{era:?}");

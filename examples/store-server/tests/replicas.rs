@@ -52,7 +52,9 @@ use mcp_write_guard_rmcp::{
 use serde_json::{Value, json};
 use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
 use tempfile::TempDir;
-use workspace_tests::{Browser, Failure, FileView, HttpReply, Movement, RawHttp, approve};
+use workspace_tests::{
+    Browser, Failure, FileView, HttpReply, Movement, RawHttp, Snapshot, approve,
+};
 
 /// What the guard answers to an approval given after its clock ran out.
 const EXPIRED: &str = "The approval was not given in time, so nothing was saved. Call the tool \
@@ -144,6 +146,19 @@ fn place_order(db: &Path) -> Result<i64, Failure> {
     placed.order_id.ok_or_else(|| "no order id".into())
 }
 
+/// Asserts that the one change saved is TLS-002 by +5 for `reason`: stock 3 -> 8, exactly as
+/// shown, and that one movement. Returns the movement and the file as it is then.
+fn assert_plus_five_saved(file: &FileView, reason: &str) -> Result<(Movement, Snapshot), Failure> {
+    assert_eq!(file.stock("TLS-002")?, 8, "exactly as shown");
+    let movement = Movement {
+        sku: "TLS-002".into(),
+        delta: 5,
+        reason: reason.into(),
+    };
+    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
+    Ok((movement, file.snapshot()?))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Raw 2026-07-28 calls
 // ---------------------------------------------------------------------------------------------
@@ -157,11 +172,23 @@ async fn call(
     state: Option<&str>,
 ) -> Result<HttpReply, Failure> {
     let retry = state.map(|state| (state, approve()));
-    let reply = tokio::time::timeout(
-        Duration::from_secs(10),
-        replica.raw.call_2026(&[], tool, arguments, retry),
-    )
-    .await??;
+    call_declaring(replica, &json!({"form": {}}), tool, arguments, retry).await
+}
+
+/// A stateless 2026-07-28 `tools/call` on `replica` from a client whose elicitation
+/// capabilities are `elicitation`, the retry carrying `retry`'s state and answer if given:
+/// answered within ten seconds, with HTTP 200.
+async fn call_declaring(
+    replica: &Replica,
+    elicitation: &Value,
+    tool: &str,
+    arguments: &Value,
+    retry: Option<(&str, Value)>,
+) -> Result<HttpReply, Failure> {
+    let call = replica
+        .raw
+        .call_2026_asking(&[], elicitation, tool, arguments, retry);
+    let reply = tokio::time::timeout(Duration::from_secs(10), call).await??;
     assert_eq!(reply.status, 200, "{reply:?}");
     Ok(reply)
 }
@@ -273,14 +300,7 @@ async fn a_request_state_asked_on_one_replica_applies_once_on_the_other_and_neve
 
     let applied = answer(b, "adjust_stock", &arguments, &state).await?;
     success(&applied)?;
-    assert_eq!(file.stock("TLS-002")?, 8, "exactly as previewed");
-    let movement = Movement {
-        sku: "TLS-002".into(),
-        delta: 5,
-        reason: "replica recount".into(),
-    };
-    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
-    let after = file.snapshot()?;
+    let (movement, after) = assert_plus_five_saved(&file, "replica recount")?;
 
     // The same state again, on the replica that asked and on the one that applied.
     for replica in [a, b] {
@@ -822,14 +842,7 @@ async fn with_bearer_auth_a_person_is_the_same_on_every_replica() -> Result<(), 
     let applied = call_as(b, Some(&alice), "adjust_stock", &arguments, Some(&state)).await?;
     assert_eq!(applied.status, 200, "{applied:?}");
     success(&applied)?;
-    assert_eq!(file.stock("TLS-002")?, 8, "exactly as previewed");
-    let movement = Movement {
-        sku: "TLS-002".into(),
-        delta: 5,
-        reason: "alice recounts".into(),
-    };
-    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
-    let after = file.snapshot()?;
+    let (movement, after) = assert_plus_five_saved(&file, "alice recounts")?;
 
     // Bob, with a valid token of his own, retries her spent state on B: refused as a replay (a
     // used state is refused as used, whoever presents it).
@@ -892,13 +905,7 @@ async fn call_url_mode(
     state: Option<&str>,
 ) -> Result<HttpReply, Failure> {
     let retry = state.map(|state| (state, json!({"action": "accept"})));
-    let url_only = json!({"url": {}});
-    let call = replica
-        .raw
-        .call_2026_asking(&[], &url_only, tool, arguments, retry);
-    let reply = tokio::time::timeout(Duration::from_secs(10), call).await??;
-    assert_eq!(reply.status, 200, "{reply:?}");
-    Ok(reply)
+    call_declaring(replica, &json!({"url": {}}), tool, arguments, retry).await
 }
 
 /// `http://127.0.0.1:PORT` of `replica`.
@@ -980,14 +987,7 @@ async fn an_approval_page_opened_by_one_replica_is_answered_on_the_other() -> Re
     // The client retries on A: the answer given on B decides, and the change applies once.
     let applied = call_url_mode(a, "adjust_stock", &arguments, Some(&state)).await?;
     success(&applied)?;
-    assert_eq!(file.stock("TLS-002")?, 8, "exactly as shown");
-    let movement = Movement {
-        sku: "TLS-002".into(),
-        delta: 5,
-        reason: "counted on the page".into(),
-    };
-    assert_eq!(file.movements()?, std::slice::from_ref(&movement));
-    let after = file.snapshot()?;
+    let (movement, after) = assert_plus_five_saved(&file, "counted on the page")?;
 
     // The same answer again, on either replica: already answered, nothing more saved.
     for url in [&on_b, &on_a] {

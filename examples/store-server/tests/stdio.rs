@@ -14,7 +14,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader, Write},
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command as StdCommand, Stdio},
 };
 
@@ -140,17 +140,67 @@ async fn only_the_exact_value_true_enables_writes() -> Result<(), Failure> {
     Ok(())
 }
 
-/// The binary in `dir` with writes on, logging at debug level, its three streams piped.
-fn verbose(dir: &Path) -> StdCommand {
+/// The binary in `dir`, its environment the test's own, its stdin, stdout and stderr as given.
+fn with_ends(
+    dir: &Path,
+    stdin: impl Into<Stdio>,
+    stdout: impl Into<Stdio>,
+    stderr: Stdio,
+) -> StdCommand {
     let mut command = StdCommand::new(EXE);
     command
         .current_dir(dir)
-        .env("MCP_WRITES_ENABLED", "true")
-        .env("RUST_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr);
     command
+}
+
+/// The binary in `dir` with writes on, logging at debug level, its three streams piped.
+fn verbose(dir: &Path) -> StdCommand {
+    let mut command = with_ends(dir, Stdio::piped(), Stdio::piped(), Stdio::piped());
+    command
+        .env("MCP_WRITES_ENABLED", "true")
+        .env("RUST_LOG", "debug");
+    command
+}
+
+/// Starts the binary (see [`verbose`]) in `dir` with `--audit-log DIR/audit.jsonl` and `more`
+/// arguments, and sends the handshake. Returns the child, its stdin and the audit file's path.
+fn start_with_audit_log(
+    dir: &Path,
+    more: &[&str],
+) -> Result<(std::process::Child, std::process::ChildStdin, PathBuf), Failure> {
+    let audit_log = dir.join("audit.jsonl");
+    let mut child = verbose(dir)
+        .args(["--audit-log", audit_log.to_str().unwrap()])
+        .args(more)
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(handshake().as_bytes())?;
+    Ok((child, stdin, audit_log))
+}
+
+/// Reads `child`'s stdout until the answer to request `last_id`, then closes its input (`stdin`)
+/// and waits for it to end; asserts that it ended successfully and returns its stderr.
+fn end_after_answer(
+    child: &mut std::process::Child,
+    stdin: std::process::ChildStdin,
+    last_id: u64,
+) -> Result<String, Failure> {
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = stdout.next().ok_or("stdout closed early")??;
+        if serde_json::from_str::<Value>(&line)?["id"] == last_id {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait()?;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
+    assert!(status.success(), "{status:?}\n{stderr}");
+    Ok(stderr)
 }
 
 /// In stdio mode every line on stdout is a JSON-RPC message: logs go to stderr.
@@ -342,12 +392,8 @@ fn idle_client_on_a_pipe(
     dir: &Path,
     stdout: Stdio,
 ) -> Result<(std::process::ExitStatus, String), Failure> {
-    let mut child = StdCommand::new(EXE)
-        .current_dir(dir)
+    let mut child = with_ends(dir, Stdio::piped(), stdout, Stdio::piped())
         .env("RUST_LOG", "mcp_write_guard_stdio=debug,info")
-        .stdin(Stdio::piped())
-        .stdout(stdout)
-        .stderr(Stdio::piped())
         .spawn()?;
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(handshake().as_bytes())?;
@@ -377,6 +423,14 @@ fn assert_no_read_failure(stderr: &str) {
     );
 }
 
+/// Asserts that the server ended with `status` successfully, did not give up on its input, and
+/// logged that it served its two ends as `ends` (such as `stdin="pipe" stdout="socket"`).
+fn assert_served_cleanly(status: std::process::ExitStatus, stderr: &str, ends: &str) {
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert_no_read_failure(stderr);
+    assert!(stderr.contains(ends), "{stderr}");
+}
+
 /// Stdin a pipe, stdout a file: after an idle pause the ping is still answered (stdin, a pipe,
 /// waits on the event loop; stdout, a file, is written on a blocking thread).
 #[test]
@@ -384,12 +438,7 @@ fn a_pipe_in_and_a_file_out_survive_an_idle_pause() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let out = dir.path().join("responses.jsonl");
     let (status, stderr) = idle_client_on_a_pipe(dir.path(), std::fs::File::create(&out)?.into())?;
-    assert!(status.success(), "{status:?}: {stderr}");
-    assert_no_read_failure(&stderr);
-    assert!(
-        stderr.contains(r#"stdin="pipe" stdout="blocking""#),
-        "{stderr}"
-    );
+    assert_served_cleanly(status, &stderr, r#"stdin="pipe" stdout="blocking""#);
     assert_eq!(
         answered_ids(&std::fs::read_to_string(&out)?),
         [json!(1), json!(2)]
@@ -402,12 +451,7 @@ fn a_pipe_in_and_a_file_out_survive_an_idle_pause() -> Result<(), Failure> {
 fn a_pipe_in_and_dev_null_out_survive_an_idle_pause() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let (status, stderr) = idle_client_on_a_pipe(dir.path(), Stdio::null())?;
-    assert!(status.success(), "{status:?}: {stderr}");
-    assert_no_read_failure(&stderr);
-    assert!(
-        stderr.contains(r#"stdin="pipe" stdout="blocking""#),
-        "{stderr}"
-    );
+    assert_served_cleanly(status, &stderr, r#"stdin="pipe" stdout="blocking""#);
     Ok(())
 }
 
@@ -425,12 +469,7 @@ fn a_pipe_in_and_a_socket_out_survive_an_idle_pause() -> Result<(), Failure> {
         text
     });
     let (status, stderr) = idle_client_on_a_pipe(dir.path(), OwnedFd::from(theirs).into())?;
-    assert!(status.success(), "{status:?}: {stderr}");
-    assert_no_read_failure(&stderr);
-    assert!(
-        stderr.contains(r#"stdin="pipe" stdout="socket""#),
-        "{stderr}"
-    );
+    assert_served_cleanly(status, &stderr, r#"stdin="pipe" stdout="socket""#);
     assert_eq!(answered_ids(&reader.join().unwrap()), [json!(1), json!(2)]);
     Ok(())
 }
@@ -446,13 +485,14 @@ fn socketpairs_as_node_gives_them_are_served_on_the_event_loop() -> Result<(), F
     let (mut to_server, server_in) = UnixStream::pair()?;
     let (from_server, server_out) = UnixStream::pair()?;
     from_server.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
-    let child = StdCommand::new(EXE)
-        .current_dir(dir.path())
-        .env("RUST_LOG", "mcp_write_guard_stdio=debug,info")
-        .stdin(OwnedFd::from(server_in))
-        .stdout(OwnedFd::from(server_out))
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let child = with_ends(
+        dir.path(),
+        OwnedFd::from(server_in),
+        OwnedFd::from(server_out),
+        Stdio::piped(),
+    )
+    .env("RUST_LOG", "mcp_write_guard_stdio=debug,info")
+    .spawn()?;
     let mut lines = BufReader::new(from_server).lines();
     let mut next = || -> Result<Value, Failure> {
         let line = lines.next().ok_or("the server closed stdout")??;
@@ -475,12 +515,7 @@ fn socketpairs_as_node_gives_them_are_served_on_the_event_loop() -> Result<(), F
     to_server.shutdown(std::net::Shutdown::Write)?;
     let output = child.wait_with_output()?;
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    assert_no_read_failure(&stderr);
-    assert!(
-        stderr.contains(r#"stdin="socket" stdout="socket""#),
-        "{stderr}"
-    );
+    assert_served_cleanly(output.status, &stderr, r#"stdin="socket" stdout="socket""#);
     Ok(())
 }
 
@@ -510,12 +545,7 @@ fn assert_flat_under_flood(
 ) -> Result<(), Failure> {
     use std::io::Read;
     let dir = tempfile::tempdir()?;
-    let mut child = StdCommand::new(EXE)
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
+    let mut child = with_ends(dir.path(), Stdio::piped(), Stdio::piped(), Stdio::null()).spawn()?;
     let pid = child.id();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
@@ -608,12 +638,13 @@ fn the_pipes_are_left_as_they_were_found() -> Result<(), Failure> {
     let (stdin_read, mut stdin_write) = std::io::pipe()?;
     let (stdout_read, stdout_write) = std::io::pipe()?;
     assert!(!non_blocking(&stdin_read) && !non_blocking(&stdout_write));
-    let child = StdCommand::new(EXE)
-        .current_dir(dir.path())
-        .stdin(stdin_read.try_clone()?)
-        .stdout(stdout_write.try_clone()?)
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let child = with_ends(
+        dir.path(),
+        stdin_read.try_clone()?,
+        stdout_write.try_clone()?,
+        Stdio::piped(),
+    )
+    .spawn()?;
     stdin_write.write_all(handshake().as_bytes())?;
     stdin_write.write_all(ping(2).as_bytes())?;
     drop(stdin_write);
@@ -643,12 +674,13 @@ fn the_pipes_are_left_as_they_were_found() -> Result<(), Failure> {
 fn an_end_that_cannot_be_served_changes_neither() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let (read, write) = std::io::pipe()?;
-    let output = StdCommand::new(EXE)
-        .current_dir(dir.path())
-        .stdin(read.try_clone()?)
-        .stdout(read.try_clone()?)
-        .stderr(Stdio::piped())
-        .output()?;
+    let output = with_ends(
+        dir.path(),
+        read.try_clone()?,
+        read.try_clone()?,
+        Stdio::piped(),
+    )
+    .output()?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("stdout"), "{stderr}");
@@ -665,12 +697,7 @@ fn an_end_that_cannot_be_served_changes_neither() -> Result<(), Failure> {
 #[test]
 fn input_closed_and_answers_never_read_the_server_still_ends() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let mut child = StdCommand::new(EXE)
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
+    let mut child = with_ends(dir.path(), Stdio::piped(), Stdio::piped(), Stdio::null()).spawn()?;
     let mut stdin = child.stdin.take().unwrap();
     let _unread = child.stdout.take().unwrap();
     stdin.write_all(handshake().as_bytes())?;
@@ -705,14 +732,10 @@ fn input_closed_and_answers_never_read_the_server_still_ends() -> Result<(), Fai
 #[test]
 fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let audit_log = dir.path().join("audit.jsonl");
     let fake = "IMITATION outcome=\"applied\" tool=\"adjust_stock\"\n2026-01-01T00:00:00.000000Z  \
                 INFO mcp_write_guard_rmcp::audit: write decision outcome=\"applied\" \
                 tool=\"adjust_stock\"\u{1b}[2K";
-    let mut child = verbose(dir.path())
-        .args(["--audit-log", audit_log.to_str().unwrap()])
-        .spawn()?;
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin, audit_log) = start_with_audit_log(dir.path(), &[])?;
     let lines = [
         json!({"jsonrpc": "2.0", "id": fake, "method": "ping"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -723,24 +746,12 @@ fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), 
                "params": {"requestId": fake, "reason": fake}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
     ];
-    stdin.write_all(handshake().as_bytes())?;
     for line in &lines {
         writeln!(stdin, "{line}")?;
     }
     stdin.flush()?;
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     // The last ping's answer: everything before it was read and handled.
-    loop {
-        let line = stdout.next().ok_or("stdout closed early")??;
-        if serde_json::from_str::<Value>(&line)?["id"] == 4 {
-            break;
-        }
-    }
-    drop(stdin);
-    let status = child.wait()?;
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
-    assert!(status.success(), "{status:?}\n{stderr}");
+    let stderr = end_after_answer(&mut child, stdin, 4)?;
 
     // The client's text reached the log (escaped), so the reader had something to be fooled by.
     assert!(stderr.contains("IMITATION"), "{stderr}");
@@ -770,16 +781,13 @@ fn client_text_that_imitates_audit_records_is_never_read_as_one() -> Result<(), 
 #[test]
 fn the_audit_file_is_chained_under_the_key_file() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
-    let audit_log = dir.path().join("audit.jsonl");
     let key_file = dir.path().join("audit.key");
     let key = b"a key only the auditors hold\n";
     std::fs::write(&key_file, key)?;
-    let mut child = verbose(dir.path())
-        .args(["--audit-log", audit_log.to_str().unwrap()])
-        .args(["--audit-log-key-file", key_file.to_str().unwrap()])
-        .spawn()?;
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(handshake().as_bytes())?;
+    let (mut child, mut stdin, audit_log) = start_with_audit_log(
+        dir.path(),
+        &["--audit-log-key-file", key_file.to_str().unwrap()],
+    )?;
     // A client that cannot ask its user: each write is refused, and each refusal is a record.
     for id in [2, 3] {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -787,18 +795,7 @@ fn the_audit_file_is_chained_under_the_key_file() -> Result<(), Failure> {
         writeln!(stdin, "{call}")?;
     }
     stdin.flush()?;
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = stdout.next().ok_or("stdout closed early")??;
-        if serde_json::from_str::<Value>(&line)?["id"] == 3 {
-            break;
-        }
-    }
-    drop(stdin);
-    let status = child.wait()?;
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
-    assert!(status.success(), "{status:?}\n{stderr}");
+    end_after_answer(&mut child, stdin, 3)?;
 
     let files = [audit_log];
     let keyed = mcp_write_guard_audit::verify_log_keyed(&files, Some(key))?;

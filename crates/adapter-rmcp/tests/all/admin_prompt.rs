@@ -17,8 +17,8 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use crate::common::{
-    Connected, Era, Fixture, State, assert_row_deleted, delete_with_token, prepare_token_on,
-    text_of, unwrapped,
+    Connected, Era, Fixture, State, assert_deleted_once, assert_row_deleted, delete_with_token,
+    prepare_token_on, text_of,
 };
 
 /// The sentence every `prepare_admin_action` question for `delete_row` starts with.
@@ -178,10 +178,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
     let result = h
         .approve_and_call("delete_row", delete_with_token("a", &token))
         .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(unwrapped(&result), json!({"deleted": "a", "existed": true}));
-    assert!(!h.state().rows.contains_key("a"));
-    assert_eq!(h.state().applies, 1);
+    assert_deleted_once(&result, &h.state(), "a");
     let asked = h.scripted.asked();
     assert_eq!(asked.len(), 2);
     assert!(

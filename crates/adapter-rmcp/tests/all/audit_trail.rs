@@ -44,9 +44,7 @@ both_eras!(
 
 async fn an_approved_write_is_asked_approved_and_applied_under_one_id(era: Era) {
     let h = Harness::start(era).await;
-    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(h.state().counter, 7);
+    h.assert_set_counter_applied().await;
 
     let records = h.audit.records();
     assert_eq!(
@@ -78,10 +76,8 @@ async fn an_approved_write_is_asked_approved_and_applied_under_one_id(era: Era) 
 
 async fn a_declined_write_is_asked_then_declined_under_one_id(era: Era) {
     let h = Harness::start(era).await;
-    let before = h.state();
-    h.script([Reply::Decline]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::Declined, Some("declined"));
+    h.assert_set_counter_refused(Reply::Decline, Outcome::Declined, Some("declined"))
+        .await;
     let records = h.audit.records();
     assert_eq!(h.outcomes(), [Outcome::Asked, Outcome::Declined]);
     one_approval_id(&records);
@@ -89,12 +85,7 @@ async fn a_declined_write_is_asked_then_declined_under_one_id(era: Era) {
 
 async fn a_stale_write_is_asked_approved_then_stale_under_one_id(era: Era) {
     let h = Harness::start(era).await;
-    let fixture = h.fixture.clone();
-    h.script([Reply::after(
-        move || fixture.state.lock().counter = 3,
-        Reply::Approve,
-    )]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.set_counter_gone_stale().await;
     assert_eq!(text_of(&result), mcp_write_guard_rmcp::STALE_MESSAGE);
     assert_eq!(h.state().counter, 3);
     let records = h.audit.records();

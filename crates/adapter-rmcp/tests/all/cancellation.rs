@@ -9,7 +9,10 @@ use std::sync::{
 use mcp_write_guard_rmcp::{AuditRecord, AuditSink, MemorySink, Outcome};
 use serde_json::json;
 
-use crate::common::{Era, Reply, assert_row_deleted, delete_with_token, prepare_token_on, text_of};
+use crate::common::{
+    Era, Reply, assert_row_deleted, delete_with_token, outcomes_and_reasons, prepare_token_on,
+    text_of,
+};
 use crate::wrapped::{Harness, Knobs, Wrapped};
 
 /// Records like a [`MemorySink`] and, once armed, cancels the request whose preview ran last
@@ -62,11 +65,7 @@ async fn cancelled_after_approval_spends_no_token_and_deletes_nothing() {
     assert_eq!(h.state().data(), before.data());
     assert_eq!(h.state().applies, 0);
     assert_eq!(h.state().previews, before.previews + 1, "no re-run either");
-    let outcomes: Vec<_> = records
-        .records()
-        .into_iter()
-        .map(|r| (r.outcome, r.reason))
-        .collect();
+    let outcomes = outcomes_and_reasons(&records);
     assert_eq!(
         outcomes,
         vec![

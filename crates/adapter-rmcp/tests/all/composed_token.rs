@@ -112,14 +112,16 @@ async fn a_token_declared_in_a_composed_schema_gates_the_tool() {
                 0,
                 "the token runs nothing"
             );
+            // `purge {scope: all}` with the token.
+            let purge_with_token = || {
+                call_on(
+                    &h.client,
+                    "purge",
+                    json!({"scope": "all", "confirmationToken": token}),
+                )
+            };
             h.scripted.script([Reply::Approve]);
-            let applied = call_on(
-                &h.client,
-                "purge",
-                json!({"scope": "all", "confirmationToken": token}),
-            )
-            .await
-            .unwrap();
+            let applied = purge_with_token().await.unwrap();
             assert_ne!(
                 applied.is_error,
                 Some(true),
@@ -127,13 +129,7 @@ async fn a_token_declared_in_a_composed_schema_gates_the_tool() {
             );
             assert_eq!(server.runs.load(Ordering::SeqCst), 1, "ran once");
             // Spent: the same token again runs nothing.
-            let again = call_on(
-                &h.client,
-                "purge",
-                json!({"scope": "all", "confirmationToken": token}),
-            )
-            .await
-            .unwrap();
+            let again = purge_with_token().await.unwrap();
             assert_eq!(again.is_error, Some(true));
             assert_eq!(server.runs.load(Ordering::SeqCst), 1);
         }

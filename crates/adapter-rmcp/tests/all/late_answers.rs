@@ -40,7 +40,7 @@ use crate::common::{
     Era, Options, connect,
     counter::{approve_round, first_round, params},
     custom::{NotifyingSink, guard_builder},
-    fixture::Fixture,
+    fixture::{Fixture, State},
     gated::{form_client_info, record_form_question},
     start_time, text_of,
 };
@@ -161,6 +161,34 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(PATIENCE, future)
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+/// Calls `set_counter` with `args` on `client`'s connection, on a task of its own: the call
+/// waits for the answer the test gives.
+fn spawn_set_counter(
+    client: &Connection,
+    args: &Value,
+) -> tokio::task::JoinHandle<Result<CallToolResult, rmcp::ServiceError>> {
+    let peer = client.peer().clone();
+    let request = params("set_counter", args);
+    tokio::spawn(async move { peer.call_tool(request).await })
+}
+
+/// Legacy era: calls `set_counter` with `args` (see [`spawn_set_counter`]), waits until `dialog`
+/// has been asked `asked` questions, answers the last of them with `say`, and returns the call's
+/// result (`what` names the call if it takes too long).
+async fn answered_call(
+    client: &Connection,
+    dialog: &Dialog,
+    args: &Value,
+    asked: usize,
+    say: Say,
+    what: &str,
+) -> CallToolResult {
+    let call = spawn_set_counter(client, args);
+    dialog.wait_asked(asked).await;
+    dialog.answer(asked - 1, say);
+    within(what, call).await.unwrap().unwrap()
 }
 
 /// A guard around the fixture (`set_counter` previewed) whose audit sink says when a record
@@ -331,16 +359,23 @@ fn is_error(result: &CallToolResult) -> bool {
     result.is_error == Some(true)
 }
 
+/// A guard (see [`Guarded::new`]) and a legacy client whose call of `set_counter` 7 was
+/// cancelled and then approved (see [`cancelled_then_approved`]): the guard, the client, its
+/// dialog, and the fixture's state before the call.
+async fn approved_after_a_cancel() -> (Guarded, Connection, Dialog, State) {
+    let g = Guarded::new(None);
+    let (client, dialog) = g.connect(Era::Legacy).await;
+    let before = g.fixture.snapshot();
+    cancelled_then_approved(&g, &client, &dialog, &set(7)).await;
+    (g, client, dialog, before)
+}
+
 /// 1. Below 2026-07-28: the client cancels, then the person approves. The cancelled call
 ///    applies nothing but records the answer; the next call of the same change applies it once
 ///    without a question; the one after asks anew.
 #[tokio::test]
 async fn an_answer_after_the_call_was_cancelled_is_applied_by_the_next_call() {
-    let g = Guarded::new(None);
-    let (client, dialog) = g.connect(Era::Legacy).await;
-    let before = g.fixture.snapshot();
-
-    cancelled_then_approved(&g, &client, &dialog, &set(7)).await;
+    let (g, client, dialog, before) = approved_after_a_cancel().await;
     let after_cancel = g.fixture.snapshot();
     assert_eq!(after_cancel.data(), before.data(), "nothing applied");
     assert_eq!(after_cancel.applies, 0);
@@ -381,13 +416,8 @@ async fn an_answer_after_the_call_was_cancelled_is_applied_by_the_next_call() {
     assert_eq!(principals.len(), 1, "one principal: {principals:?}");
 
     // Applied once: the same change again is a new question (declined here).
-    let third = {
-        let peer = client.peer().clone();
-        tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
-    };
-    dialog.wait_asked(2).await;
-    dialog.answer(1, Say::Decline);
-    let declined = within("the third call", third).await.unwrap().unwrap();
+    let declined =
+        answered_call(&client, &dialog, &set(7), 2, Say::Decline, "the third call").await;
     assert!(is_error(&declined), "{declined:?}");
     assert_eq!(g.count(Outcome::Asked), 2);
     let second = g
@@ -477,10 +507,7 @@ description, schema or annotations); nothing was saved. Ask again to see the new
 ///     the call after that asks anew, about the tool as it is now, and applies once.
 #[tokio::test]
 async fn an_answer_kept_for_a_tool_redefined_since_is_not_applied_by_the_next_call() {
-    let g = Guarded::new(None);
-    let (client, dialog) = g.connect(Era::Legacy).await;
-    let before = g.fixture.snapshot();
-    cancelled_then_approved(&g, &client, &dialog, &set(7)).await;
+    let (g, client, dialog, before) = approved_after_a_cancel().await;
     g.fixture.redefine("set_counter", rewrite_set_counter);
 
     let refused = within(
@@ -517,13 +544,7 @@ async fn an_answer_kept_for_a_tool_redefined_since_is_not_applied_by_the_next_ca
     );
 
     // Used up: the same change is a new question now, and applies once.
-    let third = {
-        let peer = client.peer().clone();
-        tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
-    };
-    dialog.wait_asked(2).await;
-    dialog.answer(1, Say::Approve);
-    let applied = within("the third call", third).await.unwrap().unwrap();
+    let applied = answered_call(&client, &dialog, &set(7), 2, Say::Approve, "the third call").await;
     assert!(!is_error(&applied), "{applied:?}");
     assert_eq!((g.counter(), g.applies()), (7, 1));
     assert_ne!(g.one(Outcome::Applied).approval_id, Some(approval));
@@ -749,13 +770,16 @@ async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
     // Alice, one argument changed: a new question (declined), nothing applied.
     match era {
         Era::Legacy => {
-            let call = {
-                let peer = alice.peer().clone();
-                tokio::spawn(async move { peer.call_tool(params("set_counter", &set(8))).await })
-            };
-            alice_dialog.wait_asked(2).await;
-            alice_dialog.answer(1, Say::Decline);
-            let declined = within("the changed call", call).await.unwrap().unwrap();
+            let changed = set(8);
+            let declined = answered_call(
+                &alice,
+                &alice_dialog,
+                &changed,
+                2,
+                Say::Decline,
+                "the changed call",
+            )
+            .await;
             assert!(is_error(&declined), "{declined:?}");
         }
         _ => {
@@ -779,13 +803,8 @@ async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
     // Bob, the same arguments as Alice: his own question (declined), not her approval.
     match era {
         Era::Legacy => {
-            let call = {
-                let peer = bob.peer().clone();
-                tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
-            };
-            bob_dialog.wait_asked(1).await;
-            bob_dialog.answer(0, Say::Decline);
-            let declined = within("bob's call", call).await.unwrap().unwrap();
+            let declined =
+                answered_call(&bob, &bob_dialog, &set(7), 1, Say::Decline, "bob's call").await;
             assert!(is_error(&declined), "{declined:?}");
         }
         _ => {
@@ -873,10 +892,7 @@ async fn a_waiting_call_without_a_token_reports_no_progress() {
     let g = Guarded::new(Some(Duration::from_millis(100)));
     let dialog = Dialog::default();
     let client = connect_without_progress_tokens(g.guard.clone(), dialog.clone()).await;
-    let call = {
-        let peer = client.peer().clone();
-        tokio::spawn(async move { peer.call_tool(params("set_counter", &set(7))).await })
-    };
+    let call = spawn_set_counter(&client, &set(7));
     dialog.wait_asked(1).await;
     // The absence of progress cannot be awaited: hold the answer for six intervals.
     tokio::time::sleep(Duration::from_millis(600)).await;

@@ -73,15 +73,20 @@ impl PageHarness {
         }
     }
 
+    /// A harness in `era` (see [`PageHarness::start`]) with `set_counter {value}` called (see
+    /// [`PageHarness::set_counter`]) and its question sent to the person.
+    async fn asking(era: Era, value: i64) -> (Self, JoinHandle<CallToolResult>, PageQuestion) {
+        let h = Self::start(era).await;
+        let call = h.set_counter(value);
+        let question = h.question().await;
+        (h, call, question)
+    }
+
     /// Calls `set_counter {value}` on a task of its own (the client waits for the question's
     /// reply, which the test gives).
     fn set_counter(&self, value: i64) -> JoinHandle<CallToolResult> {
         let client = Arc::clone(&self.client);
-        tokio::spawn(async move {
-            let params = CallToolRequestParams::new("set_counter")
-                .with_arguments(json!({"value": value}).as_object().cloned().unwrap());
-            client.call_tool(params).await.unwrap()
-        })
+        tokio::spawn(async move { client.call_tool(set_counter(value)).await.unwrap() })
     }
 
     async fn question(&self) -> PageQuestion {
@@ -94,6 +99,13 @@ impl PageHarness {
             question.url
         );
         question
+    }
+
+    /// The next question, asserting that it sends the person to the same page, `url`.
+    async fn same_page_again(&self, url: &str) -> PageQuestion {
+        let again = self.question().await;
+        assert_eq!(again.url, url);
+        again
     }
 
     async fn get(&self, url: &str) -> Page {
@@ -130,6 +142,26 @@ impl PageHarness {
         (state.counter, state.applies)
     }
 
+    /// Waits for `call` to end; asserts that it wrote and that the counter is `value`, applied
+    /// once. Returns the result.
+    async fn assert_applied(&self, call: JoinHandle<CallToolResult>, value: i64) -> CallToolResult {
+        let era = self.era;
+        let result = call.await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{era:?}: {result:?}");
+        assert_eq!(self.counter(), (value, 1), "{era:?}");
+        result
+    }
+
+    /// Waits for `call` to end; asserts that it was refused and that nothing was applied.
+    /// Returns the result.
+    async fn assert_nothing_applied(&self, call: JoinHandle<CallToolResult>) -> CallToolResult {
+        let era = self.era;
+        let result = call.await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{era:?}: {result:?}");
+        assert_eq!(self.counter(), (0, 0), "{era:?}: nothing applied");
+        result
+    }
+
     fn outcomes(&self) -> Vec<Outcome> {
         self.audit.outcomes()
     }
@@ -156,6 +188,40 @@ impl PageHarness {
 
     fn snapshot_applies(&self) -> usize {
         self.fixture.snapshot().applies
+    }
+}
+
+/// The parameters of a `set_counter {value}` call.
+fn set_counter(value: i64) -> CallToolRequestParams {
+    CallToolRequestParams::new("set_counter")
+        .with_arguments(json!({"value": value}).as_object().cloned().unwrap())
+}
+
+/// A guard on a fresh fixture with the default options and the approval page at `page_base`, if
+/// given, which nothing serves: for clients that are never sent to it.
+struct Unserved {
+    guard: WriteGuard<Fixture>,
+    fixture: Fixture,
+    audit: MemorySink,
+    _clock: ManualClock,
+}
+
+impl Unserved {
+    fn new(page_base: Option<&str>) -> Self {
+        let fixture = Fixture::default();
+        let audit = MemorySink::new();
+        let clock = ManualClock::new(start_time());
+        let mut builder =
+            custom::guard_builder(fixture.clone(), &audit, &clock, &Options::default());
+        if let Some(base) = page_base {
+            builder = builder.approval_page(ApprovalPage::new(base).unwrap());
+        }
+        Self {
+            guard: builder.build(),
+            fixture,
+            audit,
+            _clock: clock,
+        }
     }
 }
 
@@ -193,9 +259,7 @@ impl Page {
 #[tokio::test]
 async fn approving_on_the_page_applies_exactly_what_it_showed() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(7);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 7).await;
         assert!(
             question.message.contains("set_counter"),
             "{}",
@@ -225,9 +289,7 @@ async fn approving_on_the_page_applies_exactly_what_it_showed() {
         assert!(answered.body.contains("You approved this change"));
         let (url, elicitation_id) = (question.url.clone(), question.elicitation_id.clone());
         question.reply(ElicitationAction::Accept);
-        let result = call.await.unwrap();
-        assert_ne!(result.is_error, Some(true), "{era:?}: {result:?}");
-        assert_eq!(h.counter(), (7, 1), "{era:?}");
+        h.assert_applied(call, 7).await;
         assert_eq!(
             h.outcomes(),
             [
@@ -270,9 +332,7 @@ async fn approving_on_the_page_applies_exactly_what_it_showed() {
 #[tokio::test]
 async fn a_tool_redefined_before_the_page_is_answered_is_not_applied() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(7);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 7).await;
         h.fixture.redefine("set_counter", |tool| {
             tool.description = Some("Set the counter, and wipe every row.".into());
         });
@@ -311,21 +371,17 @@ async fn a_tool_redefined_before_the_page_is_answered_is_not_applied() {
 #[tokio::test]
 async fn declining_on_the_page_saves_nothing() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(7);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 7).await;
         let declined = h.answer(&question.url, "decline").await;
         assert_eq!(declined.status, 200);
         assert!(declined.body.contains("You declined this change"));
         question.reply(ElicitationAction::Accept);
-        let result = call.await.unwrap();
-        assert_eq!(result.is_error, Some(true), "{era:?}");
+        let result = h.assert_nothing_applied(call).await;
         assert!(
             text_of(&result).contains("nothing was saved"),
             "{}",
             text_of(&result)
         );
-        assert_eq!(h.counter(), (0, 0), "{era:?}");
         assert_eq!(
             h.outcomes(),
             [Outcome::Asked, Outcome::PageAnswered, Outcome::Declined],
@@ -341,9 +397,7 @@ async fn a_client_that_declines_or_cancels_the_link_denies_and_closes_the_page()
             (ElicitationAction::Decline, Outcome::Declined),
             (ElicitationAction::Cancel, Outcome::Cancelled),
         ] {
-            let h = PageHarness::start(era).await;
-            let call = h.set_counter(7);
-            let question = h.question().await;
+            let (h, call, question) = PageHarness::asking(era, 7).await;
             let url = question.url.clone();
             let open = h.get(&url).await;
             question.reply(action.clone());
@@ -364,9 +418,7 @@ async fn a_client_that_declines_or_cancels_the_link_denies_and_closes_the_page()
 #[tokio::test]
 async fn a_post_without_the_pages_token_changes_nothing() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(7);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 7).await;
         let page = h.get(&question.url).await;
         let csrf = page.csrf().unwrap();
         let wrong = "0".repeat(64);
@@ -397,17 +449,14 @@ async fn a_post_without_the_pages_token_changes_nothing() {
         let approved = h.post(&question.url, Some(&csrf), "approve").await;
         assert_eq!(approved.status, 200);
         question.reply(ElicitationAction::Accept);
-        assert_ne!(call.await.unwrap().is_error, Some(true));
-        assert_eq!(h.counter(), (7, 1), "{era:?}");
+        h.assert_applied(call, 7).await;
     }
 }
 
 #[tokio::test]
 async fn the_clients_accept_approves_nothing_by_itself() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(7);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 7).await;
         let url = question.url.clone();
         // The client says "accept, approve: true" but nobody answered on the page.
         question.reply_with(ElicitationAction::Accept, json!({"approve": true}));
@@ -416,14 +465,11 @@ async fn the_clients_accept_approves_nothing_by_itself() {
             h.clock.advance(time::Duration::seconds(121));
         } else {
             // The retry finds the page open: the same page is asked about again.
-            let again = h.question().await;
-            assert_eq!(again.url, url);
+            let again = h.same_page_again(&url).await;
             assert_eq!(h.get(&url).await.status, 200, "still open");
             again.reply(ElicitationAction::Decline);
         }
-        let result = call.await.unwrap();
-        assert_eq!(result.is_error, Some(true), "{era:?}: {result:?}");
-        assert_eq!(h.counter(), (0, 0), "{era:?}");
+        h.assert_nothing_applied(call).await;
         assert!(
             !h.outcomes().contains(&Outcome::Approved),
             "{:?}",
@@ -436,33 +482,26 @@ async fn the_clients_accept_approves_nothing_by_itself() {
 #[tokio::test]
 async fn the_page_may_be_answered_after_the_client_said_it_opened_it() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(5);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 5).await;
         let url = question.url.clone();
         question.reply(ElicitationAction::Accept);
         if era == Era::InputRounds {
             // Asked again, same page, same clock; answered on the page meanwhile.
-            let again = h.question().await;
-            assert_eq!(again.url, url);
+            let again = h.same_page_again(&url).await;
             assert_eq!(h.answer(&url, "approve").await.status, 200);
             again.reply(ElicitationAction::Accept);
         } else {
             // The call is waiting for the page; the answer wakes it.
             assert_eq!(h.answer(&url, "approve").await.status, 200);
         }
-        let result = call.await.unwrap();
-        assert_ne!(result.is_error, Some(true), "{era:?}: {result:?}");
-        assert_eq!(h.counter(), (5, 1), "{era:?}");
+        h.assert_applied(call, 5).await;
     }
 }
 
 #[tokio::test]
 async fn an_expired_page_says_so_and_saves_nothing() {
     for era in ERAS {
-        let h = PageHarness::start(era).await;
-        let call = h.set_counter(7);
-        let question = h.question().await;
+        let (h, call, question) = PageHarness::asking(era, 7).await;
         let url = question.url.clone();
         let open = h.get(&url).await;
         h.clock.advance(time::Duration::seconds(120));
@@ -472,9 +511,7 @@ async fn an_expired_page_says_so_and_saves_nothing() {
         let late = h.post(&url, open.csrf().as_deref(), "approve").await;
         assert_eq!(late.status, 410);
         question.reply(ElicitationAction::Accept);
-        let result = call.await.unwrap();
-        assert_eq!(result.is_error, Some(true), "{era:?}");
-        assert_eq!(h.counter(), (0, 0), "{era:?}");
+        h.assert_nothing_applied(call).await;
         h.assert_last_outcome(Outcome::Expired);
     }
 }
@@ -522,8 +559,7 @@ async fn where_people_sign_in_only_the_caller_may_answer() {
         let alice = post_as(Some("alice")).await.unwrap();
         assert_eq!(alice.status(), 200);
         question.reply(ElicitationAction::Accept);
-        assert_ne!(call.await.unwrap().is_error, Some(true), "{era:?}");
-        assert_eq!(h.counter(), (9, 1));
+        h.assert_applied(call, 9).await;
         let reasons = h.reasons(Outcome::PageRefused);
         assert_eq!(reasons, ["other-person", "not-signed-in"], "{era:?}");
     }
@@ -537,26 +573,21 @@ async fn a_client_with_both_modes_is_asked_on_the_page_and_form_only_clients_kee
         let question = h.question().await;
         assert_eq!(h.answer(&question.url, "approve").await.status, 200);
         question.reply(ElicitationAction::Accept);
-        assert_ne!(call.await.unwrap().is_error, Some(true));
-        assert_eq!(h.counter(), (3, 1));
+        h.assert_applied(call, 3).await;
 
         // The same guard configuration; a client with form elicitation only.
-        let fixture = Fixture::default();
-        let audit = MemorySink::new();
-        let clock = ManualClock::new(start_time());
-        let guard = custom::guard_builder(fixture.clone(), &audit, &clock, &Options::default())
-            .approval_page(ApprovalPage::new(&h.base).unwrap())
-            .build();
+        let form = Unserved::new(Some(&h.base));
         let scripted = ScriptedClient::new();
         scripted.script([Reply::Approve]);
-        let client = connect(guard, era, scripted.clone()).await.unwrap();
-        let params = CallToolRequestParams::new("set_counter")
-            .with_arguments(json!({"value": 4}).as_object().cloned().unwrap());
-        assert_ne!(client.call_tool(params).await.unwrap().is_error, Some(true));
-        assert_eq!(fixture.snapshot().counter, 4);
+        let client = connect(form.guard, era, scripted.clone()).await.unwrap();
+        assert_ne!(
+            client.call_tool(set_counter(4)).await.unwrap().is_error,
+            Some(true)
+        );
+        assert_eq!(form.fixture.snapshot().counter, 4);
         assert_eq!(scripted.asked().len(), 1);
         assert_eq!(
-            audit.records()[0].asked.as_ref().unwrap().channel,
+            form.audit.records()[0].asked.as_ref().unwrap().channel,
             Channel::Form
         );
     }
@@ -565,19 +596,13 @@ async fn a_client_with_both_modes_is_asked_on_the_page_and_form_only_clients_kee
 #[tokio::test]
 async fn a_url_only_client_cannot_write_without_a_page() {
     for era in ERAS {
-        let fixture = Fixture::default();
-        let audit = MemorySink::new();
-        let clock = ManualClock::new(start_time());
-        let guard: WriteGuard<Fixture> =
-            custom::guard_builder(fixture.clone(), &audit, &clock, &Options::default()).build();
+        let bare = Unserved::new(None);
         let person = PageClient::new();
-        let client = connect(guard, era, person).await.unwrap();
-        let params = CallToolRequestParams::new("set_counter")
-            .with_arguments(json!({"value": 4}).as_object().cloned().unwrap());
-        let result = client.call_tool(params).await.unwrap();
+        let client = connect(bare.guard, era, person).await.unwrap();
+        let result = client.call_tool(set_counter(4)).await.unwrap();
         assert_eq!(result.is_error, Some(true));
-        assert_eq!(fixture.snapshot().counter, 0);
-        assert_eq!(audit.outcomes(), [Outcome::RefusedNoElicitation]);
+        assert_eq!(bare.fixture.snapshot().counter, 0);
+        assert_eq!(bare.audit.outcomes(), [Outcome::RefusedNoElicitation]);
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{AuditRecord, Outcome, STALE_MESSAGE};
 use proptest::{collection::vec, prelude::*};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use tokio::sync::Barrier;
 
 use crate::common::{
     Era, Reply, call_on, connect,
-    counter::{Asked, Committed, CounterHarness, approve_round, first_round, params},
+    counter::{Asked, Committed, CounterHarness, Tally, approve_round, first_round, params},
     gated::shown_change,
     text_of, unwrapped,
 };
@@ -134,16 +134,7 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
     }
 
     // The counter moved once, by the one change that was shown and applied.
-    let tally = h.tally();
-    assert_eq!(tally.counter, 1);
-    assert_eq!(
-        tally.committed,
-        vec![Committed {
-            tool: "add_to_counter".into(),
-            before: 0,
-            after: 1,
-        }]
-    );
+    let tally = assert_one_commit_to(&h, 1);
     // Every approved write reached the tool's compare; nine rolled back there.
     assert_eq!(tally.applies, N);
     assert_eq!(tally.previews, N);
@@ -192,16 +183,7 @@ async fn another_clients_write_between_ask_and_apply_makes_it_stale(era: Era) {
     assert!(result.structured_content.is_none(), "{result:?}");
 
     // Nothing of ours was saved: the counter holds the other write alone.
-    let tally = h.tally();
-    assert_eq!(tally.counter, 5);
-    assert_eq!(
-        tally.committed,
-        vec![Committed {
-            tool: "add_to_counter".into(),
-            before: 0,
-            after: 5,
-        }]
-    );
+    let tally = assert_one_commit_to(&h, 5);
     assert_eq!(tally.applies, 2, "ours reached the compare and rolled back");
 
     // Theirs: approved, applied. Ours (another principal): approved, then stale.
@@ -221,26 +203,12 @@ async fn another_clients_write_between_ask_and_apply_makes_it_stale(era: Era) {
     // Ours was asked first; theirs was asked, approved and applied while ours waited.
     let ours = [0, 4, 5];
     let theirs = [1, 2, 3];
-    assert!(
-        ours.iter()
-            .all(|&i| records[i].principal == records[0].principal)
-    );
-    assert!(
-        theirs
-            .iter()
-            .all(|&i| records[i].principal == records[1].principal)
-    );
+    assert!(all_alike(&records, &ours, |r| r.principal.clone()));
+    assert!(all_alike(&records, &theirs, |r| r.principal.clone()));
     assert_ne!(records[0].principal, records[1].principal);
     assert_ne!(records[0].args_digest, records[1].args_digest);
-    assert!(
-        ours.iter()
-            .all(|&i| records[i].approval_id == records[0].approval_id)
-    );
-    assert!(
-        theirs
-            .iter()
-            .all(|&i| records[i].approval_id == records[1].approval_id)
-    );
+    assert!(all_alike(&records, &ours, |r| r.approval_id));
+    assert!(all_alike(&records, &theirs, |r| r.approval_id));
     assert_eq!(records[5].reason.as_deref(), Some("preview changed"));
 }
 
@@ -400,4 +368,31 @@ proptest! {
             .unwrap()
             .block_on(run(plan));
     }
+}
+
+/// Asserts that the counter holds `after`, reached by one commit of `add_to_counter` from 0.
+/// Returns the tally.
+fn assert_one_commit_to(h: &CounterHarness, after: i64) -> Tally {
+    let tally = h.tally();
+    assert_eq!(tally.counter, after);
+    assert_eq!(
+        tally.committed,
+        vec![Committed {
+            tool: "add_to_counter".into(),
+            before: 0,
+            after,
+        }]
+    );
+    tally
+}
+
+/// Whether the records at `indices` all have the `field` of the first of them.
+fn all_alike<T: PartialEq>(
+    records: &[AuditRecord],
+    indices: &[usize],
+    field: impl Fn(&AuditRecord) -> T,
+) -> bool {
+    indices
+        .iter()
+        .all(|&i| field(&records[i]) == field(&records[indices[0]]))
 }

@@ -4,11 +4,11 @@
 
 use std::sync::atomic::Ordering;
 
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::Outcome;
 use rmcp::model::TASKS_EXTENSION_ID;
 use serde_json::json;
 
-use crate::common::{Era, Reply, ScriptedClient, text_of, unwrapped};
+use crate::common::{Era, Reply, ScriptedClient, a_write_of_each_kind, text_of, unwrapped};
 use crate::wrapped::{Harness, Wrapped};
 
 /// The wrapped fixture (with the tasks extension if `server_tasks`) behind a guard, and a
@@ -34,14 +34,7 @@ async fn a_write_that_may_become_a_task_is_refused_before_asking(era: Era) {
     s.scripted
         .script([Reply::Approve, Reply::Approve, Reply::Approve]);
     let before = s.server.fixture.snapshot();
-    for (tool, args) in [
-        ("set_counter", json!({"value": 7})),
-        ("add_row", json!({"name": "b", "value": 2})),
-        (
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        ),
-    ] {
+    for (tool, args) in a_write_of_each_kind() {
         s.audit.clear();
         let result = s.call(tool, args).await;
         assert_eq!(result.is_error, Some(true), "{tool}: {result:?}");

@@ -7,7 +7,9 @@ use mcp_write_guard_rmcp::{MemorySink, Outcome};
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
-use crate::common::{Era, Fixture, Options, SilentClient, connect, guard, start_time, text_of};
+use crate::common::{
+    Era, Fixture, Options, SilentClient, connect, guard, outcomes_and_reasons, start_time, text_of,
+};
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
@@ -31,11 +33,7 @@ async fn an_unanswered_question_times_out_as_expired_and_writes_nothing() {
     let after = fixture.snapshot();
     assert_eq!(after.data(), before.data());
     assert_eq!(after.applies, 0);
-    let records: Vec<_> = audit
-        .records()
-        .into_iter()
-        .map(|r| (r.outcome, r.reason))
-        .collect();
+    let records = outcomes_and_reasons(&audit);
     assert_eq!(
         records,
         vec![

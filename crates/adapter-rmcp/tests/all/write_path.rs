@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use mcp_write_guard_core::{MemoryStore, Principal, StoreError};
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 
 use crate::common::{
-    Era, Harness, Options, Reply, SilentClient, connect,
+    Era, Harness, Options, Reply, SilentClient, a_write_of_each_kind, connect,
     custom::{NotifyingSink, guard_builder},
-    fixture::{APPLY_ERROR, Fixture},
+    fixture::{APPLY_ERROR, Fixture, State},
     start_time, text_of, unwrapped,
 };
 
@@ -42,9 +42,7 @@ both_eras!(
 
 async fn approve_applies_exactly_the_previewed_change(era: Era) {
     let h = Harness::start(era).await;
-    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(h.state().counter, 7);
+    let result = h.assert_set_counter_applied().await;
     assert_eq!(h.state().applies, 1);
     // Previewed once before asking; the apply compares in its own transaction.
     assert_eq!(h.state().previews, 1);
@@ -69,40 +67,36 @@ async fn approve_applies_exactly_the_previewed_change(era: Era) {
 
 async fn decline_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
-    let before = h.state();
-    h.script([Reply::Decline]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::Declined, Some("declined"));
+    h.assert_set_counter_refused(Reply::Decline, Outcome::Declined, Some("declined"))
+        .await;
     assert_eq!(h.asked().len(), 1);
 }
 
 async fn cancel_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
-    let before = h.state();
-    h.script([Reply::Cancel]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::Cancelled, Some("cancelled"));
+    h.assert_set_counter_refused(Reply::Cancel, Outcome::Cancelled, Some("cancelled"))
+        .await;
 }
 
 async fn accept_with_approve_false_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
-    let before = h.state();
-    h.script([Reply::Accept(json!({"approve": false}))]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::Declined, Some("approve-false"));
+    h.assert_set_counter_refused(
+        Reply::Accept(json!({"approve": false})),
+        Outcome::Declined,
+        Some("approve-false"),
+    )
+    .await;
 }
 
 async fn accept_without_approve_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
-    h.script([Reply::Accept(json!({"approve": "true"}))]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(
-        &result,
-        &before,
+    h.assert_set_counter_refused(
+        Reply::Accept(json!({"approve": "true"})),
         Outcome::Declined,
         Some("approve-not-boolean"),
-    );
+    )
+    .await;
     h.script([Reply::Accept(json!({}))]);
     let result = h.call("set_counter", json!({"value": 7})).await;
     assert_eq!(result.is_error, Some(true));
@@ -148,14 +142,13 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
 
 async fn an_answer_after_120_seconds_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
-    let before = h.state();
     let clock = h.clock.clone();
-    h.script([Reply::after(
+    let late = Reply::after(
         move || clock.advance(time::Duration::seconds(120)),
         Reply::Approve,
-    )]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(&result, &before, Outcome::Expired, Some("expired"));
+    );
+    h.assert_set_counter_refused(late, Outcome::Expired, Some("expired"))
+        .await;
 
     // One second earlier is still in time.
     let clock = h.clock.clone();
@@ -169,24 +162,16 @@ async fn an_answer_after_120_seconds_writes_nothing(era: Era) {
 }
 
 async fn a_client_without_elicitation_is_refused(era: Era) {
-    let h = Harness::with(
-        era,
-        Options {
-            elicitation: false,
-            ..Options::default()
-        },
-    )
-    .await;
+    let h = Harness::with(era, Options::without_elicitation()).await;
     let before = h.state();
     let result = h.call("set_counter", json!({"value": 7})).await;
-    h.assert_refused(
+    assert_refused_unasked(
+        &h,
         &result,
         &before,
         Outcome::RefusedNoElicitation,
-        Some("client has no form elicitation"),
+        "client has no form elicitation",
     );
-    assert!(h.asked().is_empty());
-    assert_eq!(h.state().previews, 0);
     // Reads keep working.
     let read = h.call("get_counter", json!({})).await;
     assert_eq!(unwrapped(&read), json!({"counter": 0}));
@@ -196,9 +181,8 @@ async fn a_client_without_elicitation_may_write_only_with_the_danger_option(era:
     let h = Harness::with(
         era,
         Options {
-            elicitation: false,
             danger: true,
-            ..Options::default()
+            ..Options::without_elicitation()
         },
     )
     .await;
@@ -213,14 +197,7 @@ async fn a_client_without_elicitation_may_write_only_with_the_danger_option(era:
 }
 
 async fn writes_disabled_refuses_without_asking(era: Era) {
-    let h = Harness::with(
-        era,
-        Options {
-            writes: false,
-            ..Options::default()
-        },
-    )
-    .await;
+    let h = Harness::with(era, Options::writes_disabled()).await;
     let before = h.state();
     h.script([Reply::Approve]);
     for (tool, args) in [
@@ -229,13 +206,26 @@ async fn writes_disabled_refuses_without_asking(era: Era) {
     ] {
         h.audit.clear();
         let result = h.call(tool, args).await;
-        h.assert_refused(
+        assert_refused_unasked(
+            &h,
             &result,
             &before,
             Outcome::RefusedDisabled,
-            Some("writes are disabled"),
+            "writes are disabled",
         );
     }
+}
+
+/// Asserts that `result` was refused (see [`Harness::assert_refused`]) with `outcome` and
+/// `reason` before anybody was asked and before anything was previewed.
+fn assert_refused_unasked(
+    h: &Harness,
+    result: &CallToolResult,
+    before: &State,
+    outcome: Outcome,
+    reason: &str,
+) {
+    h.assert_refused(result, before, outcome, Some(reason));
     assert!(h.asked().is_empty());
     assert_eq!(h.state().previews, 0);
 }
@@ -258,13 +248,8 @@ async fn a_failing_preview_is_returned_and_nobody_is_asked(era: Era) {
 
 async fn a_stale_preview_is_refused(era: Era) {
     let h = Harness::start(era).await;
-    let fixture = h.fixture.clone();
     // While the user looks at "before 0, after 7", somebody else sets the counter to 3.
-    h.script([Reply::after(
-        move || fixture.state.lock().counter = 3,
-        Reply::Approve,
-    )]);
-    let result = h.call("set_counter", json!({"value": 7})).await;
+    let result = h.set_counter_gone_stale().await;
     assert_eq!(result.is_error, Some(true));
     assert_eq!(text_of(&result), STALE_MESSAGE);
     assert!(STALE_MESSAGE.starts_with("The data changed since you approved; nothing was saved"));
@@ -279,19 +264,30 @@ async fn a_stale_preview_is_refused(era: Era) {
     h.assert_stale_trail();
 }
 
-async fn an_apply_that_fails_after_approval_is_reported(era: Era) {
+/// Approves `set_counter {value: 7}` on a fixture whose apply `fail` makes fail. Asserts that
+/// the call is an error and changed nothing, with one attempt to apply, recorded as asked,
+/// approved, apply-failed. Returns the harness and the result.
+async fn approved_but_the_apply_fails(
+    era: Era,
+    fail: impl FnOnce(&mut State),
+) -> (Harness, CallToolResult) {
     let h = Harness::start(era).await;
-    h.fixture.state.lock().fail_apply = true;
+    fail(&mut h.fixture.state.lock());
     let before = h.state();
     let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
-    assert_eq!(result.is_error, Some(true));
-    assert!(text_of(&result).contains("database is locked"));
-    assert_eq!(h.state().data(), before.data());
-    assert_eq!(h.state().applies, 1);
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(h.state().data(), before.data(), "nothing changed");
+    assert_eq!(h.state().applies, 1, "one attempt, which failed");
     assert_eq!(
         h.outcomes(),
         vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
     );
+    (h, result)
+}
+
+async fn an_apply_that_fails_after_approval_is_reported(era: Era) {
+    let (_, result) = approved_but_the_apply_fails(era, |state| state.fail_apply = true).await;
+    assert!(text_of(&result).contains("database is locked"));
 }
 
 async fn a_write_without_preview_is_asked_with_its_arguments(era: Era) {
@@ -347,14 +343,7 @@ async fn a_request_nobody_can_be_named_for_is_refused(era: Era) {
     h.fixture.state.lock().rows.insert("a".into(), 1);
     let before = h.state();
     h.script([Reply::Approve, Reply::Approve, Reply::Approve]);
-    for (tool, args) in [
-        ("set_counter", json!({"value": 7})),
-        ("add_row", json!({"name": "b", "value": 2})),
-        (
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        ),
-    ] {
+    for (tool, args) in a_write_of_each_kind() {
         h.audit.clear();
         let result = h.call(tool, args).await;
         h.assert_refused(
@@ -467,17 +456,7 @@ async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
 }
 
 async fn an_apply_error_after_approval_is_recorded(era: Era) {
-    let h = Harness::start(era).await;
-    h.fixture.state.lock().apply_error = true;
-    let before = h.state();
-    let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(h.state().data(), before.data(), "nothing changed");
-    assert_eq!(h.state().applies, 1, "one attempt, which failed");
-    assert_eq!(
-        h.outcomes(),
-        vec![Outcome::Asked, Outcome::Approved, Outcome::ApplyFailed]
-    );
+    let (h, _) = approved_but_the_apply_fails(era, |state| state.apply_error = true).await;
     let reason = h.audit.last().unwrap().reason.unwrap();
     assert!(reason.contains(APPLY_ERROR), "{reason}");
 }

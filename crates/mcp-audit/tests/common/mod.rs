@@ -23,6 +23,18 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// Asserts that the run exited with `code`; the stdout as JSON (see [`Run::json`]).
+    pub(crate) fn report(&self, code: i32) -> Value {
+        assert_eq!(self.code, code, "{self:?}");
+        self.json()
+    }
+
+    /// Asserts that the run could not audit (exit code 2) and that its stderr says `says`.
+    pub(crate) fn assert_cannot_audit(&self, says: &str) {
+        assert_eq!(self.code, 2, "{self:?}");
+        assert!(self.stderr.contains(says), "{self:?}");
+    }
+
     /// The stdout as JSON.
     pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
@@ -66,6 +78,14 @@ pub(crate) async fn audit_fixture(mode: &str, flags: &[&str], env: &[(&str, &str
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--", FIXTURE, mode]);
     audit(args, env).await
+}
+
+/// A new temporary directory (removed when dropped) and the path of `name` in it; the file is
+/// not created.
+pub(crate) fn temp_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
 }
 
 /// The names in a JSON array of strings.

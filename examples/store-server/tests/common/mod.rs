@@ -18,7 +18,7 @@ use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, Command},
 };
-use workspace_tests::{Client, Failure, connect_over, serving_url};
+use workspace_tests::{Client, Failure, FileView, connect_over, serving_url};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_store-server");
 
@@ -104,6 +104,45 @@ pub async fn launch_stdio(
         .spawn()?;
     let log = stderr.map(Log::collect).unwrap_or_default();
     Ok((connect_over(transport, user, era).await?, log))
+}
+
+/// A fresh temporary directory and the path of `store.db` in it: the database file the binary
+/// creates and seeds when it is started there with `--db` on that path.
+pub struct StoreFile {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+}
+
+impl StoreFile {
+    /// A new temporary directory; the database file is not created yet.
+    pub fn new() -> Result<Self, Failure> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("store.db");
+        Ok(Self { dir, db })
+    }
+
+    /// The database file, read through a connection of the test's own.
+    pub fn view(&self) -> FileView {
+        FileView::new(&self.db)
+    }
+
+    /// Starts `store-server --db DB` over stdio in the directory, writes on, and connects `user`
+    /// to it in `era` (see [`launch_stdio`]).
+    pub async fn launch_stdio(
+        &self,
+        user: &ScriptedClient,
+        era: Era,
+    ) -> Result<(Client, Log), Failure> {
+        let args = ["--db", self.db.to_str().ok_or("a non-UTF-8 path")?];
+        launch_stdio(self.dir.path(), &args, Some("true"), user, era).await
+    }
+
+    /// Starts `store-server --http 127.0.0.1:0 --db DB` in the directory, writes on (see
+    /// [`HttpChild::start`]).
+    pub async fn serve_http(&self) -> Result<HttpChild, Failure> {
+        let args = ["--db", self.db.to_str().ok_or("a non-UTF-8 path")?];
+        HttpChild::start(self.dir.path(), &args, Some("true")).await
+    }
 }
 
 /// The binary serving streamable HTTP on a free loopback port. Killed when dropped.

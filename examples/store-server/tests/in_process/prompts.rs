@@ -13,7 +13,7 @@ use mcp_write_guard_rmcp::{
 use serde_json::json;
 use workspace_tests::{Client, Failure, FileView, Snapshot, call, is_error, structured};
 
-use crate::store::{Store, place_order};
+use crate::store::Store;
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 
@@ -83,16 +83,6 @@ fn assert_clean(question: &str, lines: usize, case: &str) {
             "{case}: raw {c:?} in {question:?}"
         );
     }
-}
-
-/// A fresh store with one pending order placed directly in the database: the store, an
-/// observer of its file, the order's id, and the file as it was then.
-fn store_with_an_order() -> Result<(Store, FileView, i64, Snapshot), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let order = place_order(&store)?;
-    let before = file.snapshot()?;
-    Ok((store, file, order, before))
 }
 
 /// Asserts that the cancellation was not made: `order` still pending, TLS-002 at 2, only the
@@ -187,7 +177,7 @@ async fn a_hostile_reason_cannot_reshape_the_admin_intent_question() -> Result<(
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
-            let (store, file, order, before) = store_with_an_order()?;
+            let (store, file, order, before) = Store::with_an_order()?;
             let (user, client) = store.person(era, [Reply::Decline]).await?;
 
             let result = prepare(&client, order, &reason).await?;
@@ -227,7 +217,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
     for era in ERAS {
         for (case, reason) in hostile_reasons() {
             let case = format!("{era:?}, {case}");
-            let (store, file, order, before) = store_with_an_order()?;
+            let (store, file, order, before) = Store::with_an_order()?;
             // Approve the intent (to get a token), decline the act.
             let (user, client) = store.person(era, [Reply::Approve, Reply::Decline]).await?;
 

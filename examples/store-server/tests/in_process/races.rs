@@ -2,12 +2,12 @@
 //! collected on one state and applied at once land exactly once, and a write that lands between
 //! a question and its apply makes the approval stale with nothing of it saved.
 
-use mcp_write_guard_rmcp::Outcome;
-use mcp_write_guard_rmcp::test_util::ERAS;
+use mcp_write_guard_rmcp::test_util::{ERAS, ScriptedClient};
+use mcp_write_guard_rmcp::{Era, Outcome};
 use serde_json::{Value, json};
 use workspace_tests::{
-    Failure, RACE_PLUS_ONE_PROMPT, counter_sale, enveloped_data, hold_approvals, is_error,
-    race_one_stock, race_plus_one, sell_one, tally,
+    Client, Failure, FileView, RACE_PLUS_ONE_PROMPT, counter_sale, enveloped_data, hold_approvals,
+    is_error, race_one_stock, race_plus_one, sell_one, tally,
 };
 
 use crate::store::Store;
@@ -21,6 +21,18 @@ fn plus_one() -> Value {
 
 fn count(outcomes: &[Outcome], outcome: Outcome) -> usize {
     outcomes.iter().filter(|o| **o == outcome).count()
+}
+
+/// A fresh store, an outside observer of its file, and two people on it in `era` (see
+/// [`Store::with_another_person`]): the person whose approvals a test holds with their client,
+/// and the other person's client, which writes in between.
+async fn two_people(
+    era: Era,
+) -> Result<(Store, FileView, ScriptedClient, Client, Client), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let (user, client, other) = store.with_another_person(era).await?;
+    Ok((store, file, user, client, other))
 }
 
 #[tokio::test]
@@ -45,9 +57,7 @@ async fn ten_approvals_shown_on_one_stock_apply_exactly_once() -> Result<(), Fai
 #[tokio::test]
 async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client, other) = store.with_another_person(era).await?;
+        let (store, file, user, client, other) = two_people(era).await?;
 
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         assert_eq!(held.prompts(), [RACE_PLUS_ONE_PROMPT], "{era:?}");
@@ -82,9 +92,7 @@ async fn another_connections_write_between_ask_and_apply_makes_it_stale() -> Res
 #[tokio::test]
 async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client, other) = store.with_another_person(era).await?;
+        let (store, file, user, client, other) = two_people(era).await?;
         let order = json!({"customerId": 1, "lines": [{"sku": "TLS-002", "quantity": 2}]});
 
         let held = hold_approvals(
@@ -120,9 +128,7 @@ async fn an_order_priced_on_a_stock_that_changed_is_not_placed() -> Result<(), F
 #[tokio::test]
 async fn a_write_to_another_product_in_between_does_not_make_it_stale() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let (user, client, other) = store.with_another_person(era).await?;
+        let (store, file, user, client, other) = two_people(era).await?;
 
         let held = hold_approvals(&client, &user, era, "adjust_stock", &[plus_one()]).await?;
         sell_one(&other, "TLS-001").await?;

@@ -21,10 +21,8 @@ const READS: [&str; 6] = [
 
 #[tokio::test]
 async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let before = store.file().snapshot()?;
-    let user = ScriptedClient::answering([]);
-    let client = store.connect(&user).await?;
+    let (store, _, before) = Store::with_snapshot()?;
+    let (user, client) = store.person(Era::Legacy, []).await?;
 
     let result = call(&client, "list_reviews", json!({"sku": "TLS-002"})).await?;
 

@@ -124,10 +124,8 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
 #[tokio::test]
 async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
     // Legacy: the elicitation request fails; the guard refuses.
-    let store = Store::new()?;
-    let before = store.file().snapshot()?;
-    let user = ScriptedClient::answering([Reply::Fail]);
-    let client = connect(store.guard(true), &user, Era::Legacy).await?;
+    let (store, _, before) = Store::with_snapshot()?;
+    let (_user, client) = store.person(Era::Legacy, [Reply::Fail]).await?;
     let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
     assert!(is_error(&result), "{result:?}");
     assert_eq!(store.file().snapshot()?, before);
@@ -135,10 +133,8 @@ async fn a_client_that_fails_to_ask_writes_nothing() -> Result<(), Failure> {
 
     // Input rounds: the client cannot produce an answer, so it never retries; the approval is
     // left open and nothing is written.
-    let store = Store::new()?;
-    let before = store.file().snapshot()?;
-    let user = ScriptedClient::answering([Reply::Fail]);
-    let client = connect(store.guard(true), &user, Era::InputRounds).await?;
+    let (store, _, before) = Store::with_snapshot()?;
+    let (_user, client) = store.person(Era::InputRounds, [Reply::Fail]).await?;
     assert!(
         call(&client, "adjust_stock", adjust_tls_002())
             .await
@@ -301,10 +297,8 @@ async fn data_that_changed_while_the_user_looked_is_not_overwritten() -> Result<
 
 #[tokio::test]
 async fn arguments_the_guard_cannot_capture_are_refused() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let before = store.file().snapshot()?;
-    let user = ScriptedClient::answering([Reply::Approve]);
-    let client = store.connect(&user).await?;
+    let (store, _, before) = Store::with_snapshot()?;
+    let (user, client) = store.person(Era::Legacy, [Reply::Approve]).await?;
     let mut deep = json!("damaged");
     for _ in 0..100 {
         deep = json!([deep]);

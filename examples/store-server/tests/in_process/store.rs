@@ -50,6 +50,22 @@ impl Store {
         Ok((store, file, before))
     }
 
+    /// A fresh store with one pending order placed (see [`place_order`]), an outside observer of
+    /// its file, and the order's id.
+    pub(crate) fn with_an_order_placed() -> Result<(Self, FileView, i64), Failure> {
+        let store = Self::new()?;
+        let file = store.file();
+        let order = place_order(&store)?;
+        Ok((store, file, order))
+    }
+
+    /// [`Store::with_an_order_placed`], and the file as it was once the order was placed.
+    pub(crate) fn with_an_order() -> Result<(Self, FileView, i64, Snapshot), Failure> {
+        let (store, file, order) = Self::with_an_order_placed()?;
+        let before = file.snapshot()?;
+        Ok((store, file, order, before))
+    }
+
     /// An outside observer of the file.
     pub(crate) fn file(&self) -> FileView {
         FileView::new(&self.path)

@@ -6,10 +6,11 @@ use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use store_server::{CancelOrderArgs, Mode};
 use workspace_tests::{
-    Client, Failure, Movement, call, enveloped_data, is_error, message, structured, text,
+    Client, Failure, Movement, Snapshot, call, enveloped_data, is_error, message, structured, text,
 };
 
 use crate::store::{Store, connect, place_order};
@@ -50,6 +51,22 @@ fn token_rejected(reason: &str) -> Decision {
     (Outcome::TokenRejected, Some(reason.to_owned()))
 }
 
+/// Asserts that `result` is the token refusal, that the file is as `before`, and that the last
+/// audit record is `expected`; `what` names the case in failure messages.
+fn assert_token_refused(
+    store: &Store,
+    result: &CallToolResult,
+    before: &Snapshot,
+    expected: Decision,
+    what: &str,
+) -> Result<(), Failure> {
+    assert!(is_error(result), "{what}: {result:?}");
+    assert_eq!(text(result), TOKEN_REFUSAL_MESSAGE, "{what}");
+    assert_eq!(store.file().snapshot()?, *before, "{what}");
+    assert_eq!(last_decision(store), expected, "{what}");
+    Ok(())
+}
+
 fn cancel_args(order_id: i64, reason: &str, token: &str) -> Value {
     json!({"orderId": order_id, "reason": reason, "confirmationToken": token})
 }
@@ -57,9 +74,7 @@ fn cancel_args(order_id: i64, reason: &str, token: &str) -> Value {
 #[tokio::test]
 async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), Failure> {
     for era in ERAS {
-        let store = Store::new()?;
-        let file = store.file();
-        let order = place_order(&store)?;
+        let (store, file, order) = Store::with_an_order_placed()?;
         assert_eq!(file.stock("TLS-002")?, 2);
         let (user, client) = store.person(era, [Reply::Approve, Reply::Approve]).await?;
 
@@ -142,20 +157,22 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         // Single use: the same call again is refused and nothing moves.
         let before = file.snapshot()?;
         let again = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
-        assert!(is_error(&again));
-        assert_eq!(text(&again), TOKEN_REFUSAL_MESSAGE);
+        let case = format!("{era:?}");
+        assert_token_refused(
+            &store,
+            &again,
+            &before,
+            token_rejected("already-spent"),
+            &case,
+        )?;
         assert_eq!(user.asked().len(), 2, "{era:?}: the replay asked nobody");
-        assert_eq!(last_decision(&store), token_rejected("already-spent"));
-        assert_eq!(file.snapshot()?, before);
     }
     Ok(())
 }
 
 #[tokio::test]
 async fn a_missing_or_malformed_token_is_refused_before_anyone_is_asked() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let order = place_order(&store)?;
-    let before = store.file().snapshot()?;
+    let (store, _, order, before) = Store::with_an_order()?;
     let user = ScriptedClient::answering([Reply::Approve, Reply::Approve, Reply::Approve]);
     let client = store.connect(&user).await?;
 
@@ -231,11 +248,8 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
 
         let result = call(&client, "cancel_order", misuse(first, second, &token)).await?;
 
-        assert!(is_error(&result), "{what}: {result:?}");
-        assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE, "{what}");
+        assert_token_refused(&store, &result, &before, expected, what)?;
         assert_eq!(user.asked().len(), 1, "{what}: only the intent was asked");
-        assert_eq!(file.snapshot()?, before, "{what}");
-        assert_eq!(last_decision(&store), expected, "{what}");
         assert!(
             !store.audit.decisions().contains(&Outcome::Applied),
             "{what}: {:?}",
@@ -252,9 +266,7 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
 #[tokio::test]
 async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -> Result<(), Failure>
 {
-    let store = Store::new()?;
-    let file = store.file();
-    let order = place_order(&store)?;
+    let (store, file, order) = Store::with_an_order_placed()?;
     let behind = file.clone();
     let user = ScriptedClient::answering([
         Reply::Approve,
@@ -281,22 +293,23 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
 
     let replay = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
 
-    assert!(is_error(&replay), "{replay:?}");
-    assert_eq!(text(&replay), TOKEN_REFUSAL_MESSAGE);
+    assert_token_refused(
+        &store,
+        &replay,
+        &before,
+        token_rejected("already-spent"),
+        "replay",
+    )?;
     assert_eq!(user.asked().len(), 2, "the replay asked nobody");
     assert_eq!(user.unused_replies(), 1);
-    assert_eq!(file.snapshot()?, before);
     assert_eq!(file.order_status(order)?.as_deref(), Some("pending"));
     assert_eq!(file.stock("TLS-002")?, 7);
-    assert_eq!(last_decision(&store), token_rejected("already-spent"));
     Ok(())
 }
 
 #[tokio::test]
 async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let order = place_order(&store)?;
+    let (store, file, order) = Store::with_an_order_placed()?;
     let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
     let client = store.connect(&user).await?;
     let token = prepare(&client, order, REASON).await?;
@@ -305,19 +318,20 @@ async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
     store.clock.advance(time::Duration::seconds(301));
     let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
 
-    assert!(is_error(&result));
-    assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE);
+    assert_token_refused(
+        &store,
+        &result,
+        &before,
+        token_rejected("expired"),
+        "expired",
+    )?;
     assert_eq!(user.asked().len(), 1, "only the intent was asked");
-    assert_eq!(file.snapshot()?, before);
-    assert_eq!(last_decision(&store), token_rejected("expired"));
     Ok(())
 }
 
 #[tokio::test]
 async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let order = place_order(&store)?;
+    let (store, file, order) = Store::with_an_order_placed()?;
     // One guard (one approval store), two connections: two principals.
     let guard = store.guard(true);
     let alice = ScriptedClient::answering([Reply::Approve]);
@@ -334,20 +348,16 @@ async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Fa
     )
     .await?;
 
-    assert!(is_error(&result));
-    assert_eq!(text(&result), TOKEN_REFUSAL_MESSAGE);
+    let expected = token_rejected("other-principal");
+    assert_token_refused(&store, &result, &before, expected, "mallory")?;
     assert!(mallory.asked().is_empty());
     assert_eq!(alice.asked().len(), 1);
-    assert_eq!(file.snapshot()?, before);
-    assert_eq!(last_decision(&store), token_rejected("other-principal"));
     Ok(())
 }
 
 #[tokio::test]
 async fn declining_the_intent_issues_no_token() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let order = place_order(&store)?;
-    let before = store.file().snapshot()?;
+    let (store, _, order, before) = Store::with_an_order()?;
     let user = ScriptedClient::answering([Reply::Decline]);
     let client = store.connect(&user).await?;
 
@@ -413,10 +423,8 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
 
 #[tokio::test]
 async fn only_token_gated_tools_can_be_prepared() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let before = store.file().snapshot()?;
-    let user = ScriptedClient::answering([Reply::Approve]);
-    let client = store.connect(&user).await?;
+    let (store, _, before) = Store::with_snapshot()?;
+    let (user, client) = store.person(Era::Legacy, [Reply::Approve]).await?;
 
     let result = call(
         &client,

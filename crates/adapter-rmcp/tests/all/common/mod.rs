@@ -53,6 +53,24 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The defaults, for a client that declares no form elicitation.
+    pub fn without_elicitation() -> Self {
+        Self {
+            elicitation: false,
+            ..Self::default()
+        }
+    }
+
+    /// The defaults, with writes disabled.
+    pub fn writes_disabled() -> Self {
+        Self {
+            writes: false,
+            ..Self::default()
+        }
+    }
+}
+
 /// A scripted client that declares form elicitation, or none.
 pub fn scripted_client(elicitation: bool) -> ScriptedClient {
     if elicitation {
@@ -188,6 +206,43 @@ impl Harness {
         self.call(tool, args).await
     }
 
+    /// Approves and calls `set_counter` with `{"value": 7}`; asserts that it wrote 7. Returns
+    /// the result.
+    pub async fn assert_set_counter_applied(&self) -> CallToolResult {
+        let result = self
+            .approve_and_call("set_counter", json!({"value": 7}))
+            .await;
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        assert_eq!(self.state().counter, 7);
+        result
+    }
+
+    /// Calls `set_counter` with `{"value": 7}`; while the question is open somebody else sets
+    /// the counter to 3, then the client approves. Returns the result.
+    pub async fn set_counter_gone_stale(&self) -> CallToolResult {
+        let fixture = self.fixture.clone();
+        self.script([Reply::after(
+            move || fixture.state.lock().counter = 3,
+            Reply::Approve,
+        )]);
+        self.call("set_counter", json!({"value": 7})).await
+    }
+
+    /// Scripts the client to answer the next question with `reply`, calls `set_counter` with
+    /// `{"value": 7}` and asserts it was refused (see [`Harness::assert_refused`]), measured
+    /// against the state before the call.
+    pub async fn assert_set_counter_refused(
+        &self,
+        reply: Reply,
+        outcome: Outcome,
+        reason: Option<&str>,
+    ) {
+        let before = self.state();
+        self.script([reply]);
+        let result = self.call("set_counter", json!({"value": 7})).await;
+        self.assert_refused(&result, &before, outcome, reason);
+    }
+
     /// Asserts the audit trail of a write approved and then found stale at the apply: asked,
     /// approved, stale, the last record's reason "preview changed".
     pub fn assert_stale_trail(&self) {
@@ -221,24 +276,58 @@ impl Harness {
             text.contains("nothing was") || text.contains("Nothing was"),
             "refusal text says nothing was saved: {text}"
         );
-        let after = self.state();
-        assert_eq!(after.data(), before.data(), "the fixture's data changed");
-        assert_eq!(
-            after.applies, before.applies,
-            "the inner tool was asked to apply"
-        );
-        let last = self.audit.last().expect("an audit record");
-        assert_eq!(last.outcome, outcome, "{:?}", self.audit.records());
-        assert_eq!(
-            self.outcomes().iter().filter(|o| **o == outcome).count(),
-            1,
-            "exactly one record names the refusal: {:?}",
-            self.outcomes()
-        );
+        let last = assert_unchanged_and_recorded(before, &self.state(), &self.audit, outcome);
         if let Some(reason) = reason {
             assert_eq!(last.reason.as_deref(), Some(reason), "{last:?}");
         }
     }
+}
+
+/// Asserts what a refused call leaves behind: `after` (the fixture's state read after the call)
+/// holds the data and the apply count of `before`, and the last of `audit`'s records, the only
+/// one that names `outcome`, names it. Returns that record.
+pub fn assert_unchanged_and_recorded(
+    before: &State,
+    after: &State,
+    audit: &MemorySink,
+    outcome: Outcome,
+) -> mcp_write_guard_rmcp::AuditRecord {
+    assert_eq!(after.data(), before.data(), "the fixture's data changed");
+    assert_eq!(
+        after.applies, before.applies,
+        "the inner tool was asked to apply"
+    );
+    let last = audit.last().expect("an audit record");
+    assert_eq!(last.outcome, outcome, "{:?}", audit.records());
+    assert_eq!(
+        audit.outcomes().iter().filter(|o| **o == outcome).count(),
+        1,
+        "exactly one record names the refusal: {:?}",
+        audit.records()
+    );
+    last
+}
+
+/// One call of each kind of write, as tool and arguments: `set_counter` (previewed), `add_row`
+/// (not previewed), and preparing a token for `delete_row`.
+pub fn a_write_of_each_kind() -> [(&'static str, Value); 3] {
+    [
+        ("set_counter", json!({"value": 7})),
+        ("add_row", json!({"name": "b", "value": 2})),
+        (
+            mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
+            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
+        ),
+    ]
+}
+
+/// Each of `audit`'s records as its outcome and reason, in order.
+pub fn outcomes_and_reasons(audit: &MemorySink) -> Vec<(Outcome, Option<String>)> {
+    audit
+        .records()
+        .into_iter()
+        .map(|r| (r.outcome, r.reason))
+        .collect()
 }
 
 pub async fn call_on(
@@ -291,6 +380,16 @@ pub fn delete_with_token(name: &str, token: &str) -> Value {
 pub fn assert_row_deleted(result: &CallToolResult, state: &State, name: &str) {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert!(!state.rows.contains_key(name));
+}
+
+/// Asserts that a write's `result` deleted row `name`, which existed: the inner tool's answer
+/// says so, and `state` (the fixture's state read after the call) has no such row after one
+/// apply in all.
+pub fn assert_deleted_once(result: &CallToolResult, state: &State, name: &str) {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(unwrapped(result), json!({"deleted": name, "existed": true}));
+    assert!(!state.rows.contains_key(name));
+    assert_eq!(state.applies, 1);
 }
 
 /// All text content of a result, joined.

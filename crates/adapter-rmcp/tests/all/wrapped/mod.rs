@@ -110,7 +110,7 @@ impl ServerHandler for Wrapped {
 
 use mcp_write_guard_rmcp::{Outcome, WriteGuardBuilder};
 
-use crate::common::{Connected, Era, State, text_of};
+use crate::common::{Connected, Era, State, assert_unchanged_and_recorded, text_of};
 
 /// A scripted client connected to a guard around a [`Wrapped`] fixture.
 pub type Harness = Connected<Wrapped>;
@@ -150,23 +150,6 @@ impl Harness {
             !text.contains(INNER_TEXT),
             "inner text reached the model: {text}"
         );
-        let after = self.state();
-        assert_eq!(after.data(), before.data(), "the fixture's data changed");
-        assert_eq!(
-            after.applies, before.applies,
-            "the fixture was asked to apply"
-        );
-        let last = self.audit.last().expect("an audit record");
-        assert_eq!(last.outcome, outcome, "{:?}", self.audit.records());
-        assert_eq!(
-            self.audit
-                .outcomes()
-                .iter()
-                .filter(|o| **o == outcome)
-                .count(),
-            1,
-            "{:?}",
-            self.audit.records()
-        );
+        assert_unchanged_and_recorded(before, &self.state(), &self.audit, outcome);
     }
 }
