@@ -643,6 +643,27 @@ impl<S: ServerHandler> WriteGuard<S> {
             .map_err(|error| Refusal::store(&error, &self.shared.policy))
     }
 
+    /// A copy of the question's stored approval, to put the same question again (nothing is
+    /// taken: the apply still takes it once).
+    async fn peek(
+        &self,
+        call: &Call,
+        question: &Question,
+        principal: &Principal,
+        args: &CapturedArgs,
+        now: time::OffsetDateTime,
+    ) -> Result<mcp_write_guard_core::PendingApproval, Refusal> {
+        self.shared
+            .approvals()
+            .peek_approval(
+                question.approval(),
+                Binding::new(principal, &call.tool, args),
+                now,
+            )
+            .await
+            .map_err(used_or_rejected)
+    }
+
     /// From 2026-07-28, for a call that found its question open: the same question again (the
     /// same approval id and clock), with a fresh `requestState`.
     async fn present_again(
@@ -653,19 +674,13 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let approvals = self.shared.approvals();
         let now = self.shared.clock.now();
-        let pending = approvals
-            .peek_approval(
-                question.approval(),
-                Binding::new(principal, &call.tool, args),
-                now,
-            )
-            .await
-            .map_err(used_or_rejected)?;
+        let pending = self.peek(call, question, principal, args, now).await?;
         // Counted: each time the same question is put again holds a place in the principal's
         // cap, so calls of one open question cannot fill the store.
-        let state = approvals
+        let state = self
+            .shared
+            .approvals()
             .open_round_trip(&pending, now)
             .await
             .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
@@ -684,16 +699,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &'a RequestContext<RoleServer>,
     ) -> Result<Asking<'a>, Refusal> {
         let now = self.shared.clock.now();
-        let pending = self
-            .shared
-            .approvals()
-            .peek_approval(
-                question.approval(),
-                Binding::new(principal, &call.tool, args),
-                now,
-            )
-            .await
-            .map_err(used_or_rejected)?;
+        let pending = self.peek(call, question, principal, args, now).await?;
         let Some(time_left) = pending.time_left(now) else {
             return Err(Refusal::denied(DenyReason::Expired));
         };
