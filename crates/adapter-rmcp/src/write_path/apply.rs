@@ -11,10 +11,7 @@
 //! transaction that applies. For `prepare_admin_action` the apply is issuing the token, bound
 //! to the target's definition.
 
-use mcp_write_guard_core::{
-    Approved, Binding, ToolName,
-    token::{TokenRejection, parse_token},
-};
+use mcp_write_guard_core::{Approved, Binding, ToolName};
 use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
@@ -25,6 +22,7 @@ use time::format_description::well_known::Rfc3339;
 
 use super::{
     Call,
+    books::Books,
     capture::{AdminTarget, admin_input},
     refusal::Refusal,
 };
@@ -58,7 +56,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         tools::check_definition(&approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(approved.tool(), &changed))?;
         if class.token_gated {
-            self.spend(&approved).await.map_err(Refusal::token)?;
+            self.shared
+                .books()
+                .spend(&approved)
+                .await
+                .map_err(Refusal::token)?;
         }
         if context.ct.is_cancelled() {
             return Err(Refusal::cancelled("before the apply"));
@@ -81,21 +83,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         tools::check_definition(approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(&name, &changed))?;
         let target = self.admin_target_of(input, found.as_ref())?;
-        self.issue_admin_token(call, approved, &target).await
-    }
-
-    /// Spends the approved call's confirmation token: once, atomically, only for the principal,
-    /// tool, definition and arguments it was issued for.
-    async fn spend(&self, approved: &Approved) -> Result<(), TokenRejection> {
-        let Some(token) = approved.args().confirmation_token() else {
-            return Err(TokenRejection::Missing);
-        };
-        let token = parse_token(token)?;
-        let call = Binding::new(approved.principal(), approved.tool(), approved.args());
-        self.shared
-            .approvals()
-            .spend_token(&token, call, approved.definition(), self.shared.clock.now())
-            .await
+        issue_admin_token(self.shared.books(), call, approved, &target).await
     }
 
     /// Calls the inner tool with the approved arguments, as a compare-and-apply when the tool
@@ -126,7 +114,10 @@ impl<S: ServerHandler> WriteGuard<S> {
             (Ok(CallToolResponse::Complete(result)), Some(Some(Comparison::Stale)))
                 if result.is_error != Some(true) =>
             {
-                Err(self.not_vouched(tool, "the tool returned success after a stale compare"))
+                Err(not_vouched(
+                    tool,
+                    "the tool returned success after a stale compare",
+                ))
             }
             (_, Some(Some(Comparison::Stale))) => Err(Refusal::stale("preview changed")),
             (Ok(CallToolResponse::Complete(result)), compared) => {
@@ -162,81 +153,77 @@ impl<S: ServerHandler> WriteGuard<S> {
         let tool = call.tool.as_str();
         if result.is_error == Some(true) {
             let failed = Some("tool returned an error".into());
-            self.record(call, Outcome::ApplyFailed, failed);
+            self.shared
+                .books()
+                .record(call, Outcome::ApplyFailed, failed);
         } else if compared == Some(None) {
             // Opted in to previews, applied, never compared.
-            return Err(self.not_vouched(tool, "the tool did not compare the approved preview"));
+            return Err(not_vouched(
+                tool,
+                "the tool did not compare the approved preview",
+            ));
         } else {
-            self.record(call, Outcome::Applied, None);
+            self.shared.books().record(call, Outcome::Applied, None);
         }
         Ok(self.wrap(tool, class, result).into())
     }
+}
 
-    /// A tool that opted in to previews broke the compare-and-apply contract: the guard cannot
-    /// say whether, or on which state, it wrote.
-    fn not_vouched(&self, tool: &str, reason: &'static str) -> Refusal {
-        tracing::error!(
-            target: "mcp_write_guard_rmcp",
-            tool,
-            reason,
-            "a tool that opted in to previews must call ApprovedPreview::check in its apply and \
-             roll back when it says stale"
-        );
+/// A tool that opted in to previews broke the compare-and-apply contract: the guard cannot
+/// say whether, or on which state, it wrote.
+fn not_vouched(tool: &str, reason: &'static str) -> Refusal {
+    tracing::error!(
+        target: "mcp_write_guard_rmcp",
+        tool,
+        reason,
+        "a tool that opted in to previews must call ApprovedPreview::check in its apply and \
+         roll back when it says stale"
+    );
+    Refusal::new(
+        Outcome::ApplyFailed,
+        reason,
+        "The change was approved, but the tool did not confirm that the data was still as \
+         approved when it applied, so the server cannot vouch for what was saved. Check the \
+         current state; if this keeps happening, ask the server's operator.",
+    )
+}
+
+/// `prepare_admin_action`'s apply: a token bound to the target tool, its definition as the
+/// person approved it, and its exact arguments, for the principal who was asked.
+async fn issue_admin_token(
+    books: Books<'_>,
+    call: &Call,
+    approved: &Approved,
+    target: &AdminTarget,
+) -> Result<CallToolResponse, Refusal> {
+    let binding = Binding::new(approved.principal(), &target.tool, &target.args);
+    let token = books.issue_token(binding, approved).await?;
+    let tool = &target.tool;
+    books.record(call, Outcome::TokenIssued, Some(format!("for {tool}")));
+    let expires_at = token
+        .expires_at()
+        .format(&Rfc3339)
+        .unwrap_or_else(|_| token.expires_at().to_string());
+    let structured = AdminActionToken {
+        confirmation_token: token.as_str().to_owned(),
+        tool: tool.to_string(),
+        expires_at: expires_at.clone(),
+    };
+    // Three strings always serialise; should that ever fail, the token is not handed out.
+    let structured = serde_json::to_value(structured).map_err(|error| {
         Refusal::new(
             Outcome::ApplyFailed,
-            reason,
-            "The change was approved, but the tool did not confirm that the data was still as \
-             approved when it applied, so the server cannot vouch for what was saved. Check the \
-             current state; if this keeps happening, ask the server's operator.",
+            format!("the token could not be written: {error}"),
+            "The user approved, but the server could not write the confirmation token, so \
+             nothing was saved. Try again; if it keeps failing, ask the server's operator.",
         )
-    }
-
-    /// `prepare_admin_action`'s apply: a token bound to the target tool, its definition as the
-    /// person approved it, and its exact arguments, for the principal who was asked.
-    async fn issue_admin_token(
-        &self,
-        call: &Call,
-        approved: &Approved,
-        target: &AdminTarget,
-    ) -> Result<CallToolResponse, Refusal> {
-        let token = self
-            .shared
-            .approvals()
-            .issue_token(
-                Binding::new(approved.principal(), &target.tool, &target.args),
-                approved.definition(),
-                &self.shared.policy,
-                self.shared.clock.now(),
-            )
-            .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-        let tool = &target.tool;
-        self.record(call, Outcome::TokenIssued, Some(format!("for {tool}")));
-        let expires_at = token
-            .expires_at()
-            .format(&Rfc3339)
-            .unwrap_or_else(|_| token.expires_at().to_string());
-        let structured = AdminActionToken {
-            confirmation_token: token.as_str().to_owned(),
-            tool: tool.to_string(),
-            expires_at: expires_at.clone(),
-        };
-        // Three strings always serialise; should that ever fail, the token is not handed out.
-        let structured = serde_json::to_value(structured).map_err(|error| {
-            Refusal::new(
-                Outcome::ApplyFailed,
-                format!("the token could not be written: {error}"),
-                "The user approved, but the server could not write the confirmation token, so \
-                 nothing was saved. Try again; if it keeps failing, ask the server's operator.",
-            )
-        })?;
-        let mut result = CallToolResult::structured(structured);
-        result.content = vec![ContentBlock::text(format!(
-            "The user approved preparing {tool}. Call {tool} with exactly the same arguments \
-             and confirmationToken \"{}\" (valid once, until {expires_at}); the user will be \
-             asked to approve it again.",
-            token.as_str()
-        ))];
-        Ok(result.into())
-    }
+    })?;
+    let mut result = CallToolResult::structured(structured);
+    result.content = vec![ContentBlock::text(format!(
+        "The user approved preparing {tool}. Call {tool} with exactly the same arguments \
+         and confirmationToken \"{}\" (valid once, until {expires_at}); the user will be \
+         asked to approve it again.",
+        token.as_str()
+    ))];
+    Ok(result.into())
 }

@@ -9,7 +9,7 @@
 //! person with too many open approvals, is a refusal; one `asked` record says what was shown.
 
 use mcp_write_guard_core::{
-    Binding, DenyReason, PendingApproval, ToolName,
+    DenyReason, PendingApproval, ToolName,
     question::{Opened, Question},
     render::render_key,
 };
@@ -28,7 +28,7 @@ use super::{
 };
 use crate::{
     WriteGuard,
-    audit::{Asked as AskedRecord, AuditRecord, Channel, Outcome},
+    audit::{Channel, Outcome},
     elicit::{self, Era},
     prompt::{PromptInput, default_prompt},
 };
@@ -102,13 +102,12 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "The approval question could not be prepared, so nothing was saved.",
             )
         })?;
-        let now = self.shared.clock.now();
-        if let Opened::Existing(question) = self
-            .shared
+        let books = self.shared.books();
+        if let Opened::Existing(question) = books
             .approvals()
-            .open_question(&pending, now)
+            .open_question(&pending, books.now())
             .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))?
+            .map_err(|error| books.store_failed(&error))?
         {
             let (principal, args) = (pending.principal(), pending.args());
             return self
@@ -134,15 +133,15 @@ impl<S: ServerHandler> WriteGuard<S> {
         put: Put,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let approvals = self.shared.approvals();
-        let now = self.shared.clock.now();
+        let books = self.shared.books();
+        let (approvals, now) = (books.approvals(), books.now());
         let era = elicit::era(context);
         if era == Era::InputRounds {
             let state = approvals
                 .open_question_round_trip(&pending, now)
                 .await
-                .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-            self.record_asked(call, &pending, &put.shown, era, put.channel);
+                .map_err(|error| books.store_failed(&error))?;
+            books.record_asked(call, &pending, &put.shown, era, put.channel);
             let asked = elicit::input_required(put.request, state.to_string());
             return Ok(Settled::Respond(asked.into()));
         }
@@ -150,30 +149,16 @@ impl<S: ServerHandler> WriteGuard<S> {
             if let Some(page) = pending.page() {
                 approvals.withdraw_page(page, now).await;
             }
-            self.forget_question(&pending).await;
+            books.forget(&pending).await;
             return Err(Refusal::denied(DenyReason::Expired));
         };
-        self.record_asked(call, &pending, &put.shown, era, put.channel);
+        books.record_asked(call, &pending, &put.shown, era, put.channel);
         let asking = Asking::new(elicit::ask_until(context, put.request, time_left), put.url)
             .in_flight(&self.shared.asked_now, pending.id());
         let (principal, args) = (pending.principal(), pending.args());
         let question = Question::asked(&pending);
         self.settle(call, question, principal, args, Some(asking), context)
             .await
-    }
-
-    /// Forgets the question of `pending`, and its stored approval (it will not be asked after
-    /// all), so it holds no place in the principal's cap.
-    pub(super) async fn forget_question(&self, pending: &PendingApproval) {
-        let approvals = self.shared.approvals();
-        let now = self.shared.clock.now();
-        let (principal, tool, args) = (pending.principal(), pending.tool(), pending.args());
-        approvals
-            .close_question(Binding::new(principal, tool, args), pending.id(), now)
-            .await;
-        let _gone = approvals
-            .take_approval(pending.id(), Binding::new(principal, tool, args), now)
-            .await;
     }
 
     /// The question: the tool's own wording, or the default. For `prepare_admin_action`: the
@@ -220,29 +205,5 @@ impl<S: ServerHandler> WriteGuard<S> {
             .contains(tool.as_str())
             .then(|| pending.preview());
         (tool, arguments, preview)
-    }
-
-    /// The `asked` record: what the person was shown, under which approval id, until when.
-    pub(super) fn record_asked(
-        &self,
-        call: &Call,
-        pending: &PendingApproval,
-        prompt: &str,
-        era: Era,
-        channel: Channel,
-    ) {
-        let asked = AskedRecord::new(pending, prompt, era, channel, &self.shared.redaction);
-        let record = AuditRecord::new(
-            self.shared.clock.now(),
-            call.principal.clone(),
-            call.tool.as_str(),
-            call.digest,
-            Outcome::Asked,
-            None,
-        )
-        .with_approval(call.approval)
-        .with_channel(call.channel)
-        .with_asked(asked);
-        self.shared.audit.record(&record);
     }
 }

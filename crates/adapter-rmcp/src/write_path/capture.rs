@@ -9,7 +9,6 @@
 use mcp_write_guard_core::{
     CapturedArgs, PendingApproval, ToolChanged, ToolName, ids::DefinitionDigest, previews_match,
 };
-use mcp_write_guard_policy::Classification;
 use rmcp::{
     ServerHandler,
     model::{
@@ -20,7 +19,7 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Call, Seen, admit::Admitted, refusal::Refusal};
+use super::{Call, Facts, Seen, admit::Admitted, refusal::Refusal};
 use crate::{
     WriteGuard,
     audit::Outcome,
@@ -51,10 +50,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     pub(super) async fn capture(
         &self,
         admitted: Admitted,
-        class: Classification,
-        seen: &Seen,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
+        facts: Facts<'_>,
     ) -> Result<Captured, Refusal> {
         let Admitted {
             call,
@@ -63,19 +59,18 @@ impl<S: ServerHandler> WriteGuard<S> {
             ..
         } = admitted;
         let admin_target = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
-            Some(self.admin_target(&args, context).await?)
+            Some(self.admin_target(&args, facts.context).await?)
         } else {
             None
         };
-        let definition = bound_definition(&call.tool, admin_target.as_ref(), seen)?;
+        let definition = bound_definition(&call.tool, admin_target.as_ref(), facts.seen)?;
         // The tool whose preview the person reads, with the arguments it runs with.
         let (tool, arguments) = match &admin_target {
             Some(target) => (&target.tool, target.args.without_token()),
             None => (&call.tool, args.arguments().clone()),
         };
         let preview = if self.shared.previews.contains(tool.as_str()) {
-            self.run_preview(tool, arguments, class, request, context)
-                .await?
+            self.run_preview(tool, arguments, facts).await?
         } else {
             Value::Null
         };
@@ -103,14 +98,12 @@ impl<S: ServerHandler> WriteGuard<S> {
         &self,
         tool: &ToolName,
         arguments: JsonObject,
-        class: Classification,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
+        facts: Facts<'_>,
     ) -> Result<Value, Refusal> {
-        let mut preview_request = request.clone();
+        let mut preview_request = facts.request.clone();
         preview_request.name = tool.as_str().to_owned().into();
         preview_request.arguments = Some(arguments);
-        let mut preview_context = context.clone();
+        let mut preview_context = facts.context.clone();
         mark_preview(&mut preview_context.extensions);
         let failed = |reason: String| {
             Refusal::new(
@@ -135,7 +128,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 return Err(Refusal::with_answer(
                     Outcome::PreviewFailed,
                     "preview failed",
-                    self.wrap(tool.as_str(), class, result),
+                    self.wrap(tool.as_str(), facts.class, result),
                 ));
             }
             Ok(CallToolResponse::Complete(result)) => preview_value(&result),

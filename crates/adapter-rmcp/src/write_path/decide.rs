@@ -5,7 +5,7 @@
 //! that reach the apply are the ones the person was asked about.
 
 use mcp_write_guard_core::{
-    AnswerAction, Approved, Binding, CapturedArgs, PendingApproval, Principal, Verdict,
+    AnswerAction, Binding, PendingApproval,
     answer::AnswerChannel,
     question::{GivenAnswer, Question},
     round_trip::{RoundTripRejection, parse_state},
@@ -19,33 +19,13 @@ use rmcp::{
 use super::{
     Call,
     admit::{Admitted, Retry},
+    books::Books,
     refusal::Refusal,
     settle::Settled,
 };
-use crate::{
-    WriteGuard,
-    audit::Outcome,
-    elicit::{self, Answer},
-};
+use crate::{WriteGuard, elicit};
 
 impl<S: ServerHandler> WriteGuard<S> {
-    /// Decides on an answer to `pending`.
-    pub(super) fn decide(
-        &self,
-        call: &Call,
-        pending: PendingApproval,
-        answer: &Answer,
-    ) -> Result<Approved, Refusal> {
-        let now = self.shared.clock.now();
-        match pending.decide(&answer.action, answer.content.as_ref(), now) {
-            Verdict::Approved(approved) => {
-                self.record(call, Outcome::Approved, None);
-                Ok(approved)
-            }
-            Verdict::Denied(reason) => Err(Refusal::denied(reason)),
-        }
-    }
-
     /// A 2026-07-28 retry: the `requestState` names the question's round trip (taken once, only
     /// by the same principal, tool and arguments, only while the clock runs); the input
     /// responses carry the answer (for a question on the approval page: only whether the person
@@ -64,12 +44,12 @@ impl<S: ServerHandler> WriteGuard<S> {
             args,
             ..
         } = admitted;
-        let now = self.shared.clock.now();
+        let books = self.shared.books();
         let binding = Binding::new(&principal, &call.tool, &args);
         let taken = match parse_state(&retry.state) {
             Ok(state) => {
-                let approvals = self.shared.approvals();
-                approvals.take_round_trip(state, binding, now).await
+                let approvals = books.approvals();
+                approvals.take_round_trip(state, binding, books.now()).await
             }
             Err(malformed) => Err(malformed),
         };
@@ -77,80 +57,56 @@ impl<S: ServerHandler> WriteGuard<S> {
             Ok(pending) => pending,
             Err(rejection) => {
                 if rejection == RoundTripRejection::Expired {
-                    self.close_expired(&call, &principal, &args).await;
+                    books.close_expired(binding).await;
                 }
                 return Err(Refusal::rejection(rejection));
             }
         };
         let call = call.with_approval(pending.id());
-        let question = self
-            .retried_question(&call, &pending, retry.responses)
+        let question = retried_question(books, &call, &pending, retry.responses)
             .await
             .map_err(|refusal| refusal.at(&call))?;
         self.settle(&call, question, &principal, &args, None, context)
             .await
     }
+}
 
-    /// The retried question, with the answer the retry carries kept as its answer (the first
-    /// answer counts): as the store holds it (another channel may have answered), else as the
-    /// round trip remembers it (its index was closed: the clock and the approval decide).
-    async fn retried_question(
-        &self,
-        call: &Call,
-        pending: &PendingApproval,
-        responses: Option<InputResponses>,
-    ) -> Result<Question, Refusal> {
-        let approvals = self.shared.approvals();
-        let now = self.shared.clock.now();
-        let (principal, args) = (pending.principal(), pending.args());
-        let found = approvals
-            .find_question(Binding::new(principal, &call.tool, args), now)
-            .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-        let question = match found {
-            Some(found) if found.approval() == pending.id() => found,
-            _ => Question::asked(pending),
-        };
-        let on_page = question.page().is_some();
-        match elicit::answer_from_responses(responses) {
-            Err(error) => {
-                if on_page {
-                    self.withdraw(&question).await;
-                }
-                Err(Refusal::ask_failed(&error))
+/// The retried question, with the answer the retry carries kept as its answer (the first
+/// answer counts): as the store holds it (another channel may have answered), else as the
+/// round trip remembers it (its index was closed: the clock and the approval decide).
+async fn retried_question(
+    books: Books<'_>,
+    call: &Call,
+    pending: &PendingApproval,
+    responses: Option<InputResponses>,
+) -> Result<Question, Refusal> {
+    let (approvals, now) = (books.approvals(), books.now());
+    let (principal, args) = (pending.principal(), pending.args());
+    let found = books
+        .find(Binding::new(principal, &call.tool, args))
+        .await?;
+    let question = match found {
+        Some(found) if found.approval() == pending.id() => found,
+        _ => Question::asked(pending),
+    };
+    let on_page = question.page().is_some();
+    match elicit::answer_from_responses(responses) {
+        Err(error) => {
+            if on_page {
+                books.withdraw(&question).await;
             }
-            // On a page, the client's accept only says the person went there.
-            Ok(answer) if on_page && answer.action == AnswerAction::Accept => Ok(question),
-            Ok(_) if question.answer().is_some() => Ok(question),
-            Ok(answer) => {
-                let given =
-                    GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
-                let counted = approvals
-                    .answer_question(&question, principal, given, now)
-                    .await
-                    .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-                Ok(question.with_answer(counted))
-            }
+            Err(Refusal::ask_failed(&error))
         }
-    }
-
-    /// After a retry told "expired": the question of this change, if its clock ran out, is over
-    /// (the next call asks anew).
-    async fn close_expired(&self, call: &Call, principal: &Principal, args: &CapturedArgs) {
-        let approvals = self.shared.approvals();
-        let now = self.shared.clock.now();
-        if let Ok(Some(found)) = approvals
-            .find_question(Binding::new(principal, &call.tool, args), now)
-            .await
-            && now >= found.expires_at()
-        {
-            approvals
-                .close_question(
-                    Binding::new(principal, &call.tool, args),
-                    found.approval(),
-                    now,
-                )
-                .await;
+        // On a page, the client's accept only says the person went there.
+        Ok(answer) if on_page && answer.action == AnswerAction::Accept => Ok(question),
+        Ok(_) if question.answer().is_some() => Ok(question),
+        Ok(answer) => {
+            let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
+            let counted = approvals
+                .answer_question(&question, principal, given, now)
+                .await
+                .map_err(|error| books.store_failed(&error))?;
+            Ok(question.with_answer(counted))
         }
     }
 }

@@ -36,6 +36,7 @@
 mod admit;
 mod apply;
 mod ask;
+mod books;
 mod capture;
 mod decide;
 #[cfg(feature = "approval-page")]
@@ -69,7 +70,7 @@ use self::{
 };
 use crate::{
     WriteGuard,
-    audit::{AuditRecord, Channel, Outcome},
+    audit::{Channel, Outcome},
     tools::{self, PREPARE_ADMIN_ACTION},
 };
 
@@ -93,6 +94,18 @@ pub(crate) struct Call {
 /// the tool (a 2026-07-28 retry of a question about it). A tool that is gone, or whose
 /// definition has no digest, is refused where a digest is needed.
 pub(crate) type Seen = Option<Result<DefinitionDigest, DefinitionError>>;
+
+/// What a write call's steps read of its request once it is admitted (the arguments and the
+/// guard's own round-trip fields taken out of it): the tool's classification, its definition
+/// as the guard read it when the call arrived, the request and its context. Borrowed by the
+/// steps that capture and ask; the apply takes the request and context by value after them.
+#[derive(Clone, Copy)]
+pub(crate) struct Facts<'c> {
+    class: Classification,
+    seen: &'c Seen,
+    request: &'c CallToolRequestParams,
+    context: &'c RequestContext<RoleServer>,
+}
 
 impl Call {
     /// A call of `tool`, before any step has learnt more of it.
@@ -189,7 +202,9 @@ impl<S: ServerHandler> WriteGuard<S> {
         let why = self.shared.refuse_calls.as_ref()?(tool)?;
         if class.class.is_write() {
             let call = Call::new(&request.name);
-            self.record(&call, Outcome::RefusedByServer, Some(why.clone()));
+            self.shared
+                .books()
+                .record(&call, Outcome::RefusedByServer, Some(why.clone()));
         }
         Some(CallToolResult::error(vec![ContentBlock::text(why)]).into())
     }
@@ -230,7 +245,9 @@ impl<S: ServerHandler> WriteGuard<S> {
             Ok(response) => response,
             Err(refusal) => {
                 let at = refusal.call.as_deref().unwrap_or(&call);
-                self.record(at, refusal.outcome, Some(refusal.reason));
+                self.shared
+                    .books()
+                    .record(at, refusal.outcome, Some(refusal.reason));
                 (*refusal.answer).into()
             }
         }
@@ -251,17 +268,18 @@ impl<S: ServerHandler> WriteGuard<S> {
             .await?;
         let next = std::mem::replace(&mut admitted.next, Next::Ask);
         let at = admitted.call.clone();
+        let facts = Facts {
+            class,
+            seen: &seen,
+            request: &request,
+            context: &context,
+        };
         let settled = match next {
             Next::Resume(retry) => self.decide_retry(admitted, retry, &context).await,
-            Next::Ask => {
-                self.join_or_ask(admitted, class, &seen, &request, &context)
-                    .await
-            }
+            Next::Ask => self.join_or_ask(admitted, facts).await,
             Next::WithoutAsking => {
-                let captured = self
-                    .capture(admitted, class, &seen, &request, &context)
-                    .await?;
-                self.record(
+                let captured = self.capture(admitted, facts).await?;
+                self.shared.books().record(
                     &captured.call,
                     Outcome::ApprovedWithoutElicitation,
                     Some("danger::AllowWritesWithoutElicitation".into()),
@@ -283,38 +301,14 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// The same change may have been asked already (by a call whose client gave up, or one
     /// that could not ask): that question, not a second one. Else capture what the person
     /// approves and ask.
-    async fn join_or_ask(
-        &self,
-        admitted: Admitted,
-        class: Classification,
-        seen: &Seen,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Settled, Refusal> {
-        if let Some(settled) = self.join(&admitted, context).await? {
+    async fn join_or_ask(&self, admitted: Admitted, facts: Facts<'_>) -> Result<Settled, Refusal> {
+        if let Some(settled) = self.join(&admitted, facts.context).await? {
             return Ok(settled);
         }
-        let captured = self
-            .capture(admitted, class, seen, request, context)
-            .await?;
+        let captured = self.capture(admitted, facts).await?;
         let at = captured.call.clone();
-        self.ask(captured, context)
+        self.ask(captured, facts.context)
             .await
             .map_err(|refusal| refusal.at(&at))
-    }
-
-    /// Sends one audit record of `call`.
-    fn record(&self, call: &Call, outcome: Outcome, reason: Option<String>) {
-        let record = AuditRecord::new(
-            self.shared.clock.now(),
-            call.principal.clone(),
-            call.tool.as_str(),
-            call.digest,
-            outcome,
-            reason,
-        )
-        .with_approval(call.approval)
-        .with_channel(call.channel);
-        self.shared.audit.record(&record);
     }
 }

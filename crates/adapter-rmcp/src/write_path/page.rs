@@ -31,6 +31,7 @@ use time::format_description::well_known::Rfc3339;
 use super::{
     Call,
     ask::Put,
+    books::Books,
     capture::AdminTarget,
     refusal::Refusal,
     settle::{Settled, UrlQuestion},
@@ -86,12 +87,19 @@ impl<S: ServerHandler> WriteGuard<S> {
         pages: &Pages,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let tool_shown = subject.tool.as_str().to_owned();
-        let (pending, page) = match self.open_on_page(call, pending, subject, context).await? {
+        let opened = match self
+            .open_on_page(call, pending, subject, prompt, context)
+            .await?
+        {
             Ok(opened) => opened,
             Err(joined) => return Ok(joined),
         };
-        let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
+        let OnPage {
+            pending,
+            page,
+            message,
+            tool_shown,
+        } = opened;
         let elicitation_id = pending.id().to_string();
         let url = pages.config.url(&page);
         let put = Put {
@@ -106,22 +114,24 @@ impl<S: ServerHandler> WriteGuard<S> {
         self.put(call, pending, put, context).await
     }
 
-    /// Opens `pending` on a page, then as a question. If the same change's question was open
-    /// already, this page is withdrawn again and that question settles this call (`Err`).
+    /// Opens `pending` on a page, then as a question; `prompt` is the question a form would
+    /// have carried. If the same change's question was open already, this page is withdrawn
+    /// again and that question settles this call (`Err`).
     async fn open_on_page(
         &self,
         call: &Call,
         pending: PendingApproval,
         subject: PageSubject,
+        prompt: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Result<(PendingApproval, PageId), Settled>, Refusal> {
-        let approvals = self.shared.approvals();
-        let now = self.shared.clock.now();
-        let store_refusal = |error| Refusal::store(&error, &self.shared.policy);
+    ) -> Result<Result<OnPage, Settled>, Refusal> {
+        let books = self.shared.books();
+        let (approvals, now) = (books.approvals(), books.now());
+        let tool_shown = subject.tool.as_str().to_owned();
         let pending = approvals
             .open_page(pending, subject, now)
             .await
-            .map_err(store_refusal)?;
+            .map_err(|error| books.store_failed(&error))?;
         let opened = approvals.open_question(&pending, now).await;
         let page = pending.page().copied();
         if !matches!(opened, Ok(Opened::New))
@@ -129,8 +139,13 @@ impl<S: ServerHandler> WriteGuard<S> {
         {
             approvals.withdraw_page(page, now).await;
         }
-        match (opened.map_err(store_refusal)?, page) {
-            (Opened::New, Some(page)) => Ok(Ok((pending, page))),
+        match (opened.map_err(|error| books.store_failed(&error))?, page) {
+            (Opened::New, Some(page)) => Ok(Ok(OnPage {
+                pending,
+                page,
+                message: format!("{prompt}\n{ON_THE_PAGE}"),
+                tool_shown,
+            })),
             (Opened::New, None) => Err(Refusal::ask_failed(&Error::Ask(
                 "the approval page was not opened".into(),
             ))),
@@ -155,22 +170,25 @@ impl<S: ServerHandler> WriteGuard<S> {
         notifier: &dyn Notifier,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let tool_shown = subject.tool.as_str().to_owned();
-        let (pending, page) = match self.open_on_page(call, pending, subject, context).await? {
+        let opened = match self
+            .open_on_page(call, pending, subject, prompt, context)
+            .await?
+        {
             Ok(opened) => opened,
             Err(joined) => return Ok(joined),
         };
-        let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
+        let books = self.shared.books();
         let era = elicit::era(context);
-        self.record_asked(call, &pending, &message, era, Channel::Page);
-        let notice = self.notice(&pending, tool_shown, message, pages.config.url(&page));
-        let told = self.deliver(call, &notice, notifier).await;
+        books.record_asked(call, &opened.pending, &opened.message, era, Channel::Page);
+        let url = pages.config.url(&opened.page);
+        let notice = self.notice(&opened.pending, opened.tool_shown, opened.message, url);
+        let told = deliver(books, call, &notice, notifier).await;
         if told.outcome == Outcome::NotifyFailed {
-            self.shared
+            books
                 .approvals()
-                .withdraw_page(&page, self.shared.clock.now())
+                .withdraw_page(&opened.page, books.now())
                 .await;
-            self.forget_question(&pending).await;
+            books.forget(&opened.pending).await;
         }
         Err(told)
     }
@@ -185,7 +203,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         url: String,
     ) -> Notice {
         let (tool, _, _) = self.shown(pending, admin_target);
-        let message = format!("{prompt}\nApprove or decline it on the server's approval page.");
+        let message = format!("{prompt}\n{ON_THE_PAGE}");
         self.notice(pending, tool.as_str().to_owned(), message, url)
     }
 
@@ -208,44 +226,6 @@ impl<S: ServerHandler> WriteGuard<S> {
         )
     }
 
-    /// Sends `notice` through `notifier`. Delivered: the refusal that tells the model a person
-    /// was asked and to call again (the question stays open). Not delivered
-    /// ([`Outcome::NotifyFailed`]): the refusal that says nobody could be reached; the caller
-    /// withdraws the question.
-    async fn deliver(&self, call: &Call, notice: &Notice, notifier: &dyn Notifier) -> Refusal {
-        let channel = notifier.channel().to_owned();
-        match notifier.notify(notice).await {
-            Ok(()) => {
-                self.record(
-                    call,
-                    Outcome::Notified,
-                    Some(format!("{channel}: delivered")),
-                );
-                let until = notice
-                    .expires_at
-                    .format(&Rfc3339)
-                    .unwrap_or_else(|_| notice.expires_at.to_string());
-                Refusal::new(
-                    Outcome::AwaitingAnswer,
-                    format!("asked through {channel}"),
-                    format!(
-                        "This client cannot show approval requests, so a person was asked to \
-                         approve this change through another channel. Nothing was saved yet. \
-                         Call this tool again with exactly the same arguments after they \
-                         approve, before {until}; the change is applied then, once."
-                    ),
-                )
-            }
-            Err(error) => Refusal::new(
-                Outcome::NotifyFailed,
-                format!("{channel}: {}", error.reason()),
-                "This change needs a person's approval, but nobody could be reached (the \
-                 notification failed), so nothing was saved. Try again later; if it keeps \
-                 failing, ask the server's operator.",
-            ),
-        }
-    }
-
     /// Below 2026-07-28, the client answered the page's link with an error (it will not show
     /// links, by policy or by fault): nobody was asked through it. With a notifier, the person
     /// is sent the same page's link instead (once per question: a later call of the same change
@@ -265,34 +245,89 @@ impl<S: ServerHandler> WriteGuard<S> {
             if !self
                 .shared
                 .notices_sent
-                .first(question, self.shared.clock.now())
+                .first(question, self.shared.books().now())
             {
                 return Refusal::awaiting(question.expires_at());
             }
-            let told = self.deliver(call, &notice, &*notifier).await;
+            let told = deliver(self.shared.books(), call, &notice, &*notifier).await;
             if told.outcome != Outcome::NotifyFailed {
                 return told;
             }
             self.shared.notices_sent.forget(question);
-            self.end_question(question, principal).await;
+            end_question(self.shared.books(), question, principal).await;
             return told;
         }
-        self.end_question(question, principal).await;
+        end_question(self.shared.books(), question, principal).await;
         Refusal::ask_failed(error)
     }
+}
 
-    /// Ends `question` for every call: its page withdrawn, and the question answered `cancel`
-    /// (unless an answer came first), so calls of the same change waiting for it stop waiting.
-    async fn end_question(&self, question: &Question, principal: &Principal) {
-        self.withdraw(question).await;
-        let now = self.shared.clock.now();
-        let cancelled = GivenAnswer::new(AnswerAction::Cancel, None, AnswerChannel::Form, now);
-        let _first_answer = self
-            .shared
-            .approvals()
-            .answer_question(question, principal, cancelled, now)
-            .await;
+/// What a person reads beside the question when they are sent to the page.
+const ON_THE_PAGE: &str = "Approve or decline it on the server's approval page.";
+
+/// A pending approval opened on a page, and what the person is told about it.
+struct OnPage {
+    pending: PendingApproval,
+    page: PageId,
+    /// The question as a form would have carried it, and where to answer it.
+    message: String,
+    /// The tool the person approves (for `prepare_admin_action`, the target).
+    tool_shown: String,
+}
+
+/// Sends `notice` through `notifier`. Delivered: the refusal that tells the model a person
+/// was asked and to call again (the question stays open). Not delivered
+/// ([`Outcome::NotifyFailed`]): the refusal that says nobody could be reached; the caller
+/// withdraws the question.
+async fn deliver(
+    books: Books<'_>,
+    call: &Call,
+    notice: &Notice,
+    notifier: &dyn Notifier,
+) -> Refusal {
+    let channel = notifier.channel().to_owned();
+    match notifier.notify(notice).await {
+        Ok(()) => {
+            books.record(
+                call,
+                Outcome::Notified,
+                Some(format!("{channel}: delivered")),
+            );
+            let until = notice
+                .expires_at
+                .format(&Rfc3339)
+                .unwrap_or_else(|_| notice.expires_at.to_string());
+            Refusal::new(
+                Outcome::AwaitingAnswer,
+                format!("asked through {channel}"),
+                format!(
+                    "This client cannot show approval requests, so a person was asked to \
+                     approve this change through another channel. Nothing was saved yet. \
+                     Call this tool again with exactly the same arguments after they \
+                     approve, before {until}; the change is applied then, once."
+                ),
+            )
+        }
+        Err(error) => Refusal::new(
+            Outcome::NotifyFailed,
+            format!("{channel}: {}", error.reason()),
+            "This change needs a person's approval, but nobody could be reached (the \
+             notification failed), so nothing was saved. Try again later; if it keeps \
+             failing, ask the server's operator.",
+        ),
     }
+}
+
+/// Ends `question` for every call: its page withdrawn, and the question answered `cancel`
+/// (unless an answer came first), so calls of the same change waiting for it stop waiting.
+async fn end_question(books: Books<'_>, question: &Question, principal: &Principal) {
+    books.withdraw(question).await;
+    let now = books.now();
+    let cancelled = GivenAnswer::new(AnswerAction::Cancel, None, AnswerChannel::Form, now);
+    let _first_answer = books
+        .approvals()
+        .answer_question(question, principal, cancelled, now)
+        .await;
 }
 
 /// The questions a notice was delivered for on this process, until their clock ends: a question

@@ -21,7 +21,6 @@ use mcp_write_guard_core::{
     AnswerAction, ApprovalId, Binding, CapturedArgs, DenyReason, Principal,
     answer::AnswerChannel,
     question::{GivenAnswer, Question, QuestionStatus, question_status},
-    round_trip::RoundTripRejection,
 };
 use rmcp::{
     ServerHandler,
@@ -29,7 +28,7 @@ use rmcp::{
     service::{Peer, RequestContext, RoleServer},
 };
 
-use super::{Call, admit::Admitted, capture::AdminTarget, refusal::Refusal};
+use super::{Call, admit::Admitted, books::Books, capture::AdminTarget, refusal::Refusal};
 use crate::{
     WriteGuard,
     audit::{Channel, Outcome},
@@ -248,13 +247,10 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Settled>, Refusal> {
         let (call, principal, args) = (&admitted.call, &admitted.principal, &admitted.args);
-        let now = self.shared.clock.now();
-        let found = self
-            .shared
-            .approvals()
-            .find_question(Binding::new(principal, &call.tool, args), now)
-            .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+        let books = self.shared.books();
+        let found = books
+            .find(Binding::new(principal, &call.tool, args))
+            .await?;
         match found {
             Some(question) => self
                 .settle(call, question, principal, args, None, context)
@@ -295,14 +291,8 @@ impl<S: ServerHandler> WriteGuard<S> {
             && refusal.outcome != Outcome::AwaitingAnswer
             && !context.ct.is_cancelled()
         {
-            self.shared
-                .approvals()
-                .close_question(
-                    Binding::new(principal, &call.tool, args),
-                    approval,
-                    self.shared.clock.now(),
-                )
-                .await;
+            let binding = Binding::new(principal, &call.tool, args);
+            self.shared.books().close(binding, approval).await;
         }
         #[cfg(feature = "approval-page")]
         if let (Some(page), Some(pages)) = (page, &self.shared.pages) {
@@ -404,13 +394,11 @@ impl<S: ServerHandler> WriteGuard<S> {
                 if let Some(id) = link {
                     elicit::complete(context, id).await;
                 }
-                Some(
-                    self.take_approved(call, question, principal, args, context)
-                        .await,
-                )
+                let books = self.shared.books();
+                Some(take_approved(books, call, question, principal, args, context).await)
             }
             QuestionStatus::Refused(reason) => {
-                self.withdraw(question).await;
+                self.shared.books().withdraw(question).await;
                 if context.ct.is_cancelled() {
                     // Nobody reads this refusal: the next call of the change is told.
                     return Some(Err(Refusal::awaiting(question.expires_at())));
@@ -449,7 +437,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
         // Only a question still open, as the store has it now, is put again.
         let question = wait.question.clone();
-        wait.question = self.reread(question, principal).await?;
+        wait.question = self.shared.books().reread(question, principal).await?;
         if question_status(&wait.question, self.shared.clock.now()) != QuestionStatus::Open {
             return Ok(Unasked::Recheck);
         }
@@ -496,13 +484,13 @@ impl<S: ServerHandler> WriteGuard<S> {
                     .await?;
             }
             () = self.page_answered(question) => {
-                *question = self.reread(question.clone(), principal).await?;
+                *question = self.shared.books().reread(question.clone(), principal).await?;
             }
-            _ = poll.tick() => *question = self.reread(question.clone(), principal).await?,
+            _ = poll.tick() => *question = self.shared.books().reread(question.clone(), principal).await?,
             () = progress.tick() => progress.send(&context.peer).await,
             () = tokio::time::sleep_until(*deadline) => {
                 if !listening {
-                    self.withdraw(question).await;
+                    self.shared.books().withdraw(question).await;
                     return Err(Refusal::denied(DenyReason::Expired));
                 }
             }
@@ -543,125 +531,10 @@ impl<S: ServerHandler> WriteGuard<S> {
         let _ = link;
         // Still in flight until the answer is kept: a call of the same change that looks
         // meanwhile waits for it rather than asking again.
-        let heard = self
-            .heard(call, question.clone(), principal, answer, gave_up)
-            .await;
+        let books = self.shared.books();
+        let heard = heard(books, call, question.clone(), principal, answer, gave_up).await;
         drop(asked);
         heard
-    }
-
-    /// The question is approved: take the approval (once) and decide on the answer. A call
-    /// whose client stopped waiting takes nothing: the approval stays for the next call.
-    async fn take_approved(
-        &self,
-        call: &Call,
-        question: &Question,
-        principal: &Principal,
-        args: &CapturedArgs,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Settled, Refusal> {
-        if context.ct.is_cancelled() {
-            return Err(Refusal::awaiting(question.expires_at()));
-        }
-        let now = self.shared.clock.now();
-        let taken = self
-            .shared
-            .approvals()
-            .take_approval(
-                question.approval(),
-                Binding::new(principal, &call.tool, args),
-                now,
-            )
-            .await;
-        // Taken or not, this question is over: the next call of the same change asks anew.
-        self.close(call, principal, args, question).await;
-        let pending = taken.map_err(used_or_rejected)?;
-        let answer = match question.answer() {
-            Some(given) => Answer {
-                action: given.action.clone(),
-                content: given.content.clone(),
-            },
-            None => Answer {
-                action: AnswerAction::Other("none".into()),
-                content: None,
-            },
-        };
-        let approved = self.decide(call, pending, &answer)?;
-        Ok(Settled::Approved(approved, call.clone()))
-    }
-
-    /// The client answered this call's own question: the first answer of the question is
-    /// kept (an answer on another channel may have come first). A url-mode question's `accept`
-    /// only says the page was opened; its `decline` or `cancel` is the answer. When the client
-    /// gave up on the call (`gave_up`), an `answered` record says the answer was kept: the
-    /// decision is the next call's.
-    async fn heard(
-        &self,
-        call: &Call,
-        question: Question,
-        principal: &Principal,
-        answer: Result<Answer, Error>,
-        gave_up: bool,
-    ) -> Result<Question, Refusal> {
-        let on_page = question.page().is_some();
-        let answer = match answer {
-            Ok(answer) if on_page && answer.action == AnswerAction::Accept => return Ok(question),
-            Ok(answer) => answer,
-            // Until the clock's end: the deadline says expired.
-            Err(Error::TimedOut) => return Ok(question),
-            // The page can still be answered.
-            Err(_) if on_page => return Ok(question),
-            Err(error) => return Err(Refusal::ask_failed(&error)),
-        };
-        let now = self.shared.clock.now();
-        let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
-        let counted = self
-            .shared
-            .approvals()
-            .answer_question(&question, principal, given, now)
-            .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
-        if gave_up && counted.channel == AnswerChannel::Form {
-            let action = match &counted.action {
-                AnswerAction::Accept => "accept",
-                AnswerAction::Decline => "decline",
-                AnswerAction::Cancel => "cancel",
-                AnswerAction::Other(other) => other.as_str(),
-            };
-            self.record(call, Outcome::Answered, Some(action.to_owned()));
-        }
-        Ok(question.with_answer(counted))
-    }
-
-    /// The question as the store holds it now (an answer on another channel or replica, read
-    /// by its approval id: an index closed meanwhile does not hide it).
-    async fn reread(&self, question: Question, principal: &Principal) -> Result<Question, Refusal> {
-        self.shared
-            .approvals()
-            .refresh_question(question, principal, self.shared.clock.now())
-            .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))
-    }
-
-    /// A copy of the question's stored approval, to put the same question again (nothing is
-    /// taken: the apply still takes it once).
-    async fn peek(
-        &self,
-        call: &Call,
-        question: &Question,
-        principal: &Principal,
-        args: &CapturedArgs,
-        now: time::OffsetDateTime,
-    ) -> Result<mcp_write_guard_core::PendingApproval, Refusal> {
-        self.shared
-            .approvals()
-            .peek_approval(
-                question.approval(),
-                Binding::new(principal, &call.tool, args),
-                now,
-            )
-            .await
-            .map_err(used_or_rejected)
     }
 
     /// From 2026-07-28, for a call that found its question open: the same question again (the
@@ -674,16 +547,19 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let now = self.shared.clock.now();
-        let pending = self.peek(call, question, principal, args, now).await?;
+        let (books, binding) = (
+            self.shared.books(),
+            Binding::new(principal, &call.tool, args),
+        );
+        let now = books.now();
+        let pending = books.peek(binding, question.approval(), now).await?;
         // Counted: each time the same question is put again holds a place in the principal's
         // cap, so calls of one open question cannot fill the store.
-        let state = self
-            .shared
+        let state = books
             .approvals()
             .open_round_trip(&pending, now)
             .await
-            .map_err(|error| Refusal::store(&error, &self.shared.policy))?;
+            .map_err(|error| books.store_failed(&error))?;
         let (asked, _) = self.same_question(call, &pending, context).await?;
         Ok(elicit::input_required(asked, state.to_string()).into())
     }
@@ -698,8 +574,12 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &'a RequestContext<RoleServer>,
     ) -> Result<Asking<'a>, Refusal> {
-        let now = self.shared.clock.now();
-        let pending = self.peek(call, question, principal, args, now).await?;
+        let (books, binding) = (
+            self.shared.books(),
+            Binding::new(principal, &call.tool, args),
+        );
+        let now = books.now();
+        let pending = books.peek(binding, question.approval(), now).await?;
         let Some(time_left) = pending.time_left(now) else {
             return Err(Refusal::denied(DenyReason::Expired));
         };
@@ -747,37 +627,6 @@ impl<S: ServerHandler> WriteGuard<S> {
         Ok((form, None))
     }
 
-    /// Forgets the question's index, so the next call of the same change asks anew.
-    async fn close(
-        &self,
-        call: &Call,
-        principal: &Principal,
-        args: &CapturedArgs,
-        question: &Question,
-    ) {
-        self.shared
-            .approvals()
-            .close_question(
-                Binding::new(principal, &call.tool, args),
-                question.approval(),
-                self.shared.clock.now(),
-            )
-            .await;
-    }
-
-    /// Closes the question's page, if it has one, so nobody answers it any more.
-    pub(super) async fn withdraw(&self, question: &Question) {
-        #[cfg(feature = "approval-page")]
-        if let Some(page) = question.page() {
-            self.shared
-                .approvals()
-                .withdraw_page(page, self.shared.clock.now())
-                .await;
-        }
-        #[cfg(not(feature = "approval-page"))]
-        let _ = question;
-    }
-
     /// Wakes when the question's page is answered on this process; never, without a page.
     async fn page_answered(&self, question: &Question) {
         #[cfg(feature = "approval-page")]
@@ -800,11 +649,76 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 }
 
-/// A question's approval that could not be read or taken: gone because another call of the
-/// same change took it (or it was forgotten), or refused for another reason.
-fn used_or_rejected(rejection: RoundTripRejection) -> Refusal {
-    match rejection {
-        RoundTripRejection::Replayed | RoundTripRejection::Unknown => Refusal::already_used(),
-        other => Refusal::rejection(other),
+/// The question is approved: take the approval (once) and decide on the answer. A call
+/// whose client stopped waiting takes nothing: the approval stays for the next call.
+async fn take_approved(
+    books: Books<'_>,
+    call: &Call,
+    question: &Question,
+    principal: &Principal,
+    args: &CapturedArgs,
+    context: &RequestContext<RoleServer>,
+) -> Result<Settled, Refusal> {
+    if context.ct.is_cancelled() {
+        return Err(Refusal::awaiting(question.expires_at()));
     }
+    let binding = Binding::new(principal, &call.tool, args);
+    let taken = books.take(binding, question.approval()).await;
+    // Taken or not, this question is over: the next call of the same change asks anew.
+    books.close(binding, question.approval()).await;
+    let pending = taken?;
+    let answer = match question.answer() {
+        Some(given) => Answer {
+            action: given.action.clone(),
+            content: given.content.clone(),
+        },
+        None => Answer {
+            action: AnswerAction::Other("none".into()),
+            content: None,
+        },
+    };
+    let approved = books.decide(call, pending, &answer)?;
+    Ok(Settled::Approved(approved, call.clone()))
+}
+
+/// The client answered this call's own question: the first answer of the question is
+/// kept (an answer on another channel may have come first). A url-mode question's `accept`
+/// only says the page was opened; its `decline` or `cancel` is the answer. When the client
+/// gave up on the call (`gave_up`), an `answered` record says the answer was kept: the
+/// decision is the next call's.
+async fn heard(
+    books: Books<'_>,
+    call: &Call,
+    question: Question,
+    principal: &Principal,
+    answer: Result<Answer, Error>,
+    gave_up: bool,
+) -> Result<Question, Refusal> {
+    let on_page = question.page().is_some();
+    let answer = match answer {
+        Ok(answer) if on_page && answer.action == AnswerAction::Accept => return Ok(question),
+        Ok(answer) => answer,
+        // Until the clock's end: the deadline says expired.
+        Err(Error::TimedOut) => return Ok(question),
+        // The page can still be answered.
+        Err(_) if on_page => return Ok(question),
+        Err(error) => return Err(Refusal::ask_failed(&error)),
+    };
+    let now = books.now();
+    let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
+    let counted = books
+        .approvals()
+        .answer_question(&question, principal, given, now)
+        .await
+        .map_err(|error| books.store_failed(&error))?;
+    if gave_up && counted.channel == AnswerChannel::Form {
+        let action = match &counted.action {
+            AnswerAction::Accept => "accept",
+            AnswerAction::Decline => "decline",
+            AnswerAction::Cancel => "cancel",
+            AnswerAction::Other(other) => other.as_str(),
+        };
+        books.record(call, Outcome::Answered, Some(action.to_owned()));
+    }
+    Ok(question.with_answer(counted))
 }
