@@ -228,23 +228,13 @@ impl<S: ServerHandler> WriteGuard<S> {
         if let Some(tool) = self.shared.inner.get_tool(name) {
             return Ok(Some(tool));
         }
-        let mut cursor = None;
-        for _ in 0..MAX_TOOL_PAGES {
-            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = self
-                .shared
-                .inner
-                .list_tools(request, context.clone())
-                .await?;
-            if let Some(tool) = page.tools.into_iter().find(|t| t.name == name) {
-                return Ok(Some(tool));
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(None),
-            }
-        }
-        Ok(None)
+        let mut found = None;
+        self.read_tool_pages(context, |tools| {
+            found = tools.into_iter().find(|t| t.name == name);
+            found.is_none()
+        })
+        .await?;
+        Ok(found)
     }
 
     /// Every tool of the inner server, reading every page (at most [`MAX_TOOL_PAGES`]).
@@ -253,6 +243,21 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Vec<Tool>, ErrorData> {
         let mut all = Vec::new();
+        self.read_tool_pages(context, |tools| {
+            all.extend(tools);
+            true
+        })
+        .await?;
+        Ok(all)
+    }
+
+    /// Reads the inner server's tool list page by page (at most [`MAX_TOOL_PAGES`]), handing
+    /// each page's tools to `more`, until the list ends or `more` says `false`.
+    async fn read_tool_pages(
+        &self,
+        context: &RequestContext<RoleServer>,
+        mut more: impl FnMut(Vec<Tool>) -> bool,
+    ) -> Result<(), ErrorData> {
         let mut cursor = None;
         for _ in 0..MAX_TOOL_PAGES {
             let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
@@ -261,13 +266,15 @@ impl<S: ServerHandler> WriteGuard<S> {
                 .inner
                 .list_tools(request, context.clone())
                 .await?;
-            all.extend(page.tools);
+            if !more(page.tools) {
+                return Ok(());
+            }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
-                None => break,
+                None => return Ok(()),
             }
         }
-        Ok(all)
+        Ok(())
     }
 
     /// Every tool of the inner server with its class.

@@ -59,24 +59,12 @@ impl<S: ServerHandler> WriteGuard<S> {
         } = captured;
         let prompt = self.prompt_for(&pending, admin_target.as_ref());
         #[cfg(feature = "approval-page")]
-        if let Some(pages) = self.page_for(context) {
+        if let Some(page) = self.page_to_ask_on(context) {
             let subject = self.page_subject(&pending, admin_target.as_ref());
             let call = call.on(Channel::Page);
+            let (pages, notifier) = (&page.pages, page.notifier.as_deref());
             return self
-                .ask_on_page(&call, pending, subject, &prompt, &pages, context)
-                .await
-                .map_err(|refusal| refusal.at(&call));
-        }
-        #[cfg(feature = "approval-page")]
-        if !elicit::can_ask(context)
-            && let Some((pages, notifier)) = self.notice_channel()
-        {
-            let subject = self.page_subject(&pending, admin_target.as_ref());
-            let call = call.on(Channel::Page);
-            return self
-                .ask_by_notice(
-                    &call, pending, subject, &prompt, &pages, &*notifier, context,
-                )
+                .ask_on_page(&call, pending, subject, &prompt, pages, notifier, context)
                 .await
                 .map_err(|refusal| refusal.at(&call));
         }

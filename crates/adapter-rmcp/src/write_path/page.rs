@@ -60,6 +60,25 @@ impl<S: ServerHandler> WriteGuard<S> {
         Some((Arc::clone(pages), Arc::clone(notifier)))
     }
 
+    /// The page to ask on: the client opens it (URL mode); or, when the client cannot ask at
+    /// all, a notifier sends the person its link. `None`: ask with a form.
+    pub(super) fn page_to_ask_on(&self, context: &RequestContext<RoleServer>) -> Option<PageToAsk> {
+        if let Some(pages) = self.page_for(context) {
+            return Some(PageToAsk {
+                pages,
+                notifier: None,
+            });
+        }
+        if elicit::can_ask(context) {
+            return None;
+        }
+        let (pages, notifier) = self.notice_channel()?;
+        Some(PageToAsk {
+            pages,
+            notifier: Some(notifier),
+        })
+    }
+
     /// What the page shows about `pending`: the tool and arguments the person approves (for
     /// `prepare_admin_action`, the target's), and the preview when the tool has one.
     pub(super) fn page_subject(
@@ -77,7 +96,10 @@ impl<S: ServerHandler> WriteGuard<S> {
     }
 
     /// Asks about `pending` on a page of `pages`; `prompt` is the question a form would have
-    /// carried, sent along as the message beside the link.
+    /// carried, sent along as the message beside the link. With a `notifier` (the client
+    /// cannot ask at all), it sends the person the link and the call is answered at once (a
+    /// person was asked; call again); without one, the client is sent the link.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn ask_on_page(
         &self,
         call: &Call,
@@ -85,6 +107,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         subject: PageSubject,
         prompt: &str,
         pages: &Pages,
+        notifier: Option<&dyn Notifier>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
         let opened = match self
@@ -94,14 +117,17 @@ impl<S: ServerHandler> WriteGuard<S> {
             Ok(opened) => opened,
             Err(joined) => return Ok(joined),
         };
+        let url = pages.config.url(&opened.page);
+        if let Some(notifier) = notifier {
+            return Err(self.notify(call, opened, url, notifier, context).await);
+        }
         let OnPage {
             pending,
-            page,
             message,
             tool_shown,
+            ..
         } = opened;
         let elicitation_id = pending.id().to_string();
-        let url = pages.config.url(&page);
         let put = Put {
             request: elicit::url_request(message.clone(), url.clone(), elicitation_id.clone()),
             url: Some(UrlQuestion {
@@ -157,30 +183,20 @@ impl<S: ServerHandler> WriteGuard<S> {
         }
     }
 
-    /// The client cannot ask: the question is opened on a page of `pages`, `notifier` sends the
-    /// person its link, and the call is answered at once (a person was asked; call again).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn ask_by_notice(
+    /// The client cannot ask: `notifier` sends the person the link of the page `opened`
+    /// (at `url`); the refusal that tells the model so (or that nobody could be reached, when
+    /// the question is withdrawn).
+    async fn notify(
         &self,
         call: &Call,
-        pending: PendingApproval,
-        subject: PageSubject,
-        prompt: &str,
-        pages: &Pages,
+        opened: OnPage,
+        url: String,
         notifier: &dyn Notifier,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Settled, Refusal> {
-        let opened = match self
-            .open_on_page(call, pending, subject, prompt, context)
-            .await?
-        {
-            Ok(opened) => opened,
-            Err(joined) => return Ok(joined),
-        };
+    ) -> Refusal {
         let books = self.shared.books();
         let era = elicit::era(context);
         books.record_asked(call, &opened.pending, &opened.message, era, Channel::Page);
-        let url = pages.config.url(&opened.page);
         let notice = self.notice(&opened.pending, opened.tool_shown, opened.message, url);
         let told = deliver(books, call, &notice, notifier).await;
         if told.outcome == Outcome::NotifyFailed {
@@ -190,7 +206,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 .await;
             books.forget(&opened.pending).await;
         }
-        Err(told)
+        told
     }
 
     /// The notice that tells a person about `pending` on the page at `url`: the tool they
@@ -264,6 +280,13 @@ impl<S: ServerHandler> WriteGuard<S> {
 
 /// What a person reads beside the question when they are sent to the page.
 const ON_THE_PAGE: &str = "Approve or decline it on the server's approval page.";
+
+/// The page a question is asked on, and the notifier that sends the person its link when the
+/// client cannot ask.
+pub(super) struct PageToAsk {
+    pub(super) pages: Arc<Pages>,
+    pub(super) notifier: Option<Arc<dyn Notifier>>,
+}
 
 /// A pending approval opened on a page, and what the person is told about it.
 struct OnPage {
