@@ -49,10 +49,6 @@ use crate::{
     tools::{self, PREPARE_ADMIN_ACTION},
 };
 
-/// The most pages the guard reads from the inner server when it has to look through the whole
-/// tool list (a server whose `get_tool` says nothing, or a paginated list).
-const MAX_TOOL_PAGES: usize = 1024;
-
 /// Configuration shared by every clone of a guard.
 pub(crate) struct Shared<S> {
     pub(crate) inner: S,
@@ -218,71 +214,14 @@ impl<S> WriteGuard<S> {
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
-    /// The inner server's definition of `name`: its `get_tool`, else a look through its tool
-    /// list.
-    pub(crate) async fn find_tool(
-        &self,
-        name: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Option<Tool>, ErrorData> {
-        if let Some(tool) = self.shared.inner.get_tool(name) {
-            return Ok(Some(tool));
-        }
-        let mut found = None;
-        self.read_tool_pages(context, |tools| {
-            found = tools.into_iter().find(|t| t.name == name);
-            found.is_none()
-        })
-        .await?;
-        Ok(found)
-    }
-
-    /// Every tool of the inner server, reading every page (at most [`MAX_TOOL_PAGES`]).
-    async fn all_tools(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Vec<Tool>, ErrorData> {
-        let mut all = Vec::new();
-        self.read_tool_pages(context, |tools| {
-            all.extend(tools);
-            true
-        })
-        .await?;
-        Ok(all)
-    }
-
-    /// Reads the inner server's tool list page by page (at most [`MAX_TOOL_PAGES`]), handing
-    /// each page's tools to `more`, until the list ends or `more` says `false`.
-    async fn read_tool_pages(
-        &self,
-        context: &RequestContext<RoleServer>,
-        mut more: impl FnMut(Vec<Tool>) -> bool,
-    ) -> Result<(), ErrorData> {
-        let mut cursor = None;
-        for _ in 0..MAX_TOOL_PAGES {
-            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = self
-                .shared
-                .inner
-                .list_tools(request, context.clone())
-                .await?;
-            if !more(page.tools) {
-                return Ok(());
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(()),
-            }
-        }
-        Ok(())
-    }
-
     /// Every tool of the inner server with its class.
     async fn all_tool_classes(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Result<Vec<(String, mcp_write_guard_policy::ToolClass)>, ErrorData> {
         Ok(self
+            .shared
+            .tool_calls()
             .all_tools(context)
             .await?
             .iter()
@@ -312,6 +251,8 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<bool, ErrorData> {
         Ok(self
+            .shared
+            .tool_calls()
             .all_tools(context)
             .await?
             .iter()

@@ -212,7 +212,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// can open it).
     fn can_ask_on_page(&self, context: &RequestContext<RoleServer>) -> bool {
         #[cfg(feature = "approval-page")]
-        return self.page_for(context).is_some();
+        return self.shared.channels().page_for(context).is_some();
         #[cfg(not(feature = "approval-page"))]
         {
             let _ = context;
@@ -223,7 +223,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// Whether a person can be reached through a notifier when the client cannot ask.
     fn can_notify(&self) -> bool {
         #[cfg(feature = "approval-page")]
-        return self.notice_channel().is_some();
+        return self.shared.channels().notice_channel().is_some();
         #[cfg(not(feature = "approval-page"))]
         false
     }

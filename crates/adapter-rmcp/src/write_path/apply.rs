@@ -25,15 +25,15 @@ use super::{
     books::Books,
     capture::{AdminTarget, admin_input},
     refusal::Refusal,
+    tool_calls::ToolCalls,
 };
 use crate::{
-    WriteGuard,
     audit::Outcome,
     step::{ApprovedPreview, Comparison, attach_approved},
     tools::{self, AdminActionToken, PREPARE_ADMIN_ACTION},
 };
 
-impl<S: ServerHandler> WriteGuard<S> {
+impl<S: ServerHandler> ToolCalls<'_, S> {
     pub(super) async fn apply(
         &self,
         call: &Call,
@@ -56,11 +56,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         tools::check_definition(&approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(approved.tool(), &changed))?;
         if class.token_gated {
-            self.shared
-                .books()
-                .spend(&approved)
-                .await
-                .map_err(Refusal::token)?;
+            self.books.spend(&approved).await.map_err(Refusal::token)?;
         }
         if context.ct.is_cancelled() {
             return Err(Refusal::cancelled("before the apply"));
@@ -83,7 +79,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         tools::check_definition(approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(&name, &changed))?;
         let target = self.admin_target_of(input, found.as_ref())?;
-        issue_admin_token(self.shared.books(), call, approved, &target).await
+        issue_admin_token(self.books, call, approved, &target).await
     }
 
     /// Calls the inner tool with the approved arguments, as a compare-and-apply when the tool
@@ -99,14 +95,13 @@ impl<S: ServerHandler> WriteGuard<S> {
         let tool = call.tool.as_str();
         request.arguments = Some(approved.args().arguments().clone());
         let compare = self
-            .shared
             .previews
             .contains(tool)
             .then(|| ApprovedPreview::new(approved.preview().clone()));
         if let Some(compare) = &compare {
             attach_approved(&mut context.extensions, compare);
         }
-        let response = self.shared.inner.call_tool(request, context).await;
+        let response = self.server.call_tool(request, context).await;
         let compared = compare.as_ref().map(ApprovedPreview::comparison);
         match (response, compared) {
             // Stale and a success: the tool broke its contract (roll back on a stale check),
@@ -153,9 +148,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let tool = call.tool.as_str();
         if result.is_error == Some(true) {
             let failed = Some("tool returned an error".into());
-            self.shared
-                .books()
-                .record(call, Outcome::ApplyFailed, failed);
+            self.books.record(call, Outcome::ApplyFailed, failed);
         } else if compared == Some(None) {
             // Opted in to previews, applied, never compared.
             return Err(not_vouched(
@@ -163,7 +156,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "the tool did not compare the approved preview",
             ));
         } else {
-            self.shared.books().record(call, Outcome::Applied, None);
+            self.books.record(call, Outcome::Applied, None);
         }
         Ok(self.wrap(tool, class, result).into())
     }

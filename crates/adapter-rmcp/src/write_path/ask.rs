@@ -23,11 +23,11 @@ use serde_json::{Map, Value};
 use super::{
     Call,
     capture::{AdminTarget, Captured},
+    channels::Channels,
     refusal::Refusal,
     settle::{Asking, Settled, UrlQuestion},
 };
 use crate::{
-    WriteGuard,
     audit::{Channel, Outcome},
     elicit::{self, Era},
     prompt::{PromptInput, default_prompt},
@@ -44,7 +44,7 @@ pub(super) struct Put {
     pub(super) url: Option<UrlQuestion>,
 }
 
-impl<S: ServerHandler> WriteGuard<S> {
+impl<S: ServerHandler> Channels<'_, S> {
     /// Asks the person about `captured`: on the approval page when the client can open it, by
     /// a notice when the client cannot ask at all, else with a form.
     pub(super) async fn ask(
@@ -90,7 +90,7 @@ impl<S: ServerHandler> WriteGuard<S> {
                 "The approval question could not be prepared, so nothing was saved.",
             )
         })?;
-        let books = self.shared.books();
+        let books = self.books;
         if let Opened::Existing(question) = books
             .approvals()
             .open_question(&pending, books.now())
@@ -121,7 +121,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         put: Put,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let books = self.shared.books();
+        let books = self.books;
         let (approvals, now) = (books.approvals(), books.now());
         let era = elicit::era(context);
         if era == Era::InputRounds {
@@ -142,7 +142,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         };
         books.record_asked(call, &pending, &put.shown, era, put.channel);
         let asking = Asking::new(elicit::ask_until(context, put.request, time_left), put.url)
-            .in_flight(&self.shared.asked_now, pending.id());
+            .in_flight(self.asked_now, pending.id());
         let (principal, args) = (pending.principal(), pending.args());
         let question = Question::asked(&pending);
         self.settle(call, question, principal, args, Some(asking), context)
@@ -159,7 +159,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     ) -> String {
         let (tool, arguments, preview) = self.shown(pending, admin_target);
         let input = PromptInput::new(tool.as_str(), &arguments, preview);
-        let question = match self.shared.prompts.get(tool.as_str()) {
+        let question = match self.prompts.get(tool.as_str()) {
             Some(custom) => custom(&input),
             None => default_prompt(&input),
         };
@@ -188,7 +188,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             None => (pending.tool(), pending.args().without_token()),
         };
         let preview = self
-            .shared
+            .tool_calls
             .previews
             .contains(tool.as_str())
             .then(|| pending.preview());

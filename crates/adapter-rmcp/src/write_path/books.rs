@@ -52,6 +52,11 @@ impl<'g> Books<'g> {
         self.approvals
     }
 
+    /// The approval policy.
+    pub(super) fn policy(self) -> &'g ApprovalPolicy {
+        self.policy
+    }
+
     /// The clock's time now.
     pub(super) fn now(self) -> OffsetDateTime {
         self.clock.now()

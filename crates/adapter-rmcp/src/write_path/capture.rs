@@ -19,9 +19,8 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Call, Facts, Seen, admit::Admitted, refusal::Refusal};
+use super::{Call, Facts, Seen, admit::Admitted, refusal::Refusal, tool_calls::ToolCalls};
 use crate::{
-    WriteGuard,
     audit::Outcome,
     step::mark_preview,
     tools::{self, AdminActionInput, PREPARE_ADMIN_ACTION},
@@ -44,7 +43,7 @@ pub(super) struct Captured {
     pub(super) admin_target: Option<AdminTarget>,
 }
 
-impl<S: ServerHandler> WriteGuard<S> {
+impl<S: ServerHandler> ToolCalls<'_, S> {
     /// `seen` is the called tool's definition as the guard read it when the call arrived: the
     /// question binds it (for `prepare_admin_action`, the definition of the tool it names).
     pub(super) async fn capture(
@@ -69,7 +68,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             Some(target) => (&target.tool, target.args.without_token()),
             None => (&call.tool, args.arguments().clone()),
         };
-        let preview = if self.shared.previews.contains(tool.as_str()) {
+        let preview = if self.previews.contains(tool.as_str()) {
             self.run_preview(tool, arguments, facts).await?
         } else {
             Value::Null
@@ -80,8 +79,8 @@ impl<S: ServerHandler> WriteGuard<S> {
             definition,
             args,
             preview,
-            self.shared.clock.now(),
-            &self.shared.policy,
+            self.books.now(),
+            self.books.policy(),
         );
         Ok(Captured {
             call: call.with_approval(pending.id()),
@@ -115,12 +114,10 @@ impl<S: ServerHandler> WriteGuard<S> {
             )
         };
         let again = self
-            .shared
             .check_dry_previews
             .then(|| (preview_request.clone(), preview_context.clone()));
         let first = match self
-            .shared
-            .inner
+            .server
             .call_tool(preview_request, preview_context)
             .await
         {
@@ -154,7 +151,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), String> {
-        let second = match self.shared.inner.call_tool(request, context).await {
+        let second = match self.server.call_tool(request, context).await {
             Ok(CallToolResponse::Complete(result)) => preview_value(&result),
             _ => Value::Null,
         };
@@ -212,10 +209,10 @@ impl<S: ServerHandler> WriteGuard<S> {
         };
         let definition = tools::definition_digest(found)
             .map_err(|error| Refusal::unreadable_definition(name, &error))?;
-        let target_args = CapturedArgs::capture(Some(&input.arguments), &self.shared.policy.limits)
-            .map_err(|error| {
-                refuse_admin(format!("the tool's arguments were not accepted ({error})"))
-            })?;
+        let target_args =
+            CapturedArgs::capture(Some(&input.arguments), &self.books.policy().limits).map_err(
+                |error| refuse_admin(format!("the tool's arguments were not accepted ({error})")),
+            )?;
         Ok(AdminTarget {
             tool: ToolName::new(name.as_str()),
             args: target_args,

@@ -1,4 +1,4 @@
-//! Step 4 of a write: the person's answer becomes an [`Approved`] or a refusal.
+//! Step 4 of a write: the person's answer becomes an [`Approved`](mcp_write_guard_core::Approved) or a refusal.
 //!
 //! mcp-write-guard-core decides: only `accept` with `approve == true`, inside the approval clock,
 //! approves, and [`PendingApproval::decide`] consumes the pending approval, so the arguments
@@ -20,12 +20,13 @@ use super::{
     Call,
     admit::{Admitted, Retry},
     books::Books,
+    channels::Channels,
     refusal::Refusal,
     settle::Settled,
 };
-use crate::{WriteGuard, elicit};
+use crate::elicit;
 
-impl<S: ServerHandler> WriteGuard<S> {
+impl<S: ServerHandler> Channels<'_, S> {
     /// A 2026-07-28 retry: the `requestState` names the question's round trip (taken once, only
     /// by the same principal, tool and arguments, only while the clock runs); the input
     /// responses carry the answer (for a question on the approval page: only whether the person
@@ -44,7 +45,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             args,
             ..
         } = admitted;
-        let books = self.shared.books();
+        let books = self.books;
         let binding = Binding::new(&principal, &call.tool, &args);
         let taken = match parse_state(&retry.state) {
             Ok(state) => {

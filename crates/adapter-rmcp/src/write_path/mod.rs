@@ -26,6 +26,14 @@
 //!   issue the admin token).
 //! - [`wrap`]: the result in the envelope.
 //!
+//! Each step borrows only what it reaches of the guard. [`admit`] is the guard's own (the
+//! connection, the identity resolver and the write switches); capture and apply are methods of
+//! [`ToolCalls`](tool_calls::ToolCalls) (the inner server, which tools preview, the envelope);
+//! join, ask, settle and the retry are methods of [`Channels`](channels::Channels) (the form,
+//! the page, the notifier, the wording, this process's questions in front of a client); and
+//! every store read or write, the decision on an answer and every audit record go through
+//! [`Books`](books::Books) (the approvals in the store, the clock, the policy, the audit trail).
+//!
 //! Every state carries the [`Call`] as its step knows it (who, which arguments, which
 //! question, which channel): the audit records of that step name it. Every step returns
 //! `Result<_, Refusal>`; a [`Refusal`] carries the audit outcome, the audit reason, the answer
@@ -38,11 +46,13 @@ mod apply;
 mod ask;
 mod books;
 mod capture;
+mod channels;
 mod decide;
 #[cfg(feature = "approval-page")]
 mod page;
 mod refusal;
 mod settle;
+mod tool_calls;
 mod wrap;
 
 use mcp_write_guard_core::{
@@ -159,7 +169,12 @@ impl<S: ServerHandler> WriteGuard<S> {
             let (class, seen) = (tools::classify_tool(&own), tools::definition_digest(&own));
             return Ok(Box::pin(self.write(request, class, Some(seen), context)).await);
         }
-        let Some(tool) = self.find_tool(&request.name, &context).await? else {
+        let Some(tool) = self
+            .shared
+            .tool_calls()
+            .find_tool(&request.name, &context)
+            .await?
+        else {
             // The retry of a question about a tool the inner server no longer offers: the
             // question is settled as any other (its answer recorded), and an approval is
             // refused, the tool being gone. Written as the spec's defaults read a tool without
@@ -227,7 +242,9 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
         };
         Ok(match response {
-            CallToolResponse::Complete(result) => self.wrap(&name, class, result).into(),
+            CallToolResponse::Complete(result) => {
+                self.shared.tool_calls().wrap(&name, class, result).into()
+            }
             other => other,
         })
     }
@@ -275,10 +292,13 @@ impl<S: ServerHandler> WriteGuard<S> {
             context: &context,
         };
         let settled = match next {
-            Next::Resume(retry) => self.decide_retry(admitted, retry, &context).await,
+            Next::Resume(retry) => {
+                let channels = self.shared.channels();
+                channels.decide_retry(admitted, retry, &context).await
+            }
             Next::Ask => self.join_or_ask(admitted, facts).await,
             Next::WithoutAsking => {
-                let captured = self.capture(admitted, facts).await?;
+                let captured = self.shared.tool_calls().capture(admitted, facts).await?;
                 self.shared.books().record(
                     &captured.call,
                     Outcome::ApprovedWithoutElicitation,
@@ -291,6 +311,8 @@ impl<S: ServerHandler> WriteGuard<S> {
         .map_err(|refusal| refusal.at(&at))?;
         match settled {
             Settled::Approved(approved, call) => self
+                .shared
+                .tool_calls()
                 .apply(&call, approved, class, request, context)
                 .await
                 .map_err(|refusal| refusal.at(&call)),
@@ -302,12 +324,14 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// that could not ask): that question, not a second one. Else capture what the person
     /// approves and ask.
     async fn join_or_ask(&self, admitted: Admitted, facts: Facts<'_>) -> Result<Settled, Refusal> {
-        if let Some(settled) = self.join(&admitted, facts.context).await? {
+        let channels = self.shared.channels();
+        if let Some(settled) = channels.join(&admitted, facts.context).await? {
             return Ok(settled);
         }
-        let captured = self.capture(admitted, facts).await?;
+        let captured = channels.tool_calls.capture(admitted, facts).await?;
         let at = captured.call.clone();
-        self.ask(captured, facts.context)
+        channels
+            .ask(captured, facts.context)
             .await
             .map_err(|refusal| refusal.at(&at))
     }

@@ -1,21 +1,23 @@
 //! Asking on the approval page (feature `approval-page`): the page variant of [`super::ask`],
 //! and the notice that reaches a person when the client cannot ask at all.
 //!
-//! The pending approval is opened on a page ([`open_page`]), then as a question
-//! ([`open_question`]), and the client is asked to send the person there: below 2026-07-28 with a
-//! url-mode `elicitation/create`, then the call waits for the page's answer up to the end of the
-//! clock (see [`super::settle`]); from 2026-07-28 with a url-mode input request, and each retry
-//! looks at the question. The client's own answer only says whether the person went to the page:
-//! `decline` or `cancel` is the answer (and withdraws the page), `accept` approves nothing by
-//! itself. The page's answer is decided like a form answer.
+//! The pending approval is opened on a page ([`Approvals::open_page`]), then as a question
+//! ([`Approvals::open_question`]), and the client is asked to send the person there: below
+//! 2026-07-28 with a url-mode `elicitation/create`, then the call waits for the page's answer up
+//! to the end of the clock (see [`super::settle`]); from 2026-07-28 with a url-mode input
+//! request, and each retry looks at the question. The client's own answer only says whether the
+//! person went to the page: `decline` or `cancel` is the answer (and withdraws the page),
+//! `accept` approves nothing by itself. The page's answer is decided like a form answer.
 //!
 //! A client that cannot be asked at all (no elicitation) is answered at once when a
-//! [`Notifier`](crate::notify::Notifier) is configured: the question is opened on the page, the
-//! notifier sends the person its link, and the model is told that a person was asked and to call
-//! again with the same arguments. The link never reaches the model.
+//! [`Notifier`] is configured: the question is opened on the page, the notifier sends the person
+//! its link, and the model is told that a person was asked and to call again with the same
+//! arguments. The link never reaches the model.
 
 use std::sync::Arc;
 
+#[cfg(doc)]
+use mcp_write_guard_core::Approvals;
 use mcp_write_guard_core::{
     AnswerAction, PendingApproval, Principal,
     answer::AnswerChannel,
@@ -33,11 +35,11 @@ use super::{
     ask::Put,
     books::Books,
     capture::AdminTarget,
+    channels::Channels,
     refusal::Refusal,
     settle::{Settled, UrlQuestion},
 };
 use crate::{
-    WriteGuard,
     audit::{Channel, Outcome},
     elicit,
     error::Error,
@@ -45,18 +47,18 @@ use crate::{
     page::Pages,
 };
 
-impl<S: ServerHandler> WriteGuard<S> {
+impl<S: ServerHandler> Channels<'_, S> {
     /// The page to ask on, when one is configured and the client can open it (URL mode).
     pub(super) fn page_for(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Pages>> {
-        let pages = self.shared.pages.as_ref()?;
+        let pages = self.pages?;
         elicit::can_ask_url(context).then(|| Arc::clone(pages))
     }
 
     /// The page and the notifier that reach a person when the client cannot ask, when both are
     /// configured.
     pub(super) fn notice_channel(&self) -> Option<(Arc<Pages>, Arc<dyn Notifier>)> {
-        let pages = self.shared.pages.as_ref()?;
-        let notifier = self.shared.notifier.as_ref()?;
+        let pages = self.pages?;
+        let notifier = self.notifier?;
         Some((Arc::clone(pages), Arc::clone(notifier)))
     }
 
@@ -151,7 +153,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         prompt: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<Result<OnPage, Settled>, Refusal> {
-        let books = self.shared.books();
+        let books = self.books;
         let (approvals, now) = (books.approvals(), books.now());
         let tool_shown = subject.tool.as_str().to_owned();
         let pending = approvals
@@ -194,7 +196,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         notifier: &dyn Notifier,
         context: &RequestContext<RoleServer>,
     ) -> Refusal {
-        let books = self.shared.books();
+        let books = self.books;
         let era = elicit::era(context);
         books.record_asked(call, &opened.pending, &opened.message, era, Channel::Page);
         let notice = self.notice(&opened.pending, opened.tool_shown, opened.message, url);
@@ -234,7 +236,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     ) -> Notice {
         Notice::new(
             pending.id(),
-            self.shared.server_name.clone(),
+            self.server_name.to_owned(),
             tool,
             message,
             url,
@@ -257,23 +259,19 @@ impl<S: ServerHandler> WriteGuard<S> {
         notice: Option<Notice>,
         error: &Error,
     ) -> Refusal {
-        if let (Some(notice), Some(notifier)) = (notice, self.shared.notifier.clone()) {
-            if !self
-                .shared
-                .notices_sent
-                .first(question, self.shared.books().now())
-            {
+        if let (Some(notice), Some(notifier)) = (notice, self.notifier.cloned()) {
+            if !self.notices_sent.first(question, self.books.now()) {
                 return Refusal::awaiting(question.expires_at());
             }
-            let told = deliver(self.shared.books(), call, &notice, &*notifier).await;
+            let told = deliver(self.books, call, &notice, &*notifier).await;
             if told.outcome != Outcome::NotifyFailed {
                 return told;
             }
-            self.shared.notices_sent.forget(question);
-            end_question(self.shared.books(), question, principal).await;
+            self.notices_sent.forget(question);
+            end_question(self.books, question, principal).await;
             return told;
         }
-        end_question(self.shared.books(), question, principal).await;
+        end_question(self.books, question, principal).await;
         Refusal::ask_failed(error)
     }
 }

@@ -28,9 +28,10 @@ use rmcp::{
     service::{Peer, RequestContext, RoleServer},
 };
 
-use super::{Call, admit::Admitted, books::Books, capture::AdminTarget, refusal::Refusal};
+use super::{
+    Call, admit::Admitted, books::Books, capture::AdminTarget, channels::Channels, refusal::Refusal,
+};
 use crate::{
-    WriteGuard,
     audit::{Channel, Outcome},
     elicit::{self, Answer, Era},
     error::Error,
@@ -238,7 +239,7 @@ enum Unasked {
     Listen,
 }
 
-impl<S: ServerHandler> WriteGuard<S> {
+impl<S: ServerHandler> Channels<'_, S> {
     /// Before asking: the question of this very change, if one is open or answered. `None`:
     /// ask.
     pub(super) async fn join(
@@ -247,7 +248,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Settled>, Refusal> {
         let (call, principal, args) = (&admitted.call, &admitted.principal, &admitted.args);
-        let books = self.shared.books();
+        let books = self.books;
         let found = books
             .find(Binding::new(principal, &call.tool, args))
             .await?;
@@ -292,10 +293,10 @@ impl<S: ServerHandler> WriteGuard<S> {
             && !context.ct.is_cancelled()
         {
             let binding = Binding::new(principal, &call.tool, args);
-            self.shared.books().close(binding, approval).await;
+            self.books.close(binding, approval).await;
         }
         #[cfg(feature = "approval-page")]
-        if let (Some(page), Some(pages)) = (page, &self.shared.pages) {
+        if let (Some(page), Some(pages)) = (page, self.pages) {
             pages.forget(&page);
         }
         settled
@@ -350,14 +351,14 @@ impl<S: ServerHandler> WriteGuard<S> {
         let headless = !self.can_be_asked(context);
         let mut poll = tokio::time::interval(POLL_EVERY);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let left = question.expires_at() - self.shared.clock.now();
+        let left = question.expires_at() - self.books.now();
         let deadline =
             tokio::time::Instant::now() + Duration::try_from(left).unwrap_or(Duration::ZERO);
         let asked_here = asking.is_some();
-        let open = question_status(&question, self.shared.clock.now()) == QuestionStatus::Open;
+        let open = question_status(&question, self.books.now()) == QuestionStatus::Open;
         let mut waiting = None;
         if open && !asked_here && era == Era::Legacy && !headless {
-            let waiting_now = &self.shared.waiting_now;
+            let waiting_now = self.waiting_now;
             waiting =
                 PerQuestion::enter(waiting_now, question.approval(), MAX_WAITING_PER_QUESTION);
             if waiting.is_none() {
@@ -371,7 +372,7 @@ impl<S: ServerHandler> WriteGuard<S> {
             asked_here,
             era,
             headless,
-            progress: Progress::new(context, self.shared.progress_every),
+            progress: Progress::new(context, self.progress_every),
             poll,
             deadline,
             _waiting: waiting,
@@ -389,16 +390,16 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<Settled, Refusal>> {
-        match question_status(question, self.shared.clock.now()) {
+        match question_status(question, self.books.now()) {
             QuestionStatus::Approved => {
                 if let Some(id) = link {
                     elicit::complete(context, id).await;
                 }
-                let books = self.shared.books();
+                let books = self.books;
                 Some(take_approved(books, call, question, principal, args, context).await)
             }
             QuestionStatus::Refused(reason) => {
-                self.shared.books().withdraw(question).await;
+                self.books.withdraw(question).await;
                 if context.ct.is_cancelled() {
                     // Nobody reads this refusal: the next call of the change is told.
                     return Some(Err(Refusal::awaiting(question.expires_at())));
@@ -432,13 +433,13 @@ impl<S: ServerHandler> WriteGuard<S> {
                 .await
                 .map(Unasked::Respond);
         }
-        if wait.asked_here || self.shared.asked_now.any(wait.question.approval()) {
+        if wait.asked_here || self.asked_now.any(wait.question.approval()) {
             return Ok(Unasked::Listen);
         }
         // Only a question still open, as the store has it now, is put again.
         let question = wait.question.clone();
-        wait.question = self.shared.books().reread(question, principal).await?;
-        if question_status(&wait.question, self.shared.clock.now()) != QuestionStatus::Open {
+        wait.question = self.books.reread(question, principal).await?;
+        if question_status(&wait.question, self.books.now()) != QuestionStatus::Open {
             return Ok(Unasked::Recheck);
         }
         wait.asked_here = true;
@@ -484,13 +485,13 @@ impl<S: ServerHandler> WriteGuard<S> {
                     .await?;
             }
             () = self.page_answered(question) => {
-                *question = self.shared.books().reread(question.clone(), principal).await?;
+                *question = self.books.reread(question.clone(), principal).await?;
             }
-            _ = poll.tick() => *question = self.shared.books().reread(question.clone(), principal).await?,
+            _ = poll.tick() => *question = self.books.reread(question.clone(), principal).await?,
             () = progress.tick() => progress.send(&context.peer).await,
             () = tokio::time::sleep_until(*deadline) => {
                 if !listening {
-                    self.shared.books().withdraw(question).await;
+                    self.books.withdraw(question).await;
                     return Err(Refusal::denied(DenyReason::Expired));
                 }
             }
@@ -531,7 +532,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let _ = link;
         // Still in flight until the answer is kept: a call of the same change that looks
         // meanwhile waits for it rather than asking again.
-        let books = self.shared.books();
+        let books = self.books;
         let heard = heard(books, call, question.clone(), principal, answer, gave_up).await;
         drop(asked);
         heard
@@ -547,10 +548,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let (books, binding) = (
-            self.shared.books(),
-            Binding::new(principal, &call.tool, args),
-        );
+        let (books, binding) = (self.books, Binding::new(principal, &call.tool, args));
         let now = books.now();
         let pending = books.peek(binding, question.approval(), now).await?;
         // Counted: each time the same question is put again holds a place in the principal's
@@ -574,10 +572,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         args: &CapturedArgs,
         context: &'a RequestContext<RoleServer>,
     ) -> Result<Asking<'a>, Refusal> {
-        let (books, binding) = (
-            self.shared.books(),
-            Binding::new(principal, &call.tool, args),
-        );
+        let (books, binding) = (self.books, Binding::new(principal, &call.tool, args));
         let now = books.now();
         let pending = books.peek(binding, question.approval(), now).await?;
         let Some(time_left) = pending.time_left(now) else {
@@ -586,7 +581,7 @@ impl<S: ServerHandler> WriteGuard<S> {
         let (asked, url) = self.same_question(call, &pending, context).await?;
         Ok(
             Asking::new(elicit::ask_until(context, asked, time_left), url)
-                .in_flight(&self.shared.asked_now, pending.id()),
+                .in_flight(self.asked_now, pending.id()),
         )
     }
 
@@ -601,7 +596,11 @@ impl<S: ServerHandler> WriteGuard<S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<(rmcp::model::ElicitRequestParams, Option<UrlQuestion>), Refusal> {
         let admin_target: Option<AdminTarget> = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
-            Some(self.admin_target(pending.args(), context).await?)
+            Some(
+                self.tool_calls
+                    .admin_target(pending.args(), context)
+                    .await?,
+            )
         } else {
             None
         };
@@ -630,7 +629,7 @@ impl<S: ServerHandler> WriteGuard<S> {
     /// Wakes when the question's page is answered on this process; never, without a page.
     async fn page_answered(&self, question: &Question) {
         #[cfg(feature = "approval-page")]
-        if let (Some(page), Some(pages)) = (question.page(), &self.shared.pages) {
+        if let (Some(page), Some(pages)) = (question.page(), self.pages) {
             let waiter = pages.waiter(page);
             waiter.notified().await;
             return;

@@ -3,32 +3,7 @@
 //! envelope decides which results are wrapped (every write result, every read not marked
 //! trusted); this module puts an rmcp result into it.
 
-use crate::WriteGuard;
-use mcp_write_guard_policy::Classification;
-use rmcp::{
-    ServerHandler,
-    model::{CallToolResult, ContentBlock, ResourceContents},
-};
-
-impl<S: ServerHandler> WriteGuard<S> {
-    /// Wraps `result` in the envelope when the envelope policy says so.
-    pub(super) fn wrap(
-        &self,
-        tool: &str,
-        class: Classification,
-        result: CallToolResult,
-    ) -> CallToolResult {
-        if !self.shared.envelope.should_wrap(tool, class.class) {
-            return result;
-        }
-        wrap_result(
-            &self.shared.server_name,
-            tool,
-            result,
-            self.shared.envelope.text_prefix(),
-        )
-    }
-}
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 /// Puts a result into the envelope: `structuredContent` becomes the wrapped object, and each
 /// text block and the text of each embedded text resource becomes the rendered envelope of its
