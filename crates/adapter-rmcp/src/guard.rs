@@ -214,21 +214,6 @@ impl<S> WriteGuard<S> {
 }
 
 impl<S: ServerHandler> WriteGuard<S> {
-    /// Every tool of the inner server with its class.
-    async fn all_tool_classes(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Vec<(String, mcp_write_guard_policy::ToolClass)>, ErrorData> {
-        Ok(self
-            .shared
-            .tool_calls()
-            .all_tools(context)
-            .await?
-            .iter()
-            .map(|t| (t.name.to_string(), tools::classify_tool(t).class))
-            .collect())
-    }
-
     /// Finds the builder mistakes against `classes` (once), and logs each.
     fn check_config(&self, classes: &[(String, mcp_write_guard_policy::ToolClass)]) {
         let shared = &self.shared;
@@ -244,20 +229,18 @@ impl<S: ServerHandler> WriteGuard<S> {
             }
         }
     }
+}
 
-    /// Whether any tool of the inner server is token-gated, reading every page.
-    async fn any_token_gated(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<bool, ErrorData> {
-        Ok(self
-            .shared
-            .tool_calls()
-            .all_tools(context)
-            .await?
-            .iter()
-            .any(|t| tools::classify_tool(t).token_gated))
-    }
+/// Each tool of `list` with its class.
+fn classes_of(list: &[Tool]) -> Vec<(String, mcp_write_guard_policy::ToolClass)> {
+    list.iter()
+        .map(|t| (t.name.to_string(), tools::classify_tool(t).class))
+        .collect()
+}
+
+/// Whether any tool of `list` is token-gated.
+fn any_token_gated(list: &[Tool]) -> bool {
+    list.iter().any(|t| tools::classify_tool(t).token_gated)
 }
 
 /// `ServerHandler` methods that go to the inner server unchanged, one line each: `fn` for a
@@ -336,19 +319,12 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
             .inner
             .list_tools(request, context.clone())
             .await?;
-        let gated_here = result
-            .tools
-            .iter()
-            .any(|t| tools::classify_tool(t).token_gated);
+        let gated_here = any_token_gated(&result.tools);
         if self.shared.config_mistakes.get().is_none() {
             let classes = if !had_cursor && result.next_cursor.is_none() {
-                result
-                    .tools
-                    .iter()
-                    .map(|t| (t.name.to_string(), tools::classify_tool(t).class))
-                    .collect()
+                classes_of(&result.tools)
             } else {
-                self.all_tool_classes(&context).await?
+                classes_of(&self.shared.tool_calls().all_tools(&context).await?)
             };
             self.check_config(&classes);
         }
@@ -358,7 +334,9 @@ impl<S: ServerHandler> ServerHandler for WriteGuard<S> {
             .map(|t| tools::advertise(t, &self.shared.envelope))
             .collect();
         if result.next_cursor.is_none() {
-            let gated = gated_here || (had_cursor && self.any_token_gated(&context).await?);
+            let gated = gated_here
+                || (had_cursor
+                    && any_token_gated(&self.shared.tool_calls().all_tools(&context).await?));
             let seen = if gated { GATED_YES } else { GATED_NO };
             self.shared.any_gated.store(seen, Ordering::Relaxed);
             if gated {
