@@ -16,7 +16,7 @@ pub use mcp_write_guard_policy::CONFIRMATION_TOKEN_ARG;
 /// Everything downstream (the preview, the question to the user, the token check, the apply) uses
 /// this one value, so a model cannot preview one value and commit another. There is no way to
 /// change the arguments of a `CapturedArgs`: capture new ones and they get a new digest.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct CapturedArgs {
     arguments: Map<String, Value>,
     digest: ArgsDigest,
@@ -142,8 +142,56 @@ impl CapturedArgs {
     }
 }
 
+/// The arguments without the value of a confirmation token (a bearer value: it is shown as
+/// `<redacted>`), and the digests.
+impl std::fmt::Debug for CapturedArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.without_token();
+        if self.arguments.contains_key(CONFIRMATION_TOKEN_ARG) {
+            shown.insert(CONFIRMATION_TOKEN_ARG.to_owned(), "<redacted>".into());
+        }
+        f.debug_struct("CapturedArgs")
+            .field("arguments", &shown)
+            .field("digest", &self.digest)
+            .field("token_digest", &self.token_digest)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn debug_shows_no_confirmation_token() {
+        let secret = "tok-secret-value";
+        let args = CapturedArgs::capture(
+            Some(
+                &serde_json::json!({"name": "a", CONFIRMATION_TOKEN_ARG: secret})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+            &ArgLimits::default(),
+        )
+        .unwrap();
+        let shown = format!("{args:?}");
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("\"name\""),
+            "{shown}"
+        );
+        let plain = CapturedArgs::capture(
+            Some(
+                &serde_json::json!({"name": "a"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+            &ArgLimits::default(),
+        )
+        .unwrap();
+        assert!(!format!("{plain:?}").contains("<redacted>"));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -33,8 +33,10 @@ impl RecordKind {
     }
 }
 
-/// The key of a stored record: its kind and its opaque id.
-#[derive(Debug, Clone, PartialOrd, Ord)]
+/// The key of a stored record: its kind and its opaque id. Its `Debug` hides the id of a token
+/// or a page (the id is the bearer value itself); `Display` and [`StoreKey::id`] give it, for
+/// backends that key records by it.
+#[derive(Clone, PartialOrd, Ord)]
 pub struct StoreKey {
     kind: RecordKind,
     /// Shared, so that the copy a store keeps in its expiry index costs no allocation.
@@ -114,6 +116,19 @@ impl std::hash::Hash for StoreKey {
     }
 }
 
+impl fmt::Debug for StoreKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id: &dyn fmt::Debug = match self.kind {
+            RecordKind::Token | RecordKind::Page => &"<redacted>",
+            _ => &self.id,
+        };
+        f.debug_struct("StoreKey")
+            .field("kind", &self.kind)
+            .field("id", id)
+            .finish()
+    }
+}
+
 impl fmt::Display for StoreKey {
     /// `kind:id`, for example `token:4f…`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -148,4 +163,21 @@ pub enum StoreError {
     /// A stored record could not be read back.
     #[error("corrupt record in the approval store: {0}")]
     Corrupt(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_ids_of_tokens_and_pages_only() {
+        for kind in [RecordKind::Token, RecordKind::Page] {
+            let shown = format!("{:?}", StoreKey::new(kind, "bearer-secret"));
+            assert!(!shown.contains("bearer-secret"), "{shown}");
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+        let approval = format!("{:?}", StoreKey::new(RecordKind::Approval, "a-1"));
+        assert!(approval.contains("a-1"), "{approval}");
+        assert_eq!(StoreKey::new(RecordKind::Token, "t").to_string(), "token:t");
+    }
 }
