@@ -142,16 +142,22 @@ impl CapturedArgs {
     }
 }
 
+/// `arguments` as `Debug` shows them: a confirmation token's value (a bearer value) replaced by
+/// `<redacted>`.
+pub(crate) fn redacted(arguments: &Map<String, Value>) -> Map<String, Value> {
+    let mut shown = arguments.clone();
+    if let Some(token) = shown.get_mut(CONFIRMATION_TOKEN_ARG) {
+        *token = Value::from("<redacted>");
+    }
+    shown
+}
+
 /// The arguments without the value of a confirmation token (a bearer value: it is shown as
 /// `<redacted>`), and the digests.
 impl std::fmt::Debug for CapturedArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut shown = self.without_token();
-        if self.arguments.contains_key(CONFIRMATION_TOKEN_ARG) {
-            shown.insert(CONFIRMATION_TOKEN_ARG.to_owned(), "<redacted>".into());
-        }
         f.debug_struct("CapturedArgs")
-            .field("arguments", &shown)
+            .field("arguments", &redacted(&self.arguments))
             .field("digest", &self.digest)
             .field("token_digest", &self.token_digest)
             .finish_non_exhaustive()

@@ -131,7 +131,7 @@ impl std::fmt::Debug for StoredApproval {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoredApproval")
             .field("id", &self.id)
-            .field("arguments", &self.arguments)
+            .field("arguments", &crate::args::redacted(&self.arguments))
             .field("preview", &self.preview)
             .field("page", &self.page.as_ref().map(|_| ".."))
             .finish()
@@ -429,6 +429,40 @@ mod tests {
             StoreKey::new(RecordKind::Question, "q"),
             StoreKey::new(RecordKind::Question, "q.answer"),
         ]
+    }
+
+    /// A stored approval of a token-gated call holds the unspent token in its arguments until
+    /// the apply spends it: `Debug` of the record (and of a store that holds it) hides it.
+    #[test]
+    fn debug_of_a_stored_approval_hides_its_confirmation_token() {
+        let record = Record::from(Bound::Live(LiveRecord {
+            principal: Principal::new("alice"),
+            tool: ToolName::new("delete_order"),
+            digest: ArgsDigest::from_bytes([1; 32]),
+            definition: DefinitionDigest::from_bytes([2; 32]),
+            issued_at_ns: 1,
+            expires_at_ns: 2,
+            retain_until_ns: 3,
+            approval: Some(Box::new(StoredApproval {
+                id: "a".to_owned(),
+                arguments: json!({"order": 7, "confirmationToken": "tok-secret"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                preview: json!({"order": 7}),
+                page: None,
+            })),
+        }));
+        let shown = format!("{record:?}");
+        assert!(!shown.contains("tok-secret"), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("order"),
+            "{shown}"
+        );
+        assert!(
+            record.to_json().unwrap().contains("tok-secret"),
+            "the store keeps the token"
+        );
     }
 
     /// The JSON a text backend holds for each kind of record, pinned: keys sorted, instants in
