@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::Outcome;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
@@ -226,12 +226,7 @@ async fn a_target_redefined_while_the_intent_is_asked_gets_no_token(era: Era) {
         move || server.redefine("delete_row", rewrite_delete_row),
         Reply::Approve,
     )]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        )
-        .await;
+    let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);
     assert_eq!(
         text_of(&result),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::{MemoryStore, Principal, StoreError};
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{Outcome, PrincipalRequest, STALE_MESSAGE};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
@@ -391,12 +391,7 @@ async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
     let before = h.state();
     h.audit.clear();
     h.script([Reply::Approve]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        )
-        .await;
+    let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
     says_too_many(&result);
     assert!(result.structured_content.is_none(), "no token: {result:?}");

@@ -145,6 +145,11 @@ impl<S: ServerHandler + Clone> Connected<S> {
         self.scripted.script([Reply::Approve]);
         self.call(tool, args).await
     }
+
+    /// Calls `prepare_admin_action` for `tool` with `args`: a token or a refusal.
+    pub async fn prepare(&self, tool: &str, args: Value) -> CallToolResult {
+        prepare_on(&self.client, tool, args).await.unwrap()
+    }
 }
 
 /// A connected client, the guard it talks to, and everything the test reads back.
@@ -256,6 +261,11 @@ impl Harness {
         );
     }
 
+    /// Calls `prepare_admin_action` for `tool` with `args`: a token or a refusal.
+    pub async fn prepare(&self, tool: &str, args: Value) -> CallToolResult {
+        prepare_on(&self.client, tool, args).await.unwrap()
+    }
+
     /// Runs `prepare_admin_action` for `tool` and `args` (approving it) and returns the token.
     pub async fn prepare_token(&self, tool: &str, args: Value) -> String {
         prepare_token_on(&self.client, &self.scripted, tool, args).await
@@ -340,6 +350,20 @@ pub async fn call_on(
     client.call_tool(params).await
 }
 
+/// Calls `prepare_admin_action` on `client` for `tool` with `args`.
+pub async fn prepare_on(
+    client: &Client,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, ServiceError> {
+    call_on(
+        client,
+        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
+        json!({"tool": tool, "arguments": args}),
+    )
+    .await
+}
+
 pub async fn prepare_token_on(
     client: &Client,
     scripted: &ScriptedClient,
@@ -347,13 +371,7 @@ pub async fn prepare_token_on(
     args: Value,
 ) -> String {
     scripted.script([Reply::Approve]);
-    let result = call_on(
-        client,
-        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
-        json!({"tool": tool, "arguments": args}),
-    )
-    .await
-    .unwrap();
+    let result = prepare_on(client, tool, args).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let structured = result.structured_content.expect("structured token");
     structured["confirmationToken"].as_str().unwrap().to_owned()
