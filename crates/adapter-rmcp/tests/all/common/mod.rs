@@ -7,6 +7,9 @@ pub mod custom;
 pub mod fixture;
 pub mod gated;
 pub mod logs;
+/// The server of the crate's `stdio_notes` example (its `main` is not used here).
+#[allow(dead_code)]
+#[path = "../../../examples/stdio_notes.rs"]
 pub mod notes;
 pub mod paged;
 
