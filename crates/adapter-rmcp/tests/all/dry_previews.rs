@@ -12,13 +12,16 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
         ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-        ToolAnnotations,
     },
     service::{RequestContext, RoleServer},
 };
 use serde_json::json;
 
-use crate::common::{Era, Reply, ScriptedClient, call_on, connect, text_of};
+use crate::common::{
+    Era, Reply, ScriptedClient, call_on, connect,
+    fixture::{closed_write, object},
+    text_of,
+};
 
 /// One counter and one write, `bump`: careful looks at the step, careless does not.
 #[derive(Clone, Default)]
@@ -28,18 +31,12 @@ struct Bumper {
 }
 
 fn bump_tool() -> Tool {
-    let schema = json!({"type": "object", "properties": {}});
     Tool::new(
         "bump",
         "Add one to the counter",
-        schema.as_object().unwrap().clone(),
+        object(json!({"type": "object", "properties": {}})),
     )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(false),
-    )
+    .with_annotations(closed_write(false))
 }
 
 impl ServerHandler for Bumper {

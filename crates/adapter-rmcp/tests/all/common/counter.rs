@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::{
     Client, Era, ScriptedClient,
+    fixture::{closed_write, object},
     gated::{GatedClient, GatedConnection},
     start_time,
 };
@@ -63,13 +64,6 @@ pub struct Counter {
 /// The tools that opted in to previews.
 pub const PREVIEWED: [&str; 3] = ["add_to_counter", "careless_set", "stubborn_set"];
 
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("counter schemas are objects"),
-    }
-}
-
 fn integer_arg(tool: &str, description: &str, arg: &str) -> Tool {
     Tool::new(
         tool.to_owned(),
@@ -80,12 +74,7 @@ fn integer_arg(tool: &str, description: &str, arg: &str) -> Tool {
             "required": [arg]
         })),
     )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(false),
-    )
+    .with_annotations(closed_write(false))
 }
 
 fn counter_tools() -> Vec<Tool> {
