@@ -205,14 +205,7 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
     );
     assert!(h.audit.records().is_empty(), "reads are not decisions");
 
-    let trusting = Harness::with(
-        era,
-        Options {
-            trust_list_rows: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let trusting = Harness::custom(era, Options::default(), |b| b.trust_read("list_rows")).await;
     let rows = trusting.call("list_rows", json!({})).await;
     assert!(text_of(&rows).starts_with("rows: "), "{}", text_of(&rows));
     // Trust covers exactly the named read.
@@ -221,14 +214,7 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
 }
 
 async fn the_text_prefix_can_be_turned_off(era: Era) {
-    let h = Harness::with(
-        era,
-        Options {
-            text_prefix: false,
-            ..Options::default()
-        },
-    )
-    .await;
+    let h = Harness::custom(era, Options::default(), |b| b.text_prefix(false)).await;
     let rows = h.call("list_rows", json!({})).await;
     let text = text_of(&rows);
     assert!(

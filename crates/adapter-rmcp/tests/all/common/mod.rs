@@ -34,14 +34,12 @@ pub use mcp_write_guard_rmcp::{
 
 pub type Client = RunningService<RoleClient, ScriptedClient>;
 
-/// How to build the guard for a test.
+/// How to build the guard for a test, and whether its client declares form elicitation. Any
+/// other setting is the builder's own: see [`Harness::custom`].
 #[derive(Debug, Clone)]
 pub struct Options {
     pub writes: bool,
     pub elicitation: bool,
-    pub danger: bool,
-    pub text_prefix: bool,
-    pub trust_list_rows: bool,
 }
 
 impl Default for Options {
@@ -49,9 +47,6 @@ impl Default for Options {
         Self {
             writes: true,
             elicitation: true,
-            danger: false,
-            text_prefix: true,
-            trust_list_rows: false,
         }
     }
 }
