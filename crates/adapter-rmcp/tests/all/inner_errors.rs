@@ -5,10 +5,10 @@
 use std::sync::atomic::Ordering;
 
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
+use rmcp::model::{CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
 
-use crate::common::{Era, Reply, text_of};
+use crate::common::{Era, Reply, params, text_of};
 use crate::wrapped::{Harness, INNER_TEXT, Wrapped};
 
 both_eras!(
@@ -63,10 +63,6 @@ async fn prepare_admin_action_with_an_unreadable_tool_list_is_a_refusal(era: Era
         .await;
     let reason = h.audit.last().unwrap().reason.unwrap();
     assert!(reason.contains(INNER_TEXT), "{reason}");
-}
-
-fn params(tool: &str, args: &Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
 }
 
 fn answer(action: &str, content: Value) -> InputResponses {

@@ -30,11 +30,11 @@ use tokio::sync::Barrier;
 
 use crate::common::{
     Era, Options, connect,
-    counter::{approve_round, first_round, params},
+    counter::{approve_round, first_round},
     custom::{NotifyingSink, guard_builder},
     fixture::{Fixture, State},
     gated::{GatedClient, GatedConnection as Connection, Say, within},
-    start_time, text_of,
+    params, start_time, text_of,
 };
 
 /// Calls `set_counter` with `args` on `client`'s connection, on a task of its own: the call

@@ -26,7 +26,7 @@ use super::{
     Client, Era, ScriptedClient,
     fixture::{closed_write, object},
     gated::{GatedClient, GatedConnection},
-    start_time,
+    params, start_time,
 };
 
 /// One change the server committed.
@@ -231,10 +231,6 @@ pub struct Asked {
     pub prompt: String,
     /// The `requestState` the retry carries back.
     pub state: String,
-}
-
-pub fn params(tool: &str, args: &Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
 }
 
 impl CounterHarness {

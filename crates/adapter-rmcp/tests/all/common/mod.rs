@@ -338,14 +338,18 @@ pub fn outcomes_and_reasons(audit: &MemorySink) -> Vec<(Outcome, Option<String>)
         .collect()
 }
 
+/// The params of a `tools/call` of `tool` with `args` (an object).
+pub fn params(tool: &str, args: &Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().expect("object arguments"))
+}
+
 pub async fn call_on(
     client: &Client,
     tool: &str,
     args: Value,
 ) -> Result<CallToolResult, ServiceError> {
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().cloned().expect("object arguments"));
-    client.call_tool(params).await
+    client.call_tool(params(tool, &args)).await
 }
 
 /// Calls `prepare_admin_action` on `client` for `tool` with `args`.
