@@ -21,27 +21,18 @@
 //! does, as long as it sends the envelope.
 #![allow(clippy::panic, clippy::print_stdout)]
 
-use std::sync::Arc;
-
-use mcp_write_guard_rmcp::{Era, MemorySink, WriteGuard, test_util};
-use rmcp::{RoleClient, ServerHandler, model::CallToolRequestParams, service::RunningService};
+use rmcp::model::CallToolRequestParams;
 
 #[path = "common/canned.rs"]
 mod canned;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/all/common/fixture.rs"]
 mod fixture;
+#[path = "common/setup.rs"]
+mod setup;
 
 use canned::canned;
-
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect<S: ServerHandler>(server: S) -> Client {
-    match test_util::connect(server, Era::Legacy, ()).await {
-        Ok(client) => client,
-        Err(error) => panic!("cannot connect: {error}"),
-    }
-}
+use setup::{Client, connect, guarded};
 
 async fn reads(client: &Client, n: u64) {
     for _ in 0..n {
@@ -52,18 +43,6 @@ async fn reads(client: &Client, n: u64) {
             panic!("read failed: {error}");
         }
     }
-}
-
-fn guard(trusted: bool) -> WriteGuard<fixture::Fixture> {
-    let builder = WriteGuard::builder(fixture::Fixture::default())
-        .writes_enabled(true)
-        .audit(Arc::new(MemorySink::new()));
-    let builder = if trusted {
-        builder.trust_read("get_counter")
-    } else {
-        builder
-    };
-    builder.build()
 }
 
 fn main() {
@@ -87,14 +66,14 @@ fn main() {
     rt.block_on(async {
         match case.as_str() {
             "bare" => reads(&connect(fixture::Fixture::default()).await, n).await,
-            "guard" => reads(&connect(guard(false)).await, n).await,
-            "trusted" => reads(&connect(guard(true)).await, n).await,
+            "guard" => reads(&connect(guarded(false)).await, n).await,
+            "trusted" => reads(&connect(guarded(true)).await, n).await,
             "canned_bare" => {
                 let server = canned(fixture::Fixture::default()).await;
                 reads(&connect(server).await, n).await;
             }
             "canned_enveloped" => {
-                let server = canned(guard(false)).await;
+                let server = canned(guarded(false)).await;
                 reads(&connect(server).await, n).await;
             }
             other => panic!(

@@ -21,8 +21,8 @@ use std::{
 };
 
 use criterion::Criterion;
-use mcp_write_guard_rmcp::{Era, MemorySink, WriteGuard, test_util};
-use rmcp::{RoleClient, ServerHandler, model::CallToolRequestParams, service::RunningService};
+use mcp_write_guard_rmcp::{MemorySink, WriteGuard};
+use rmcp::model::CallToolRequestParams;
 use std::sync::Arc;
 
 #[path = "common/canned.rs"]
@@ -33,15 +33,10 @@ mod fixture;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../tests/all/common/paged.rs"]
 mod paged;
+#[path = "common/setup.rs"]
+mod setup;
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect<S: ServerHandler>(server: S) -> Client {
-    match test_util::connect(server, Era::Legacy, ()).await {
-        Ok(client) => client,
-        Err(error) => panic!("cannot connect: {error}"),
-    }
-}
+use setup::{Client, connect, guarded};
 
 async fn read(client: &Client) {
     let result = client
@@ -53,22 +48,6 @@ async fn read(client: &Client) {
         }
         Err(error) => panic!("read failed: {error}"),
     }
-}
-
-fn guarded() -> WriteGuard<fixture::Fixture> {
-    WriteGuard::builder(fixture::Fixture::default())
-        .writes_enabled(true)
-        .audit(Arc::new(MemorySink::new()))
-        .build()
-}
-
-/// The same guard with the read marked trusted: classification only, no envelope.
-fn guarded_trusted() -> WriteGuard<fixture::Fixture> {
-    WriteGuard::builder(fixture::Fixture::default())
-        .writes_enabled(true)
-        .trust_read("get_counter")
-        .audit(Arc::new(MemorySink::new()))
-        .build()
 }
 
 /// A guard around an inner server without `get_tool` that lists all its tools in one page.
@@ -95,12 +74,13 @@ fn runtime() -> tokio::runtime::Runtime {
 fn read_overhead(c: &mut Criterion) {
     let rt = runtime();
     let bare = rt.block_on(connect(fixture::Fixture::default()));
-    let guard = rt.block_on(connect(guarded()));
-    let trusted = rt.block_on(connect(guarded_trusted()));
+    let guard = rt.block_on(connect(guarded(false)));
+    let trusted = rt.block_on(connect(guarded(true)));
     let listed = rt.block_on(connect(guarded_without_get_tool()));
     let canned_bare =
         rt.block_on(async { connect(canned::canned(fixture::Fixture::default()).await).await });
-    let canned_enveloped = rt.block_on(async { connect(canned::canned(guarded()).await).await });
+    let canned_enveloped =
+        rt.block_on(async { connect(canned::canned(guarded(false)).await).await });
     let mut group = c.benchmark_group("read_overhead");
     group.bench_function("bare", |b| b.to_async(&rt).iter(|| read(&bare)));
     group.bench_function("guard", |b| b.to_async(&rt).iter(|| read(&guard)));
@@ -137,11 +117,11 @@ fn report_ratio() {
     let rt = runtime();
     let clients = [
         rt.block_on(connect(fixture::Fixture::default())),
-        rt.block_on(connect(guarded())),
-        rt.block_on(connect(guarded_trusted())),
+        rt.block_on(connect(guarded(false))),
+        rt.block_on(connect(guarded(true))),
         rt.block_on(connect(guarded_without_get_tool())),
         rt.block_on(async { connect(canned::canned(fixture::Fixture::default()).await).await }),
-        rt.block_on(async { connect(canned::canned(guarded()).await).await }),
+        rt.block_on(async { connect(canned::canned(guarded(false)).await).await }),
     ];
     let n = 3000;
     // Interleave to spread any drift over all of them.

@@ -27,11 +27,21 @@ struct AddNote {
     text: String,
 }
 
-/// The team's server: a list of notes.
+/// The team's server: a list of notes. (`pub(crate)`: the crate's tests serve this same
+/// server.)
 #[derive(Clone)]
-struct Notes {
-    notes: Arc<Mutex<Vec<String>>>,
+pub(crate) struct Notes {
+    pub(crate) notes: Arc<Mutex<Vec<String>>>,
     tool_router: ToolRouter<Self>,
+}
+
+impl Default for Notes {
+    fn default() -> Self {
+        Self {
+            notes: Arc::default(),
+            tool_router: Self::tool_router(),
+        }
+    }
 }
 
 #[tool_router]
@@ -82,11 +92,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .init();
-    let notes = Notes {
-        notes: Arc::default(),
-        tool_router: Notes::tool_router(),
-    };
-    let guard = WriteGuard::builder(notes)
+    let guard = WriteGuard::builder(Notes::default())
         .preview("add_note")
         .prompt("add_note", |p| {
             match (p.preview_i64("/number"), p.argument("text")) {

@@ -1,7 +1,6 @@
 //! A server that answers every `tools/call` with a copy of one fixed result: what a read costs
 //! for the bytes of its answer alone, whoever made them.
 
-use mcp_write_guard_rmcp::{Era, test_util};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -32,9 +31,7 @@ impl ServerHandler for Canned {
 /// A server answering with exactly what `server` answers to one `get_counter` read: for a
 /// `WriteGuard`, the envelope in `structuredContent` and in the text twin.
 pub(crate) async fn canned<S: ServerHandler>(server: S) -> Canned {
-    let client = test_util::connect(server, Era::Legacy, ())
-        .await
-        .unwrap_or_else(|error| panic!("cannot connect: {error}"));
+    let client = crate::setup::connect(server).await;
     let result = client
         .call_tool(CallToolRequestParams::new("get_counter"))
         .await

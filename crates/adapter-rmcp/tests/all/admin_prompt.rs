@@ -3,117 +3,57 @@
 //! words, in both eras. A target preview that fails refuses the preparation: nobody is asked,
 //! no token is issued, nothing changes, and one `PreviewFailed` record says so.
 
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use mcp_write_guard_rmcp::{
-    Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuardBuilder, WriteStep, write_step,
-};
-use parking_lot::Mutex;
-use rmcp::{
-    ErrorData, ServerHandler,
-    model::*,
-    service::{RequestContext, RoleServer},
-};
+use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuardBuilder};
+use rmcp::model::*;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Connected, Era, Fixture, State, assert_deleted_once, assert_row_deleted, delete_with_token,
+    Era, Reply, State, assert_deleted_once, assert_row_deleted, delete_with_token,
     prepare_token_on, text_of,
 };
+use crate::wrapped::{Harness, Wrapped, no_such_row};
 
 /// The sentence every `prepare_admin_action` question for `delete_row` starts with.
 const PREPARING: &str = "Allow preparing an admin action? It issues a one-time confirmation \
 token for tool delete_row with exactly these arguments; the action itself will ask you again \
 before it runs.\n";
 
-/// The fixture, with one business rule added to `delete_row`'s preview: a row that does not
-/// exist cannot be deleted. It also keeps the arguments of every `delete_row` preview.
-#[derive(Clone, Default)]
-struct Ruled {
-    fixture: Fixture,
-    previewed: Arc<Mutex<Vec<JsonObject>>>,
+/// The fixture, with one business rule added to `delete_row`'s preview (a row that does not
+/// exist cannot be deleted), behind a guard: writes enabled, `delete_row` previewed, rows `a` =
+/// 1 and `b` = 2; `configure` adds the rest.
+async fn start(
+    era: Era,
+    configure: impl FnOnce(WriteGuardBuilder<Wrapped>) -> WriteGuardBuilder<Wrapped>,
+) -> Harness {
+    let server = Wrapped::default();
+    server
+        .knobs
+        .deletes_need_the_row
+        .store(true, Ordering::SeqCst);
+    {
+        let mut state = server.fixture.state.lock();
+        state.rows.insert("a".into(), 1);
+        state.rows.insert("b".into(), 2);
+    }
+    Harness::guarded(era, server, |builder| {
+        configure(builder.preview("delete_row"))
+    })
+    .await
 }
-
-/// The business rule's words.
-fn no_such_row(name: &str) -> String {
-    format!("there is no row named {name:?}; nothing was changed")
-}
-
-impl ServerHandler for Ruled {
-    fn get_info(&self) -> ServerConfig {
-        self.fixture.get_info()
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        self.fixture.list_tools(request, context).await
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.fixture.get_tool(name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        if request.name == "delete_row" && matches!(write_step(&context), WriteStep::Preview) {
-            let args = request.arguments.clone().unwrap_or_default();
-            self.previewed.lock().push(args.clone());
-            if let Some(Value::String(name)) = args.get("name")
-                && !self.fixture.state.lock().rows.contains_key(name)
-            {
-                self.fixture.state.lock().previews += 1;
-                return Ok(
-                    CallToolResult::error(vec![ContentBlock::text(no_such_row(name))]).into(),
-                );
-            }
-        }
-        self.fixture.call_tool(request, context).await
-    }
-}
-
-type Harness = Connected<Ruled>;
 
 impl Harness {
-    /// Writes enabled, `delete_row` previewed, rows `a` = 1 and `b` = 2; `configure` adds the
-    /// rest.
-    async fn start(
-        era: Era,
-        configure: impl FnOnce(WriteGuardBuilder<Ruled>) -> WriteGuardBuilder<Ruled>,
-    ) -> Self {
-        let server = Ruled::default();
-        {
-            let mut state = server.fixture.state.lock();
-            state.rows.insert("a".into(), 1);
-            state.rows.insert("b".into(), 2);
-        }
-        Self::guarded(era, server, |builder| {
-            configure(builder.preview("delete_row"))
-        })
-        .await
-    }
-
-    fn state(&self) -> State {
-        self.server.fixture.snapshot()
-    }
-
+    /// The arguments of every `delete_row` preview so far.
     fn previewed(&self) -> Vec<JsonObject> {
-        self.server.previewed.lock().clone()
+        self.server.knobs.delete_previews.lock().clone()
     }
 
     /// Scripts the client to approve, then calls `prepare_admin_action` for `delete_row` with
     /// `arguments`: its result, a token or a refusal.
     async fn approve_and_prepare(&self, arguments: Value) -> CallToolResult {
-        self.approve_and_call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": arguments}),
-        )
-        .await
+        self.scripted.script([Reply::Approve]);
+        self.prepare("delete_row", arguments).await
     }
 
     async fn prepare_token(&self, args: Value) -> String {
@@ -151,7 +91,7 @@ both_eras!(
 );
 
 async fn the_intent_question_shows_the_target_preview(era: Era) {
-    let h = Harness::start(era, |b| b).await;
+    let h = start(era, |b| b).await;
     let token = h.prepare_token(json!({"name": "a"})).await;
 
     let asked = h.scripted.asked();
@@ -190,7 +130,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
 }
 
 async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(era: Era) {
-    let h = Harness::start(era, |b| {
+    let h = start(era, |b| {
         b.prompt("delete_row", |input: &PromptInput<'_>| {
             format!(
                 "Delete row {} (value {})?",
@@ -221,7 +161,7 @@ async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(e
 }
 
 async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
-    let h = Harness::start(era, |b| b).await;
+    let h = start(era, |b| b).await;
     // A stray token among the target arguments is neither shown, previewed nor bound.
     let token = h
         .prepare_token(json!({"name": "a", "confirmationToken": "stray"}))
@@ -241,7 +181,7 @@ async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
 }
 
 async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
-    let h = Harness::start(era, |b| b).await;
+    let h = start(era, |b| b).await;
     let before = h.state();
     let result = h.approve_and_prepare(json!({"name": "zzz"})).await;
     h.assert_refused_before_asking(&result, &before, "preview failed");
@@ -267,7 +207,7 @@ async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
 }
 
 async fn a_target_preview_that_errors_refuses_without_asking(era: Era) {
-    let h = Harness::start(era, |b| b).await;
+    let h = start(era, |b| b).await;
     let before = h.state();
     // The fixture rejects the arguments with a protocol error.
     let result = h.approve_and_prepare(json!({"name": 7})).await;

@@ -15,7 +15,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Connected, ERAS, Reply, call_on, prepare_token_on};
+use crate::common::{Connected, ERAS, Reply, call_on, fixture::closed_write, prepare_token_on};
 
 /// One destructive tool, `purge {scope}`, whose token is declared inside `allOf` (or behind a
 /// local `$ref`), and a count of the times it ran.
@@ -37,12 +37,8 @@ impl Composed {
         let Value::Object(schema) = self.schema.clone() else {
             unreachable!("schemas are objects")
         };
-        Tool::new("purge", "Delete everything in a scope", schema).with_annotations(
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(true)
-                .open_world(false),
-        )
+        Tool::new("purge", "Delete everything in a scope", schema)
+            .with_annotations(closed_write(true))
     }
 }
 

@@ -1,108 +1,33 @@
 //! A tool that opted in to previews but writes on `WriteStep::Preview` (it forgot to look at
 //! the step): the mistake, its symptom, and the test aid that catches it.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicI64, Ordering},
-};
+use std::sync::Arc;
 
-use mcp_write_guard_rmcp::{MemorySink, Outcome, WriteGuard, WriteStep, write_step};
-use rmcp::{
-    ErrorData, ServerHandler,
-    model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-        ToolAnnotations,
-    },
-    service::{RequestContext, RoleServer},
-};
+use mcp_write_guard_rmcp::{MemorySink, Outcome, WriteGuard};
 use serde_json::json;
 
-use crate::common::{Era, Reply, ScriptedClient, call_on, connect, text_of};
+use crate::common::{Era, Reply, ScriptedClient, call_on, connect, counter::Counter, text_of};
 
-/// One counter and one write, `bump`: careful looks at the step, careless does not.
-#[derive(Clone, Default)]
-struct Bumper {
-    counter: Arc<AtomicI64>,
-    careless: bool,
-}
-
-fn bump_tool() -> Tool {
-    let schema = json!({"type": "object", "properties": {}});
-    Tool::new(
-        "bump",
-        "Add one to the counter",
-        schema.as_object().unwrap().clone(),
-    )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(false),
-    )
-}
-
-impl ServerHandler for Bumper {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("bumper", "0.1.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![bump_tool()]))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == "bump").then(bump_tool)
-    }
-
-    async fn call_tool(
-        &self,
-        _request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let before = self.counter.load(Ordering::SeqCst);
-        let change = json!({"before": before, "after": before + 1});
-        if self.careless {
-            // The mistake: writes whatever step the guard is at.
-            self.counter.fetch_add(1, Ordering::SeqCst);
-            return Ok(CallToolResult::structured(change).into());
-        }
-        match write_step(&context) {
-            WriteStep::Preview => {}
-            WriteStep::Apply(approved) => {
-                if let Err(stale) = approved.check(&change) {
-                    return Ok(
-                        CallToolResult::error(vec![ContentBlock::text(stale.to_string())]).into(),
-                    );
-                }
-                self.counter.fetch_add(1, Ordering::SeqCst);
-            }
-            WriteStep::Direct => {
-                self.counter.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        Ok(CallToolResult::structured(change).into())
-    }
-}
-
+/// One write of one to the counter server's counter (see `common/counter.rs`), previewed, in
+/// the legacy era, the person answering `answer`: by `heedless_add`, which forgets to look at
+/// the step, when `careless`, else by `add_to_counter`, which looks; with the guard's
+/// `check_previews_are_dry` when `check`. Returns the counter, the questions, the decisions and
+/// the result's text.
 async fn bump(
     careless: bool,
     check: bool,
     answer: Reply,
 ) -> (i64, Vec<String>, Vec<Outcome>, String) {
-    let server = Bumper {
-        careless,
-        ..Bumper::default()
+    let tool = if careless {
+        "heedless_add"
+    } else {
+        "add_to_counter"
     };
+    let server = Counter::default();
     let audit = MemorySink::new();
     let mut builder = WriteGuard::builder(server.clone())
         .writes_enabled(true)
-        .preview("bump")
+        .preview(tool)
         .audit(Arc::new(audit.clone()));
     if check {
         builder = builder.check_previews_are_dry();
@@ -112,10 +37,10 @@ async fn bump(
     let client = connect(builder.build(), Era::Legacy, client_handler.clone())
         .await
         .unwrap();
-    let result = call_on(&client, "bump", json!({})).await.unwrap();
+    let result = call_on(&client, tool, json!({"delta": 1})).await.unwrap();
     client.cancel().await.unwrap();
     (
-        server.counter.load(Ordering::SeqCst),
+        server.snapshot().counter,
         client_handler.asked(),
         audit.decisions(),
         text_of(&result),

@@ -5,10 +5,10 @@
 use std::sync::atomic::Ordering;
 
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
+use rmcp::model::{CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
 
-use crate::common::{Era, Reply, text_of};
+use crate::common::{Era, Reply, params, text_of};
 use crate::wrapped::{Harness, INNER_TEXT, Wrapped};
 
 both_eras!(
@@ -59,24 +59,10 @@ async fn prepare_admin_action_with_an_unreadable_tool_list_is_a_refusal(era: Era
     server.knobs.fail_list_tools.store(true, Ordering::SeqCst);
     let h = Harness::start(era, server, |b| b).await;
     h.server.fixture.state.lock().rows.insert("a".into(), 1);
-    let before = h.state();
-    h.scripted.script([Reply::Approve]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        )
+    h.assert_preparing_refused_unasked(Outcome::LookupFailed)
         .await;
-    h.assert_refused(&result, &before, Outcome::LookupFailed);
-    assert!(result.structured_content.is_none(), "no token: {result:?}");
     let reason = h.audit.last().unwrap().reason.unwrap();
     assert!(reason.contains(INNER_TEXT), "{reason}");
-    assert!(h.scripted.asked().is_empty());
-    assert_eq!(h.audit.outcomes(), vec![Outcome::LookupFailed]);
-}
-
-fn params(tool: &str, args: &Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
 }
 
 fn answer(action: &str, content: Value) -> InputResponses {

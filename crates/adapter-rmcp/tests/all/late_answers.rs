@@ -15,153 +15,27 @@
 //!
 //! Every test reads back the fixture's state and the audit records.
 
-use std::{
-    collections::{BTreeMap, HashSet},
-    future::Future,
-    sync::Arc,
-    time::Duration,
-};
+use std::{collections::HashSet, future::Future, sync::Arc, time::Duration};
 
 use mcp_write_guard_core::{ApprovalId, ManualClock};
 use mcp_write_guard_rmcp::{AuditRecord, INPUT_KEY, MemorySink, Outcome, WriteGuard};
 use rmcp::{
-    ClientHandler, ErrorData, RoleClient, ServiceExt,
+    RoleClient, ServiceExt,
     model::*,
-    service::{
-        NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RunningService,
-        RxJsonRpcMessage, TxJsonRpcMessage,
-    },
+    service::{PeerRequestOptions, RequestHandle, RxJsonRpcMessage, TxJsonRpcMessage},
     transport::{Transport, async_rw::AsyncRwTransport},
 };
 use serde_json::{Value, json};
-use tokio::sync::{Barrier, watch};
+use tokio::sync::Barrier;
 
 use crate::common::{
     Era, Options, connect,
-    counter::{approve_round, first_round, params},
+    counter::{approve_round, first_round},
     custom::{NotifyingSink, guard_builder},
     fixture::{Fixture, State},
-    gated::{form_client_info, record_form_question},
-    start_time, text_of,
+    gated::{GatedClient, GatedConnection as Connection, Say, within},
+    params, start_time, text_of,
 };
-
-/// How long any awaited event may take before the test fails instead of hanging.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// What the person answers in the [`Dialog`].
-#[derive(Debug, Clone, Copy)]
-enum Say {
-    Approve,
-    Decline,
-    /// The form goes away without an answer (the client's dialog failed).
-    Fail,
-}
-
-/// A client with form elicitation whose dialog holds every question until the test answers it
-/// (by arrival order), and which records every `notifications/progress` it receives.
-#[derive(Clone)]
-struct Dialog {
-    asked: Arc<watch::Sender<Vec<String>>>,
-    answers: Arc<watch::Sender<BTreeMap<usize, Say>>>,
-    progress: Arc<watch::Sender<Vec<ProgressNotificationParam>>>,
-}
-
-impl Default for Dialog {
-    fn default() -> Self {
-        Self {
-            asked: Arc::new(watch::Sender::new(Vec::new())),
-            answers: Arc::new(watch::Sender::new(BTreeMap::new())),
-            progress: Arc::new(watch::Sender::new(Vec::new())),
-        }
-    }
-}
-
-impl Dialog {
-    /// Every question shown so far, in arrival order.
-    fn asked(&self) -> Vec<String> {
-        self.asked.borrow().clone()
-    }
-
-    /// Waits until at least `n` questions were shown.
-    async fn wait_asked(&self, n: usize) -> Vec<String> {
-        let mut asked = self.asked.subscribe();
-        let seen = within(
-            "the question to reach the client",
-            asked.wait_for(|questions| questions.len() >= n),
-        )
-        .await
-        .unwrap();
-        seen.clone()
-    }
-
-    /// The person answers the `index`-th question (from 0).
-    fn answer(&self, index: usize, say: Say) {
-        self.answers.send_modify(|answers| {
-            answers.insert(index, say);
-        });
-    }
-
-    /// Every progress notification received so far.
-    fn progress(&self) -> Vec<ProgressNotificationParam> {
-        self.progress.borrow().clone()
-    }
-
-    /// Waits until at least `n` progress notifications for `token` arrived.
-    async fn wait_progress(&self, token: &ProgressToken, n: usize) {
-        let mut progress = self.progress.subscribe();
-        within(
-            "progress notifications",
-            progress.wait_for(|all| all.iter().filter(|p| p.progress_token == *token).count() >= n),
-        )
-        .await
-        .unwrap();
-    }
-}
-
-impl ClientHandler for Dialog {
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let index = record_form_question(&self.asked, request);
-        let mut answers = self.answers.subscribe();
-        let say = *answers
-            .wait_for(|answers| answers.contains_key(&index))
-            .await
-            .unwrap()
-            .get(&index)
-            .unwrap();
-        Ok(match say {
-            Say::Approve => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
-            }
-            Say::Decline => ElicitResult::new(ElicitationAction::Decline),
-            Say::Fail => return Err(ErrorData::internal_error("the dialog was closed", None)),
-        })
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.send_modify(|all| all.push(params));
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        form_client_info("dialog-client")
-    }
-}
-
-type Connection = RunningService<RoleClient, Dialog>;
-
-/// Awaits `future`, failing the test after [`PATIENCE`].
-async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(PATIENCE, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
 
 /// Calls `set_counter` with `args` on `client`'s connection, on a task of its own: the call
 /// waits for the answer the test gives.
@@ -174,12 +48,20 @@ fn spawn_set_counter(
     tokio::spawn(async move { peer.call_tool(request).await })
 }
 
+/// Calls `set_counter` with `args` on `client`'s connection and returns its result (`what`
+/// names the call if it takes too long).
+async fn call_set_counter(client: &Connection, args: &Value, what: &str) -> CallToolResult {
+    within(what, client.call_tool(params("set_counter", args)))
+        .await
+        .unwrap()
+}
+
 /// Legacy era: calls `set_counter` with `args` (see [`spawn_set_counter`]), waits until `dialog`
 /// has been asked `asked` questions, answers the last of them with `say`, and returns the call's
 /// result (`what` names the call if it takes too long).
 async fn answered_call(
     client: &Connection,
-    dialog: &Dialog,
+    dialog: &GatedClient,
     args: &Value,
     asked: usize,
     say: Say,
@@ -220,8 +102,8 @@ impl Guarded {
     }
 
     /// A new connection (a new principal) with its own dialog.
-    async fn connect(&self, era: Era) -> (Connection, Dialog) {
-        let dialog = Dialog::default();
+    async fn connect(&self, era: Era) -> (Connection, GatedClient) {
+        let dialog = GatedClient::default();
         let client = connect(self.guard.clone(), era, dialog.clone())
             .await
             .unwrap();
@@ -319,20 +201,25 @@ async fn finish(handle: RequestHandle<RoleClient>) -> CallToolResult {
     }
 }
 
-/// Below 2026-07-28: a call of `args` whose client cancels it while the question is open; the
-/// person then approves. Returns once the guard recorded the answer and ended the call.
-async fn cancelled_then_approved(g: &Guarded, client: &Connection, dialog: &Dialog, args: &Value) {
+/// Below 2026-07-28: a call setting the counter to 7 whose client cancels it (saying `reason`)
+/// while the question is open; the person then answers it with `say`. Returns at once: what the
+/// guard makes of the answer is for the caller to await.
+async fn cancel_then_answer(client: &Connection, dialog: &GatedClient, reason: &str, say: Say) {
     let index = dialog.asked().len();
-    let answered = g.count(Outcome::Answered);
-    let handle = send(client, args).await;
+    let handle = send(client, &set(7)).await;
     dialog.wait_asked(index + 1).await;
-    handle
-        .cancel(Some("the user closed the chat".into()))
-        .await
-        .unwrap();
+    handle.cancel(Some(reason.into())).await.unwrap();
     // Nothing to await on this side: let the cancellation reach the guard before the answer.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    dialog.answer(index, Say::Approve);
+    dialog.answer(index, say);
+}
+
+/// Below 2026-07-28: a call setting the counter to 7 whose client cancels it while the question
+/// is open; the person then approves. Returns once the guard recorded the answer and ended the
+/// call.
+async fn cancelled_then_approved(g: &Guarded, client: &Connection, dialog: &GatedClient) {
+    let answered = g.count(Outcome::Answered);
+    cancel_then_answer(client, dialog, "the user closed the chat", Say::Approve).await;
     g.until(Outcome::Answered, answered + 1).await;
     g.until(Outcome::AwaitingAnswer, answered + 1).await;
 }
@@ -362,11 +249,11 @@ fn is_error(result: &CallToolResult) -> bool {
 /// A guard (see [`Guarded::new`]) and a legacy client whose call of `set_counter` 7 was
 /// cancelled and then approved (see [`cancelled_then_approved`]): the guard, the client, its
 /// dialog, and the fixture's state before the call.
-async fn approved_after_a_cancel() -> (Guarded, Connection, Dialog, State) {
+async fn approved_after_a_cancel() -> (Guarded, Connection, GatedClient, State) {
     let g = Guarded::new(None);
     let (client, dialog) = g.connect(Era::Legacy).await;
     let before = g.fixture.snapshot();
-    cancelled_then_approved(&g, &client, &dialog, &set(7)).await;
+    cancelled_then_approved(&g, &client, &dialog).await;
     (g, client, dialog, before)
 }
 
@@ -392,12 +279,7 @@ async fn an_answer_after_the_call_was_cancelled_is_applied_by_the_next_call() {
     );
 
     // The same change by the same client: applied, once, without a second question.
-    let applied = within(
-        "the second call",
-        client.call_tool(params("set_counter", &set(7))),
-    )
-    .await
-    .unwrap();
+    let applied = call_set_counter(&client, &set(7), "the second call").await;
     assert!(!is_error(&applied), "{applied:?}");
     assert_eq!(dialog.asked().len(), 1, "no second question");
     let state = g.fixture.snapshot();
@@ -441,25 +323,17 @@ async fn an_answer_to_a_question_put_again_after_its_call_was_cancelled_is_appli
     let (client, dialog) = g.connect(Era::Legacy).await;
     let before = g.fixture.snapshot();
 
-    let first = send(&client, &set(7)).await;
-    dialog.wait_asked(1).await;
-    first
-        .cancel(Some("the user closed the chat".into()))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    dialog.answer(0, Say::Fail);
+    cancel_then_answer(&client, &dialog, "the user closed the chat", Say::Fail).await;
     g.until(Outcome::AskFailed, 1).await;
 
     // Nobody here has the question in front of them: the same change puts it again.
-    let second = send(&client, &set(7)).await;
-    dialog.wait_asked(2).await;
-    second
-        .cancel(Some("the user closed the chat again".into()))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    dialog.answer(1, Say::Approve);
+    cancel_then_answer(
+        &client,
+        &dialog,
+        "the user closed the chat again",
+        Say::Approve,
+    )
+    .await;
     g.until(Outcome::Answered, 1).await;
     g.until(Outcome::AwaitingAnswer, 1).await;
     let after = g.fixture.snapshot();
@@ -467,12 +341,7 @@ async fn an_answer_to_a_question_put_again_after_its_call_was_cancelled_is_appli
     assert_eq!(after.applies, 0);
     assert_eq!(g.one(Outcome::Answered).reason.as_deref(), Some("accept"));
 
-    let applied = within(
-        "the third call",
-        client.call_tool(params("set_counter", &set(7))),
-    )
-    .await
-    .unwrap();
+    let applied = call_set_counter(&client, &set(7), "the third call").await;
     assert!(!is_error(&applied), "{applied:?}");
     assert_eq!(dialog.asked().len(), 2, "no third question");
     assert_eq!(
@@ -510,12 +379,7 @@ async fn an_answer_kept_for_a_tool_redefined_since_is_not_applied_by_the_next_ca
     let (g, client, dialog, before) = approved_after_a_cancel().await;
     g.fixture.redefine("set_counter", rewrite_set_counter);
 
-    let refused = within(
-        "the second call",
-        client.call_tool(params("set_counter", &set(7))),
-    )
-    .await
-    .unwrap();
+    let refused = call_set_counter(&client, &set(7), "the second call").await;
     assert!(is_error(&refused), "{refused:?}");
     assert_eq!(text_of(&refused), SET_COUNTER_CHANGED);
     assert_eq!(dialog.asked().len(), 1, "no second question");
@@ -755,7 +619,7 @@ async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
     // from 2026-07-28: her retry is still to come).
     let alice_state = match era {
         Era::Legacy => {
-            cancelled_then_approved(&g, &alice, &alice_dialog, &set(7)).await;
+            cancelled_then_approved(&g, &alice, &alice_dialog).await;
             None
         }
         _ => Some(
@@ -828,12 +692,7 @@ async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
 
     // Alice's own call of 7 applies her approval, once.
     let applied = match era {
-        Era::Legacy => within(
-            "alice's call",
-            alice.call_tool(params("set_counter", &set(7))),
-        )
-        .await
-        .unwrap(),
+        Era::Legacy => call_set_counter(&alice, &set(7), "alice's call").await,
         _ => {
             // Her state of 7 was spent by the crossed retry: the same question again.
             let again = first_round(alice.peer(), "set_counter", &set(7)).await;
@@ -890,7 +749,7 @@ async fn a_waiting_call_reports_progress_under_its_token() {
 #[tokio::test]
 async fn a_waiting_call_without_a_token_reports_no_progress() {
     let g = Guarded::new(Some(Duration::from_millis(100)));
-    let dialog = Dialog::default();
+    let dialog = GatedClient::default();
     let client = connect_without_progress_tokens(g.guard.clone(), dialog.clone()).await;
     let call = spawn_set_counter(&client, &set(7));
     dialog.wait_asked(1).await;
@@ -933,7 +792,10 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for WithoutProgressTokens<T
 }
 
 /// [`connect`] below 2026-07-28, through [`WithoutProgressTokens`].
-async fn connect_without_progress_tokens(guard: WriteGuard<Fixture>, dialog: Dialog) -> Connection {
+async fn connect_without_progress_tokens(
+    guard: WriteGuard<Fixture>,
+    dialog: GatedClient,
+) -> Connection {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         if let Ok(running) = guard.serve(server_io).await {

@@ -3,7 +3,7 @@
 //! exactly as it would through `get_tool`.
 
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::Outcome;
 use serde_json::json;
 
 use crate::common::{
@@ -91,13 +91,7 @@ async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Er
 
     // A tool on the last page that takes no token is still refused by prepare_admin_action.
     s.audit.clear();
-    let result = call_on(
-        &s.client,
-        PREPARE_ADMIN_ACTION,
-        json!({"tool": "set_counter", "arguments": {"value": 1}}),
-    )
-    .await
-    .unwrap();
+    let result = s.prepare("set_counter", json!({"value": 1})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let last = s.audit.last().unwrap();
     assert_eq!(last.outcome, Outcome::BadArguments);

@@ -61,25 +61,18 @@ fn custom(input: &PromptInput<'_>) -> String {
         .collect();
     format!(
         "Set {} to {} in {} (now {}, was {}; every argument: {})?",
-        input
-            .argument("name")
-            .map(|v| v.to_string())
-            .unwrap_or_default(),
-        input
-            .argument("value")
-            .map(|v| v.to_string())
-            .unwrap_or_default(),
+        shown(input.argument("name")),
+        shown(input.argument("value")),
         input.tool(),
-        input
-            .preview("/after")
-            .map(|v| v.to_string())
-            .unwrap_or_default(),
-        input
-            .preview("/before/note")
-            .map(|v| v.to_string())
-            .unwrap_or_default(),
+        shown(input.preview("/after")),
+        shown(input.preview("/before/note")),
         names.join(", "),
     )
+}
+
+/// A rendered value as the wording shows it; nothing where there is none.
+fn shown(value: Option<impl std::fmt::Display>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
 }
 
 proptest! {

@@ -13,9 +13,9 @@ use tokio::sync::Barrier;
 
 use crate::common::{
     Era, Reply, call_on, connect,
-    counter::{Asked, Committed, CounterHarness, Tally, approve_round, first_round, params},
+    counter::{Asked, Committed, CounterHarness, Tally, approve_round, first_round},
     gated::shown_change,
-    text_of, unwrapped,
+    params, text_of, unwrapped,
 };
 
 // One test per era, on a multi-threaded runtime so that concurrent calls really overlap.

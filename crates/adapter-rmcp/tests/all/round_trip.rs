@@ -4,14 +4,10 @@
 use mcp_write_guard_core::round_trip::ROUND_TRIP_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome};
 use proptest::prelude::*;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
+use rmcp::model::{CallToolResponse, CallToolResult, InputResponses};
 use serde_json::{Value, json};
 
-use crate::common::{Client, Era, Harness, text_of};
-
-fn params(tool: &str, args: &Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
-}
+use crate::common::{Client, Era, Harness, params, text_of};
 
 /// Input responses that carry `answer` under `key`.
 fn responses_under(key: &str, answer: Value) -> InputResponses {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::Store;
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, test_util::FailingStore};
+use mcp_write_guard_rmcp::{Outcome, test_util::FailingStore};
 use serde_json::json;
 
 use crate::common::{Era, Reply, prepare_token_on, unwrapped};
@@ -73,19 +73,9 @@ async fn a_token_gated_delete_is_refused_while_the_store_is_down(era: Era) {
 async fn prepare_admin_action_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
     store.set_down(true);
-    let before = h.state();
-    h.scripted.script([Reply::Approve]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        )
+    h.assert_preparing_refused_unasked(Outcome::StoreFailed)
         .await;
-    h.assert_refused(&result, &before, Outcome::StoreFailed);
     assert_store_failed(&h, "approval store unavailable");
-    assert!(result.structured_content.is_none(), "no token: {result:?}");
-    assert_eq!(h.audit.outcomes(), vec![Outcome::StoreFailed]);
-    assert!(h.scripted.asked().is_empty(), "nobody is asked");
 }
 
 async fn a_store_that_fails_while_the_user_is_asked_writes_nothing(era: Era) {

@@ -2,7 +2,7 @@
 //! unchanged; `tools/list` rewritten; results wrapped unless the read is trusted; a server built
 //! with `#[tool_router]`; malformed requests refused without panicking.
 
-use std::sync::Arc;
+use std::sync::{Arc, atomic::Ordering};
 
 use mcp_write_guard_core::ManualClock;
 use mcp_write_guard_rmcp::{MemorySink, Outcome, PREPARE_ADMIN_ACTION, WriteGuard};
@@ -17,6 +17,7 @@ use crate::common::{
     ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, connect, fixture::INJECTION,
     notes::Notes, start_time, text_of, unwrapped,
 };
+use crate::wrapped::Wrapped;
 
 both_eras!(
     server_info_prompts_resources_and_completions_pass_through,
@@ -204,14 +205,7 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
     );
     assert!(h.audit.records().is_empty(), "reads are not decisions");
 
-    let trusting = Harness::with(
-        era,
-        Options {
-            trust_list_rows: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let trusting = Harness::custom(era, Options::default(), |b| b.trust_read("list_rows")).await;
     let rows = trusting.call("list_rows", json!({})).await;
     assert!(text_of(&rows).starts_with("rows: "), "{}", text_of(&rows));
     // Trust covers exactly the named read.
@@ -220,14 +214,7 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
 }
 
 async fn the_text_prefix_can_be_turned_off(era: Era) {
-    let h = Harness::with(
-        era,
-        Options {
-            text_prefix: false,
-            ..Options::default()
-        },
-    )
-    .await;
+    let h = Harness::custom(era, Options::default(), |b| b.text_prefix(false)).await;
     let rows = h.call("list_rows", json!({})).await;
     let text = text_of(&rows);
     assert!(
@@ -401,99 +388,23 @@ fn tools_call(params: &Value) -> Value {
     json!({"method": "tools/call", "params": params})
 }
 
-/// The fixture behind a dispatcher that runs any custom request or notification named
-/// `tools/call` as a tool call: a server that would be written through if a misfit
-/// `tools/call` reached it.
-#[derive(Clone, Default)]
-struct Dispatcher {
-    fixture: Fixture,
-    custom: Arc<parking_lot::Mutex<Vec<String>>>,
-}
-
-impl Dispatcher {
-    /// Runs `params` as a tool call if they name a tool.
-    async fn dispatch(
-        &self,
-        params: Option<Value>,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<(), rmcp::ErrorData> {
-        let params = params.unwrap_or_default();
-        if let Some(name) = params["name"].as_str() {
-            let mut call = rmcp::model::CallToolRequestParams::new(name.to_owned());
-            call.arguments = params["arguments"].as_object().cloned();
-            self.fixture.call_tool(call, context).await?;
-        }
-        Ok(())
-    }
-}
-
-impl Dispatcher {
-    /// A dispatcher, the audit sink its guard writes to, and the guard (writes on).
-    fn guarded() -> (Self, MemorySink, WriteGuard<Self>) {
-        let inner = Self::default();
-        let audit = MemorySink::new();
-        let guard = WriteGuard::builder(inner.clone())
-            .writes_enabled(true)
-            .audit(Arc::new(audit.clone()))
-            .build();
-        (inner, audit, guard)
-    }
-}
-
-impl ServerHandler for Dispatcher {
-    fn get_info(&self) -> rmcp::model::ServerConfig {
-        self.fixture.get_info()
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<rmcp::model::PaginatedRequestParams>,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        self.fixture.list_tools(request, context).await
-    }
-
-    async fn call_tool(
-        &self,
-        request: rmcp::model::CallToolRequestParams,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
-        self.fixture.call_tool(request, context).await
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<rmcp::model::CustomResult, rmcp::ErrorData> {
-        self.custom.lock().push(request.method.clone());
-        self.dispatch(request.params, context).await?;
-        Ok(rmcp::model::CustomResult::new(
-            json!({"echo": request.method}),
-        ))
-    }
-
-    async fn on_custom_notification(
-        &self,
-        notification: rmcp::model::CustomNotification,
-        context: rmcp::service::NotificationContext<rmcp::RoleServer>,
-    ) {
-        self.custom.lock().push(notification.method.clone());
-        // A notification has no request context; the fixture's tools do not read it.
-        let _ = context;
-        if let Some(name) = notification
-            .params
-            .as_ref()
-            .and_then(|p| p["name"].as_str())
-        {
-            self.custom.lock().push(format!("would run {name}"));
-        }
-    }
+/// The fixture behind a wrapper that runs any custom request or notification named
+/// `tools/call` as a tool call (a server that would be written through if a misfit
+/// `tools/call` reached it), the audit sink its guard writes to, and the guard (writes on).
+fn dispatching() -> (Wrapped, MemorySink, WriteGuard<Wrapped>) {
+    let inner = Wrapped::default();
+    inner.knobs.dispatch_custom.store(true, Ordering::SeqCst);
+    let audit = MemorySink::new();
+    let guard = WriteGuard::builder(inner.clone())
+        .writes_enabled(true)
+        .audit(Arc::new(audit.clone()))
+        .build();
+    (inner, audit, guard)
 }
 
 #[tokio::test]
 async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
-    let (inner, audit, guard) = Dispatcher::guarded();
+    let (inner, audit, guard) = dispatching();
     let add = json!({"name": "add", "value": 1});
     let requests = [
         tools_call(&json!({"name": "add_row", "arguments": [1]})),
@@ -525,7 +436,7 @@ async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
     assert_eq!(replies[misfits]["result"], json!({"echo": "acme/echo"}));
     // Only the custom request proper reached the inner server (which ran it as a call: the
     // one write in the fixture). Nothing else was written, previewed or recorded.
-    assert_eq!(*inner.custom.lock(), vec!["acme/echo".to_owned()]);
+    assert_eq!(*inner.knobs.custom.lock(), vec!["acme/echo".to_owned()]);
     let state = inner.fixture.snapshot();
     assert_eq!(state.rows.get("add"), Some(&1), "{state:?}");
     assert_eq!((state.applies, state.previews), (1, 0), "{state:?}");
@@ -537,7 +448,7 @@ async fn known_methods_whose_params_do_not_fit_never_reach_the_inner_server() {
 /// a custom notification proper still is.
 #[tokio::test]
 async fn notifications_named_after_rmcp_methods_never_reach_the_inner_server() {
-    let (inner, audit, guard) = Dispatcher::guarded();
+    let (inner, audit, guard) = dispatching();
     let add = json!({"name": "x", "value": 1});
     let notifications = [
         json!({"jsonrpc": "2.0", "method": "tools/call",
@@ -555,7 +466,7 @@ async fn notifications_named_after_rmcp_methods_never_reach_the_inner_server() {
     let replies = raw_exchange(guard, &requests).await;
     assert!(replies.iter().all(|r| r["result"]["tools"].is_array()));
     assert_eq!(
-        *inner.custom.lock(),
+        *inner.knobs.custom.lock(),
         vec!["acme/ping".to_owned(), "would run add_row".to_owned()]
     );
     assert_eq!(inner.fixture.snapshot(), crate::common::State::default());

@@ -6,7 +6,7 @@ use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 
 use crate::common::{
-    Era, Harness, Reply, TOKEN_FLOW_APPLIED, assert_deleted_once, assert_row_deleted, call_on,
+    Era, Harness, Reply, TOKEN_FLOW_APPLIED, assert_deleted_once, assert_row_deleted,
     delete_with_token, prepare_token_on, text_of,
 };
 
@@ -264,13 +264,7 @@ async fn prepare_admin_action_declined_issues_nothing(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
     h.script([Reply::Decline]);
-    let result = call_on(
-        &h.client,
-        PREPARE_ADMIN_ACTION,
-        json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-    )
-    .await
-    .unwrap();
+    let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::Declined, Some("declined"));
     assert!(result.structured_content.is_none());
     assert!(!h.outcomes().contains(&Outcome::TokenIssued));

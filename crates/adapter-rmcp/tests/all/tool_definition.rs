@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::Outcome;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::{
-    Era, Harness, Reply, assert_row_deleted, delete_with_token, text_of, unwrapped,
+    Era, Harness, Reply, assert_row_deleted, delete_with_token, fixture::object, text_of, unwrapped,
 };
 
 both_eras!(
@@ -25,10 +25,6 @@ both_eras!(
     a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing,
     a_tool_the_server_refuses_is_refused_before_anyone_is_asked,
 );
-
-fn object(value: Value) -> JsonObject {
-    value.as_object().cloned().unwrap()
-}
 
 /// One way an upstream server may redefine a tool while the person is asked.
 type Edit = fn(&mut Tool);
@@ -226,12 +222,7 @@ async fn a_target_redefined_while_the_intent_is_asked_gets_no_token(era: Era) {
         move || server.redefine("delete_row", rewrite_delete_row),
         Reply::Approve,
     )]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        )
-        .await;
+    let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);
     assert_eq!(
         text_of(&result),

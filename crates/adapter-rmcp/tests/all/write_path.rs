@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::{MemoryStore, Principal, StoreError};
-use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PrincipalRequest, STALE_MESSAGE};
+use mcp_write_guard_rmcp::{
+    Outcome, PrincipalRequest, STALE_MESSAGE, danger::AllowWritesWithoutElicitation,
+};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
@@ -178,13 +180,9 @@ async fn a_client_without_elicitation_is_refused(era: Era) {
 }
 
 async fn a_client_without_elicitation_may_write_only_with_the_danger_option(era: Era) {
-    let h = Harness::with(
-        era,
-        Options {
-            danger: true,
-            ..Options::without_elicitation()
-        },
-    )
+    let h = Harness::custom(era, Options::without_elicitation(), |b| {
+        b.danger(AllowWritesWithoutElicitation)
+    })
     .await;
     let result = h.call("set_counter", json!({"value": 7})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
@@ -391,12 +389,7 @@ async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
     let before = h.state();
     h.audit.clear();
     h.script([Reply::Approve]);
-    let result = h
-        .call(
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "delete_row", "arguments": {"name": "a"}}),
-        )
-        .await;
+    let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
     says_too_many(&result);
     assert!(result.structured_content.is_none(), "no token: {result:?}");

@@ -6,7 +6,9 @@
 //! - `add_to_counter {delta}`: a correct compare-and-apply;
 //! - `careless_set {value}`: forgets the compare: applies without calling `check`;
 //! - `stubborn_set {value}`: calls `check`, ignores its verdict and returns success (and
-//!   commits anyway while [`Tally::stubborn_commits`] is set, else rolls back).
+//!   commits anyway while [`Tally::stubborn_commits`] is set, else rolls back);
+//! - `heedless_add {delta}`: forgets to look at the step: writes on a preview as on an apply,
+//!   and applies without calling `check`.
 
 use std::sync::Arc;
 
@@ -22,8 +24,9 @@ use serde_json::{Value, json};
 
 use super::{
     Client, Era, ScriptedClient,
+    fixture::{closed_write, object},
     gated::{GatedClient, GatedConnection},
-    start_time,
+    params, start_time,
 };
 
 /// One change the server committed.
@@ -61,14 +64,12 @@ pub struct Counter {
 }
 
 /// The tools that opted in to previews.
-pub const PREVIEWED: [&str; 3] = ["add_to_counter", "careless_set", "stubborn_set"];
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("counter schemas are objects"),
-    }
-}
+pub const PREVIEWED: [&str; 4] = [
+    "add_to_counter",
+    "careless_set",
+    "stubborn_set",
+    "heedless_add",
+];
 
 fn integer_arg(tool: &str, description: &str, arg: &str) -> Tool {
     Tool::new(
@@ -80,12 +81,7 @@ fn integer_arg(tool: &str, description: &str, arg: &str) -> Tool {
             "required": [arg]
         })),
     )
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(false),
-    )
+    .with_annotations(closed_write(false))
 }
 
 fn counter_tools() -> Vec<Tool> {
@@ -106,6 +102,11 @@ fn counter_tools() -> Vec<Tool> {
             "stubborn_set",
             "Set the counter (ignores the compare).",
             "value",
+        ),
+        integer_arg(
+            "heedless_add",
+            "Add delta to the counter (writes on previews too).",
+            "delta",
         ),
     ]
 }
@@ -136,7 +137,9 @@ impl Counter {
         let arg = |name: &str| args.get(name).and_then(Value::as_i64);
         let before = tally.counter;
         let after = match tool {
-            "add_to_counter" => arg("delta").and_then(|delta| before.checked_add(delta)),
+            "add_to_counter" | "heedless_add" => {
+                arg("delta").and_then(|delta| before.checked_add(delta))
+            }
             "careless_set" | "stubborn_set" => arg("value"),
             other => return error_result(format!("no tool {other}")),
         };
@@ -147,13 +150,16 @@ impl Counter {
         match step {
             WriteStep::Preview => {
                 tally.previews += 1;
-                return CallToolResult::structured(change);
+                // Forgot to look at the step: the preview writes as an apply would.
+                if tool != "heedless_add" {
+                    return CallToolResult::structured(change);
+                }
             }
             WriteStep::Apply(approved) => {
                 tally.applies += 1;
                 match tool {
                     // Forgot the compare: commits whatever it finds.
-                    "careless_set" => {}
+                    "careless_set" | "heedless_add" => {}
                     // Compares, then ignores the verdict: success either way, and a commit
                     // only while told to.
                     "stubborn_set" => {
@@ -225,10 +231,6 @@ pub struct Asked {
     pub prompt: String,
     /// The `requestState` the retry carries back.
     pub state: String,
-}
-
-pub fn params(tool: &str, args: &Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
 }
 
 impl CounterHarness {

@@ -4,10 +4,7 @@
 use std::sync::Arc;
 
 use mcp_write_guard_core::ManualClock;
-use mcp_write_guard_rmcp::{
-    AuditRecord, AuditSink, MemorySink, WriteGuard, WriteGuardBuilder,
-    danger::AllowWritesWithoutElicitation,
-};
+use mcp_write_guard_rmcp::{AuditRecord, AuditSink, MemorySink, WriteGuard, WriteGuardBuilder};
 use tokio::sync::Notify;
 
 use super::{Fixture, Harness, Options, connect, start_time};
@@ -19,19 +16,11 @@ pub fn guard_builder(
     clock: &ManualClock,
     options: &Options,
 ) -> WriteGuardBuilder<Fixture> {
-    let mut builder = WriteGuard::builder(fixture)
+    WriteGuard::builder(fixture)
         .writes_enabled(options.writes)
         .preview("set_counter")
-        .text_prefix(options.text_prefix)
         .audit(Arc::new(audit.clone()))
-        .clock(Arc::new(clock.clone()));
-    if options.trust_list_rows {
-        builder = builder.trust_read("list_rows");
-    }
-    if options.danger {
-        builder = builder.danger(AllowWritesWithoutElicitation);
-    }
-    builder
+        .clock(Arc::new(clock.clone()))
 }
 
 impl Harness {

@@ -1,43 +1,71 @@
-//! A client whose approval dialog holds each answer until the test releases it, so that a test
-//! decides when every asked write may go on (below 2026-07-28, where the guard waits inside the
-//! call for the answer).
+//! A client whose approval dialog holds each question until the test answers it, so that a
+//! test decides when, and how, every asked write may go on (below 2026-07-28, where the guard
+//! waits inside the call for the answer).
 
-use std::{collections::BTreeSet, sync::Arc};
+use std::{collections::BTreeMap, future::Future, sync::Arc, time::Duration};
 
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::*,
-    service::{RequestContext, RunningService},
+    service::{NotificationContext, RequestContext, RunningService},
 };
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-/// Which held questions may be answered.
-#[derive(Debug, Default)]
-struct Released {
-    all: bool,
-    each: BTreeSet<usize>,
+/// How long any awaited event may take before the test fails instead of hanging.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Awaits `future`, failing the test after [`PATIENCE`] (`what` names what it waited for).
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(PATIENCE, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
-impl Released {
-    fn lets(&self, index: usize) -> bool {
-        self.all || self.each.contains(&index)
+/// What the person answers a held question with.
+#[derive(Debug, Clone, Copy)]
+pub enum Say {
+    /// `accept` with `{"approve": true}`.
+    Approve,
+    Decline,
+    /// The form goes away without an answer (the client's dialog failed).
+    Fail,
+}
+
+/// The answers the test gave so far.
+#[derive(Debug, Default)]
+struct Answers {
+    /// Every question, held or still to come, is approved.
+    all: bool,
+    /// The answer to the question of each index (from 0, in arrival order).
+    each: BTreeMap<usize, Say>,
+}
+
+impl Answers {
+    fn to(&self, index: usize) -> Option<Say> {
+        match self.each.get(&index) {
+            Some(say) => Some(*say),
+            None => self.all.then_some(Say::Approve),
+        }
     }
 }
 
 /// A client with form elicitation that records every question in the order it arrives and
-/// approves it (`accept`, `approve: true`) once the test released it, by that order.
+/// holds it until the test answers it, by that order; it also records every
+/// `notifications/progress` it receives.
 #[derive(Clone)]
 pub struct GatedClient {
     asked: Arc<watch::Sender<Vec<String>>>,
-    released: Arc<watch::Sender<Released>>,
+    answers: Arc<watch::Sender<Answers>>,
+    progress: Arc<watch::Sender<Vec<ProgressNotificationParam>>>,
 }
 
 impl Default for GatedClient {
     fn default() -> Self {
         Self {
             asked: Arc::new(watch::Sender::new(Vec::new())),
-            released: Arc::new(watch::Sender::new(Released::default())),
+            answers: Arc::new(watch::Sender::new(Answers::default())),
+            progress: Arc::new(watch::Sender::new(Vec::new())),
         }
     }
 }
@@ -51,23 +79,46 @@ impl GatedClient {
     /// Waits until at least `n` questions have arrived (each is then held).
     pub async fn wait_asked(&self, n: usize) -> Vec<String> {
         let mut asked = self.asked.subscribe();
-        let seen = asked
-            .wait_for(|questions| questions.len() >= n)
-            .await
-            .unwrap();
+        let seen = within(
+            "the question to reach the client",
+            asked.wait_for(|questions| questions.len() >= n),
+        )
+        .await
+        .unwrap();
         seen.clone()
     }
 
-    /// Lets the `index`-th question (from 0, in arrival order) be answered.
-    pub fn release(&self, index: usize) {
-        self.released.send_modify(|released| {
-            released.each.insert(index);
+    /// The person answers the `index`-th question (from 0, in arrival order) with `say`.
+    pub fn answer(&self, index: usize, say: Say) {
+        self.answers.send_modify(|answers| {
+            answers.each.insert(index, say);
         });
     }
 
-    /// Lets every question, held or still to come, be answered, all at once.
+    /// The person approves the `index`-th question (from 0, in arrival order).
+    pub fn release(&self, index: usize) {
+        self.answer(index, Say::Approve);
+    }
+
+    /// The person approves every question, held or still to come, all at once.
     pub fn release_all(&self) {
-        self.released.send_modify(|released| released.all = true);
+        self.answers.send_modify(|answers| answers.all = true);
+    }
+
+    /// Every progress notification received so far.
+    pub fn progress(&self) -> Vec<ProgressNotificationParam> {
+        self.progress.borrow().clone()
+    }
+
+    /// Waits until at least `n` progress notifications for `token` arrived.
+    pub async fn wait_progress(&self, token: &ProgressToken, n: usize) {
+        let mut progress = self.progress.subscribe();
+        within(
+            "progress notifications",
+            progress.wait_for(|all| all.iter().filter(|p| p.progress_token == *token).count() >= n),
+        )
+        .await
+        .unwrap();
     }
 }
 
@@ -78,12 +129,28 @@ impl ClientHandler for GatedClient {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let index = record_form_question(&self.asked, request);
-        let mut released = self.released.subscribe();
-        released
-            .wait_for(|released| released.lets(index))
+        let mut answers = self.answers.subscribe();
+        let say = answers
+            .wait_for(|answers| answers.to(index).is_some())
             .await
+            .unwrap()
+            .to(index)
             .unwrap();
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})))
+        Ok(match say {
+            Say::Approve => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
+            }
+            Say::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Say::Fail => return Err(ErrorData::internal_error("the dialog was closed", None)),
+        })
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.send_modify(|all| all.push(params));
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -94,10 +161,7 @@ impl ClientHandler for GatedClient {
 /// Records the message of a form question at the end of `asked` and returns its index (from
 /// 0, in arrival order). The guard asks these test clients with forms only: any other kind of
 /// question panics.
-pub fn record_form_question(
-    asked: &watch::Sender<Vec<String>>,
-    request: ElicitRequestParams,
-) -> usize {
+fn record_form_question(asked: &watch::Sender<Vec<String>>, request: ElicitRequestParams) -> usize {
     let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
         panic!("the guard asks this client with forms only");
     };
@@ -110,7 +174,7 @@ pub fn record_form_question(
 }
 
 /// The info of a test client named `name` that declares form elicitation only.
-pub fn form_client_info(name: &str) -> ClientConfig {
+fn form_client_info(name: &str) -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::builder()
             .enable_elicitation_with(

@@ -7,6 +7,9 @@ pub mod custom;
 pub mod fixture;
 pub mod gated;
 pub mod logs;
+/// The server of the crate's `stdio_notes` example (its `main` is not used here).
+#[allow(dead_code)]
+#[path = "../../../examples/stdio_notes.rs"]
 pub mod notes;
 pub mod paged;
 
@@ -31,14 +34,12 @@ pub use mcp_write_guard_rmcp::{
 
 pub type Client = RunningService<RoleClient, ScriptedClient>;
 
-/// How to build the guard for a test.
+/// How to build the guard for a test, and whether its client declares form elicitation. Any
+/// other setting is the builder's own: see [`Harness::custom`].
 #[derive(Debug, Clone)]
 pub struct Options {
     pub writes: bool,
     pub elicitation: bool,
-    pub danger: bool,
-    pub text_prefix: bool,
-    pub trust_list_rows: bool,
 }
 
 impl Default for Options {
@@ -46,9 +47,6 @@ impl Default for Options {
         Self {
             writes: true,
             elicitation: true,
-            danger: false,
-            text_prefix: true,
-            trust_list_rows: false,
         }
     }
 }
@@ -144,6 +142,11 @@ impl<S: ServerHandler + Clone> Connected<S> {
     pub async fn approve_and_call(&self, tool: &str, args: Value) -> CallToolResult {
         self.scripted.script([Reply::Approve]);
         self.call(tool, args).await
+    }
+
+    /// Calls `prepare_admin_action` for `tool` with `args`: a token or a refusal.
+    pub async fn prepare(&self, tool: &str, args: Value) -> CallToolResult {
+        prepare_on(&self.client, tool, args).await.unwrap()
     }
 }
 
@@ -256,6 +259,11 @@ impl Harness {
         );
     }
 
+    /// Calls `prepare_admin_action` for `tool` with `args`: a token or a refusal.
+    pub async fn prepare(&self, tool: &str, args: Value) -> CallToolResult {
+        prepare_on(&self.client, tool, args).await.unwrap()
+    }
+
     /// Runs `prepare_admin_action` for `tool` and `args` (approving it) and returns the token.
     pub async fn prepare_token(&self, tool: &str, args: Value) -> String {
         prepare_token_on(&self.client, &self.scripted, tool, args).await
@@ -330,14 +338,32 @@ pub fn outcomes_and_reasons(audit: &MemorySink) -> Vec<(Outcome, Option<String>)
         .collect()
 }
 
+/// The params of a `tools/call` of `tool` with `args` (an object).
+pub fn params(tool: &str, args: &Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().expect("object arguments"))
+}
+
 pub async fn call_on(
     client: &Client,
     tool: &str,
     args: Value,
 ) -> Result<CallToolResult, ServiceError> {
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args.as_object().cloned().expect("object arguments"));
-    client.call_tool(params).await
+    client.call_tool(params(tool, &args)).await
+}
+
+/// Calls `prepare_admin_action` on `client` for `tool` with `args`.
+pub async fn prepare_on(
+    client: &Client,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, ServiceError> {
+    call_on(
+        client,
+        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
+        json!({"tool": tool, "arguments": args}),
+    )
+    .await
 }
 
 pub async fn prepare_token_on(
@@ -347,13 +373,7 @@ pub async fn prepare_token_on(
     args: Value,
 ) -> String {
     scripted.script([Reply::Approve]);
-    let result = call_on(
-        client,
-        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
-        json!({"tool": tool, "arguments": args}),
-    )
-    .await
-    .unwrap();
+    let result = prepare_on(client, tool, args).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let structured = result.structured_content.expect("structured token");
     structured["confirmationToken"].as_str().unwrap().to_owned()

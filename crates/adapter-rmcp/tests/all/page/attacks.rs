@@ -6,14 +6,10 @@
 use std::time::Duration;
 
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
+use rmcp::model::{CallToolResponse, CallToolResult, InputResponses};
 
 use super::*;
-use crate::common::delete_with_token;
-
-fn params(tool: &str, args: &Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap())
-}
+use crate::common::{delete_with_token, params};
 
 fn responses(answer: Value) -> InputResponses {
     let mut responses = InputResponses::new();
