@@ -355,20 +355,7 @@ mod tests {
     use serde_json::json;
     use time::Duration;
 
-    fn pending(now: OffsetDateTime, policy: &ApprovalPolicy) -> PendingApproval {
-        let args =
-            CapturedArgs::capture_value(&json!({"sku": "A-1", "delta": 20}), &ArgLimits::default())
-                .unwrap();
-        PendingApproval::new(
-            Principal::new("alice"),
-            ToolName::new("adjust_stock"),
-            crate::test_support::definition(),
-            args,
-            json!({"before": 5, "after": 25}),
-            now,
-            policy,
-        )
-    }
+    use crate::test_support::adjust_stock as pending;
 
     fn yes() -> Value {
         json!({"approve": true})

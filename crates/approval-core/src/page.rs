@@ -461,8 +461,6 @@ mod tests {
     use super::*;
     use crate::answer::DenyReason;
     use crate::approval::Verdict;
-    use crate::args::CapturedArgs;
-    use crate::canonical::ArgLimits;
     use crate::clock::{Clock, ManualClock};
     use crate::policy::ApprovalPolicy;
     use crate::round_trip::{open_round_trip, take_round_trip};
@@ -510,18 +508,7 @@ mod tests {
 
     fn fixture() -> Fixture {
         let clock = ManualClock::default();
-        let args =
-            CapturedArgs::capture_value(&json!({"sku": "A-1", "delta": 20}), &ArgLimits::default())
-                .unwrap();
-        let pending = PendingApproval::new(
-            Principal::new("alice"),
-            ToolName::new("adjust_stock"),
-            crate::test_support::definition(),
-            args,
-            json!({"before": 5, "after": 25}),
-            clock.now(),
-            &ApprovalPolicy::default(),
-        );
+        let pending = crate::test_support::adjust_stock(clock.now(), &ApprovalPolicy::default());
         Fixture {
             store: MemoryStore::new(),
             clock,

@@ -306,15 +306,7 @@ mod tests {
 
     fn fixture() -> Fixture {
         let clock = ManualClock::default();
-        let pending = PendingApproval::new(
-            Principal::new("alice"),
-            ToolName::new("adjust_stock"),
-            crate::test_support::definition(),
-            args(json!({"sku": "A-1", "delta": 20})),
-            json!({"before": 5, "after": 25}),
-            clock.now(),
-            &ApprovalPolicy::default(),
-        );
+        let pending = crate::test_support::adjust_stock(clock.now(), &ApprovalPolicy::default());
         Fixture {
             store: MemoryStore::new(),
             clock,
@@ -654,8 +646,7 @@ mod tests {
             OtherArguments,
             Store,
         ];
-        let kinds: std::collections::HashSet<_> = all.iter().map(|r| r.as_str()).collect();
-        assert_eq!(kinds.len(), all.len());
+        crate::test_support::assert_names_distinct(&all, RoundTripRejection::as_str);
         for r in all {
             assert_eq!(r.to_string(), ROUND_TRIP_REFUSAL_MESSAGE);
         }

@@ -149,3 +149,31 @@ pub(crate) fn tid(text: &str) -> crate::ids::TokenId {
 pub(crate) fn sid(text: &str) -> crate::ids::StateId {
     text.parse().expect("a state's one spelling")
 }
+
+/// Alice's approval of `adjust_stock` (`{"sku": "A-1", "delta": 20}`, stock 5 to 25), asked at
+/// `now` under `policy`: the approval most tests ask about.
+pub(crate) fn adjust_stock(
+    now: OffsetDateTime,
+    policy: &crate::ApprovalPolicy,
+) -> crate::PendingApproval {
+    let args = crate::CapturedArgs::capture_value(
+        &serde_json::json!({"sku": "A-1", "delta": 20}),
+        &crate::canonical::ArgLimits::default(),
+    )
+    .expect("small arguments");
+    crate::PendingApproval::new(
+        Principal::new("alice"),
+        crate::ToolName::new("adjust_stock"),
+        definition(),
+        args,
+        serde_json::json!({"before": 5, "after": 25}),
+        now,
+        policy,
+    )
+}
+
+/// Asserts that no two of `all` share a name.
+pub(crate) fn assert_names_distinct<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) {
+    let names: std::collections::HashSet<_> = all.iter().copied().map(name).collect();
+    assert_eq!(names.len(), all.len(), "two share a name");
+}
