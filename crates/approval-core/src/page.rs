@@ -461,17 +461,10 @@ mod tests {
     use super::*;
     use crate::answer::DenyReason;
     use crate::approval::Verdict;
-    use crate::clock::{Clock, ManualClock};
+    use crate::clock::Clock;
     use crate::policy::ApprovalPolicy;
     use crate::round_trip::{open_round_trip, take_round_trip};
-    use crate::store::MemoryStore;
-    use crate::test_support::{BrokenStore, ready};
-
-    struct Fixture {
-        store: MemoryStore,
-        clock: ManualClock,
-        pending: PendingApproval,
-    }
+    use crate::test_support::{BrokenStore, Fixture, fixture, ready};
 
     /// A `null` preview is kept as no preview, so the memory store shows the page as a store
     /// that keeps JSON does (where `null` reads back as absent).
@@ -504,16 +497,6 @@ mod tests {
             shown.push(page.subject.preview);
         }
         assert_eq!(shown, vec![None, None]);
-    }
-
-    fn fixture() -> Fixture {
-        let clock = ManualClock::default();
-        let pending = crate::test_support::adjust_stock(clock.now(), &ApprovalPolicy::default());
-        Fixture {
-            store: MemoryStore::new(),
-            clock,
-            pending,
-        }
     }
 
     impl Fixture {

@@ -267,12 +267,12 @@ mod tests {
     use crate::Binding;
     use crate::answer::{AnswerAction, Decision, DenyReason};
     use crate::canonical::ArgLimits;
-    use crate::clock::{Clock, ManualClock};
+    use crate::clock::Clock;
     use crate::ids::{Principal, ToolName};
     use crate::policy::ApprovalPolicy;
     use crate::store::MemoryStore;
     use crate::test_support::sid;
-    use crate::test_support::{BrokenStore, ready};
+    use crate::test_support::{BrokenStore, Fixture, fixture, ready};
     use serde_json::{Value, json};
     use time::Duration;
 
@@ -298,24 +298,8 @@ mod tests {
         assert!(ROUND_TRIP_REFUSAL_MESSAGE.contains("so nothing was changed"));
     }
 
-    struct Fixture {
-        store: MemoryStore,
-        clock: ManualClock,
-        pending: PendingApproval,
-    }
-
-    fn fixture() -> Fixture {
-        let clock = ManualClock::default();
-        let pending = crate::test_support::adjust_stock(clock.now(), &ApprovalPolicy::default());
-        Fixture {
-            store: MemoryStore::new(),
-            clock,
-            pending,
-        }
-    }
-
     impl Fixture {
-        fn open(&self) -> StateId {
+        fn open_state(&self) -> StateId {
             ready(open_round_trip(
                 &self.store,
                 &self.pending,
@@ -349,7 +333,7 @@ mod tests {
     #[test]
     fn a_round_trip_gives_back_the_approval_once() {
         let f = fixture();
-        let state = f.open();
+        let state = f.open_state();
         assert_eq!(f.store.len(), 2, "the state and its receipt");
         assert_eq!(f.store.live_count(f.pending.principal(), f.clock.now()), 1);
         f.clock.advance(Duration::seconds(119));
@@ -379,8 +363,8 @@ mod tests {
     #[test]
     fn round_trip_clock_edges_at_119_and_120_seconds() {
         let f = fixture();
-        let before = f.open();
-        let at = f.open();
+        let before = f.open_state();
+        let at = f.open_state();
         f.clock
             .advance(Duration::seconds(120) - Duration::nanoseconds(1));
         assert!(f.take(&before.to_string()).is_ok());
@@ -397,7 +381,7 @@ mod tests {
         let mut f = fixture();
         f.store = MemoryStore::with_caps(1, 100);
         let t0 = f.clock.now();
-        let unanswered = f.open();
+        let unanswered = f.open_state();
         let p = &f.pending;
         let open_at = |s: i64| {
             let now = t0 + Duration::seconds(s);
@@ -497,7 +481,7 @@ mod tests {
     #[test]
     fn forged_altered_and_malformed_states_are_refused() {
         let f = fixture();
-        let state = f.open().to_string();
+        let state = f.open_state().to_string();
         assert_eq!(
             f.take(&StateId::random().to_string()),
             Err(RoundTripRejection::Unknown)
@@ -546,7 +530,7 @@ mod tests {
             ),
         ];
         for (who, tool, a, want) in cases {
-            let state = f.open().to_string();
+            let state = f.open_state().to_string();
             assert_eq!(f.take_as(&state, who, tool, a), Err(want));
             assert_eq!(
                 f.take(&state),
@@ -559,7 +543,7 @@ mod tests {
     #[test]
     fn a_late_answer_to_a_taken_approval_is_expired() {
         let f = fixture();
-        let state = f.open();
+        let state = f.open_state();
         f.clock.advance(Duration::seconds(100));
         let back = f.take(&state.to_string()).unwrap();
         f.clock.advance(Duration::seconds(20));

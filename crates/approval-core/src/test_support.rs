@@ -177,3 +177,73 @@ pub(crate) fn assert_names_distinct<T: Copy>(all: &[T], name: impl Fn(T) -> &'st
     let names: std::collections::HashSet<_> = all.iter().copied().map(name).collect();
     assert_eq!(names.len(), all.len(), "two share a name");
 }
+
+/// What the page and round-trip tests work on: an empty memory store, a manual clock, and the
+/// [`adjust_stock`] approval asked when the clock starts.
+pub(crate) struct Fixture {
+    pub(crate) store: crate::MemoryStore,
+    pub(crate) clock: crate::clock::ManualClock,
+    pub(crate) pending: crate::PendingApproval,
+}
+
+/// A fresh [`Fixture`].
+pub(crate) fn fixture() -> Fixture {
+    use crate::clock::Clock as _;
+    let clock = crate::clock::ManualClock::default();
+    let pending = adjust_stock(clock.now(), &crate::ApprovalPolicy::default());
+    Fixture {
+        store: crate::MemoryStore::new(),
+        clock,
+        pending,
+    }
+}
+
+/// Small JSON scalars: null, booleans, `i32`s, and strings matching the regex `text`.
+pub(crate) fn small_leaf(
+    text: &'static str,
+) -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    use serde_json::Value;
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| serde_json::json!(n)),
+        text.prop_map(Value::String),
+    ]
+}
+
+/// Small JSON values over [`small_leaf`]: up to three levels of arrays and of objects whose keys
+/// match `[a-c]{1,2}`.
+pub(crate) fn small_json(
+    text: &'static str,
+) -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    use serde_json::Value;
+    small_leaf(text).prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-c]{1,2}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// The JSON text of `v` with every object's keys written in reverse order.
+pub(crate) fn reversed_text(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => {
+            let members: Vec<String> = map
+                .iter()
+                .rev()
+                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), reversed_text(v)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(reversed_text).collect();
+            format!("[{}]", items.join(","))
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => v.to_string(),
+    }
+}
