@@ -266,19 +266,14 @@ mod tests {
     use super::*;
     use crate::Binding;
     use crate::answer::{AnswerAction, Decision, DenyReason};
-    use crate::canonical::ArgLimits;
     use crate::clock::Clock;
     use crate::ids::{Principal, ToolName};
     use crate::policy::ApprovalPolicy;
     use crate::store::MemoryStore;
     use crate::test_support::sid;
-    use crate::test_support::{BrokenStore, Fixture, fixture, ready};
-    use serde_json::{Value, json};
+    use crate::test_support::{BrokenStore, Fixture, args, fixture, ready};
+    use serde_json::json;
     use time::Duration;
-
-    fn args(v: Value) -> CapturedArgs {
-        CapturedArgs::capture_value(&v, &ArgLimits::default()).unwrap()
-    }
 
     #[test]
     fn every_rejection_tells_the_user_what_happened() {

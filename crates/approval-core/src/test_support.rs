@@ -247,3 +247,9 @@ pub(crate) fn reversed_text(v: &serde_json::Value) -> String {
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => v.to_string(),
     }
 }
+
+/// `v` captured as a call's arguments under the default limits.
+pub(crate) fn args(v: serde_json::Value) -> crate::CapturedArgs {
+    crate::CapturedArgs::capture_value(&v, &crate::canonical::ArgLimits::default())
+        .expect("arguments within the default limits")
+}
