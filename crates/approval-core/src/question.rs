@@ -624,21 +624,10 @@ mod tests {
         let p = open_new(&store);
         let q = find(&store, &p, t0()).unwrap_or_else(|| panic!("open"));
         let at = t0() + Duration::seconds(70);
-        let first = block_on(answer_question(
-            &store,
-            &q,
-            p.principal(),
-            decline(at, AnswerChannel::Page),
-            at,
-        ));
+        let answer = |given| block_on(answer_question(&store, &q, p.principal(), given, at));
+        let first = answer(decline(at, AnswerChannel::Page));
         assert_eq!(first, Ok(decline(at, AnswerChannel::Page)));
-        let later = block_on(answer_question(
-            &store,
-            &q,
-            p.principal(),
-            approve(at, AnswerChannel::Form),
-            at,
-        ));
+        let later = answer(approve(at, AnswerChannel::Form));
         assert_eq!(
             later,
             Ok(decline(at, AnswerChannel::Page)),
