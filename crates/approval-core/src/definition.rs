@@ -259,12 +259,7 @@ mod tests {
     use serde_json::json;
     use sha2::{Digest as _, Sha256};
 
-    fn object(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => panic!("not an object"),
-        }
-    }
+    use crate::test_support::object;
 
     /// The digest is the SHA-256 of the canonical form of the object that holds the counted
     /// members as `tools/list` spells them: recomputable from the wire form.

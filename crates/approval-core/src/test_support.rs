@@ -253,3 +253,14 @@ pub(crate) fn args(v: serde_json::Value) -> crate::CapturedArgs {
     crate::CapturedArgs::capture_value(&v, &crate::canonical::ArgLimits::default())
         .expect("arguments within the default limits")
 }
+
+/// The object `value` is.
+///
+/// # Panics
+/// When `value` is not an object.
+pub(crate) fn object(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => panic!("not an object"),
+    }
+}
