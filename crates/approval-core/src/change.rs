@@ -263,13 +263,6 @@ fn absent() -> Rendered {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use proptest::prelude::*;
     use serde_json::json;
     use unicode_general_category::{GeneralCategory, get_general_category};

@@ -355,13 +355,6 @@ fn invisible(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use proptest::prelude::*;
     use serde_json::json;
 
