@@ -275,19 +275,21 @@ mod tests {
     use serde_json::json;
     use time::Duration;
 
+    /// Every rejection.
+    const ALL: [RoundTripRejection; 8] = [
+        RoundTripRejection::Malformed,
+        RoundTripRejection::Unknown,
+        RoundTripRejection::Expired,
+        RoundTripRejection::Replayed,
+        RoundTripRejection::OtherPrincipal,
+        RoundTripRejection::OtherTool,
+        RoundTripRejection::OtherArguments,
+        RoundTripRejection::Store,
+    ];
+
     #[test]
     fn every_rejection_tells_the_user_what_happened() {
-        use RoundTripRejection as R;
-        for rejection in [
-            R::Malformed,
-            R::Unknown,
-            R::Expired,
-            R::Replayed,
-            R::OtherPrincipal,
-            R::OtherTool,
-            R::OtherArguments,
-            R::Store,
-        ] {
+        for rejection in ALL {
             assert_eq!(rejection.user_message(), ROUND_TRIP_REFUSAL_MESSAGE);
         }
         assert!(ROUND_TRIP_REFUSAL_MESSAGE.contains("so nothing was changed"));
@@ -614,19 +616,8 @@ mod tests {
 
     #[test]
     fn every_rejection_renders_the_same_text() {
-        use RoundTripRejection::*;
-        let all = [
-            Malformed,
-            Unknown,
-            Expired,
-            Replayed,
-            OtherPrincipal,
-            OtherTool,
-            OtherArguments,
-            Store,
-        ];
-        crate::test_support::assert_names_distinct(&all, RoundTripRejection::as_str);
-        for r in all {
+        crate::test_support::assert_names_distinct(&ALL, RoundTripRejection::as_str);
+        for r in ALL {
             assert_eq!(r.to_string(), ROUND_TRIP_REFUSAL_MESSAGE);
         }
     }
