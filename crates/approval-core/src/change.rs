@@ -265,7 +265,6 @@ fn absent() -> Rendered {
 mod tests {
     use proptest::prelude::*;
     use serde_json::json;
-    use unicode_general_category::{GeneralCategory, get_general_category};
 
     use super::*;
 
@@ -401,16 +400,7 @@ mod tests {
         std::mem::forget(value);
     }
 
-    /// Cc, Cf, Zl, Zp: what no row may carry.
-    fn forbidden(c: char) -> bool {
-        matches!(
-            get_general_category(c),
-            GeneralCategory::Control
-                | GeneralCategory::Format
-                | GeneralCategory::LineSeparator
-                | GeneralCategory::ParagraphSeparator
-        )
-    }
+    use crate::test_support::forbidden;
 
     fn risky_string() -> impl Strategy<Value = String> {
         let c = prop_oneof![

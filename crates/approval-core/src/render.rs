@@ -373,16 +373,7 @@ mod tests {
         render_value(&Value::String(s.to_owned()), 10_000).to_string()
     }
 
-    /// The categories a rendered text must never contain.
-    fn forbidden(c: char) -> bool {
-        matches!(
-            get_general_category(c),
-            GeneralCategory::Control
-                | GeneralCategory::Format
-                | GeneralCategory::LineSeparator
-                | GeneralCategory::ParagraphSeparator
-        )
-    }
+    use crate::test_support::forbidden;
 
     fn assert_clean(text: &str) {
         assert!(

@@ -264,3 +264,15 @@ pub(crate) fn object(value: serde_json::Value) -> serde_json::Map<String, serde_
         _ => panic!("not an object"),
     }
 }
+
+/// Cc, Cf, Zl, Zp: the categories no rendered text or change row may carry.
+pub(crate) fn forbidden(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    matches!(
+        get_general_category(c),
+        GeneralCategory::Control
+            | GeneralCategory::Format
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+    )
+}
