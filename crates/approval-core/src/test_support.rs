@@ -32,11 +32,7 @@ impl Store for BrokenStore {
         _expires_at: OffsetDateTime,
         _now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let result = match self {
-            Self::Unavailable => Err(StoreError::Unavailable("down".into())),
-            Self::Garbage(_) => Ok(()),
-        };
-        Box::pin(std::future::ready(result))
+        self.answer(|_| Ok(()))
     }
 
     fn take<'a>(
@@ -44,11 +40,7 @@ impl Store for BrokenStore {
         key: &'a StoreKey,
         _now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<Option<Record>, StoreError>> {
-        let result = match self {
-            Self::Unavailable => Err(StoreError::Unavailable("down".into())),
-            Self::Garbage(text) => Record::from_json(key, text).map(Some),
-        };
-        Box::pin(std::future::ready(result))
+        self.answer(|text| Record::from_json(key, text).map(Some))
     }
 
     fn get<'a>(
@@ -60,9 +52,22 @@ impl Store for BrokenStore {
     }
 
     fn purge_expired(&self, _now: OffsetDateTime) -> BoxFuture<'_, Result<usize, StoreError>> {
-        Box::pin(std::future::ready(Err(StoreError::Unavailable(
-            "down".into(),
-        ))))
+        Self::Unavailable.answer(|_| Ok(0))
+    }
+}
+
+impl BrokenStore {
+    /// What a call answers at once: [`StoreError::Unavailable`] from a store that is down, or
+    /// `read` of the text a garbled one holds.
+    fn answer<'a, T: Send + 'a>(
+        &self,
+        read: impl FnOnce(&str) -> Result<T, StoreError>,
+    ) -> BoxFuture<'a, Result<T, StoreError>> {
+        let result = match self {
+            Self::Unavailable => Err(StoreError::Unavailable("down".into())),
+            Self::Garbage(text) => read(text),
+        };
+        Box::pin(std::future::ready(result))
     }
 }
 
@@ -76,6 +81,17 @@ impl ThroughJson {
     fn through(key: &StoreKey, record: &Record) -> Result<Record, StoreError> {
         Record::from_json(key, &record.to_json()?)
     }
+
+    /// `next` with the record back from its JSON text, or at once the error its trip met.
+    fn then<'a>(
+        through: Result<Record, StoreError>,
+        next: impl FnOnce(Record) -> BoxFuture<'a, Result<(), StoreError>>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        match through {
+            Ok(record) => next(record),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
 }
 
 impl Store for ThroughJson {
@@ -87,10 +103,9 @@ impl Store for ThroughJson {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        match Self::through(&key, &record) {
-            Ok(record) => self.0.insert(key, principal, record, expires_at, now),
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        Self::then(Self::through(&key, &record), |record| {
+            self.0.insert(key, principal, record, expires_at, now)
+        })
     }
 
     fn insert_tombstone<'a>(
@@ -101,12 +116,10 @@ impl Store for ThroughJson {
         expires_at: OffsetDateTime,
         now: OffsetDateTime,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        match Self::through(&key, &record) {
-            Ok(record) => self
-                .0
-                .insert_tombstone(key, principal, record, expires_at, now),
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        Self::then(Self::through(&key, &record), |record| {
+            self.0
+                .insert_tombstone(key, principal, record, expires_at, now)
+        })
     }
 
     fn take<'a>(
