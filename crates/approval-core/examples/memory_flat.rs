@@ -50,6 +50,23 @@ fn report(what: &str, store: &MemoryStore, rss: u64) {
     );
 }
 
+/// Makes [`RECORDS`] records with `one`, moving the clock `now` on by `step` before each, and
+/// samples the peak RSS every 10,000.
+fn million(
+    now: &mut OffsetDateTime,
+    step: Duration,
+    peak: &mut u64,
+    mut one: impl FnMut(usize, OffsetDateTime),
+) {
+    for i in 0..RECORDS {
+        *now += step;
+        one(i, *now);
+        if i % 10_000 == 0 {
+            *peak = (*peak).max(rss_kib());
+        }
+    }
+}
+
 fn main() {
     let policy = ApprovalPolicy::default();
     let store = MemoryStore::for_policy(&policy);
@@ -74,8 +91,7 @@ fn main() {
     for round in 1..=rounds {
         let mut peak = rss_kib();
         // Tokens 20 ms apart: 600 s of retention holds about 60,000 entries.
-        for i in 0..RECORDS {
-            now += Duration::milliseconds(20);
+        million(&mut now, Duration::milliseconds(20), &mut peak, |i, now| {
             let (p, a) = (&principals[i % PRINCIPALS], &args[i % 7]);
             let token = ready(Approvals::new(&store).issue_token(
                 Binding::new(p, &tool, a),
@@ -93,18 +109,14 @@ fn main() {
                 ))
                 .unwrap();
             }
-            if i % 10_000 == 0 {
-                peak = peak.max(rss_kib());
-            }
-        }
+        });
         report(
             &format!("round {round}: 1,000,000 tokens"),
             &store,
             rss_kib(),
         );
         // Approvals 10 ms apart: 240 s of retention holds about 48,000 entries.
-        for i in 0..RECORDS {
-            now += Duration::milliseconds(10);
+        million(&mut now, Duration::milliseconds(10), &mut peak, |i, now| {
             let (p, a) = (&principals[i % PRINCIPALS], &args[i % 7]);
             let pending = PendingApproval::new(
                 p.clone(),
@@ -120,10 +132,7 @@ fn main() {
                 ready(Approvals::new(&store).take_approval(id, Binding::new(p, &tool, a), now))
                     .unwrap();
             }
-            if i % 10_000 == 0 {
-                peak = peak.max(rss_kib());
-            }
-        }
+        });
         report(
             &format!("round {round}: 1,000,000 approvals"),
             &store,

@@ -278,8 +278,7 @@ mod tests {
             UnknownAction,
             Expired,
         ];
-        let names: std::collections::HashSet<_> = all.iter().map(|r| r.as_str()).collect();
-        assert_eq!(names.len(), all.len());
+        crate::test_support::assert_names_distinct(&all, DenyReason::as_str);
     }
 
     /// The names are the audit trail's vocabulary: pinned, and what `Display` writes.

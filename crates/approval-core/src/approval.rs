@@ -355,20 +355,7 @@ mod tests {
     use serde_json::json;
     use time::Duration;
 
-    fn pending(now: OffsetDateTime, policy: &ApprovalPolicy) -> PendingApproval {
-        let args =
-            CapturedArgs::capture_value(&json!({"sku": "A-1", "delta": 20}), &ArgLimits::default())
-                .unwrap();
-        PendingApproval::new(
-            Principal::new("alice"),
-            ToolName::new("adjust_stock"),
-            crate::test_support::definition(),
-            args,
-            json!({"before": 5, "after": 25}),
-            now,
-            policy,
-        )
-    }
+    use crate::test_support::adjust_stock as pending;
 
     fn yes() -> Value {
         json!({"approve": true})
@@ -580,42 +567,14 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
+        use crate::test_support::{reversed_text, small_json, small_leaf};
+
         fn leaf() -> impl Strategy<Value = Value> {
-            prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::Bool),
-                any::<i32>().prop_map(|n| json!(n)),
-                "[a-z]{0,6}".prop_map(Value::String),
-            ]
+            small_leaf("[a-z]{0,6}")
         }
 
         fn preview() -> impl Strategy<Value = Value> {
-            leaf().prop_recursive(3, 24, 4, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                    prop::collection::btree_map("[a-c]{1,2}", inner, 0..4)
-                        .prop_map(|m| Value::Object(m.into_iter().collect())),
-                ]
-            })
-        }
-
-        /// The JSON text of `v` with every object's keys written in reverse order.
-        fn reversed_text(v: &Value) -> String {
-            match v {
-                Value::Object(map) => {
-                    let members: Vec<String> = map
-                        .iter()
-                        .rev()
-                        .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), reversed_text(v)))
-                        .collect();
-                    format!("{{{}}}", members.join(","))
-                }
-                Value::Array(items) => {
-                    let items: Vec<String> = items.iter().map(reversed_text).collect();
-                    format!("[{}]", items.join(","))
-                }
-                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => v.to_string(),
-            }
+            small_json("[a-z]{0,6}")
         }
 
         /// `v` with every integer written as a float (`1` as `1.0`).

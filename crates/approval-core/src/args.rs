@@ -201,12 +201,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn map(v: Value) -> Map<String, Value> {
-        match v {
-            Value::Object(m) => m,
-            _ => panic!("not an object"),
-        }
-    }
+    use crate::test_support::object as map;
 
     #[test]
     fn none_is_the_empty_object() {

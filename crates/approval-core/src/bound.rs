@@ -464,34 +464,23 @@ mod tests {
                 which,
                 principal: p,
                 args: a,
-            } => match pick(&side.tokens, which) {
-                Some(t) => format!(
-                    "{:?}",
-                    ready(spend_token(
-                        store,
-                        &tid(&t),
-                        Binding::new(&principal(p), &tool, &arguments(a)),
-                        crate::test_support::definition(),
-                        now
-                    ))
-                ),
-                None => "none".into(),
-            },
-            Op::Check {
+            }
+            | Op::Check {
                 which,
                 principal: p,
                 args: a,
             } => match pick(&side.tokens, which) {
-                Some(t) => format!(
-                    "{:?}",
-                    ready(check_token(
-                        store,
-                        &tid(&t),
-                        Binding::new(&principal(p), &tool, &arguments(a)),
-                        crate::test_support::definition(),
-                        now
-                    ))
-                ),
+                Some(t) => {
+                    let (token, who, args) = (tid(&t), principal(p), arguments(a));
+                    let call = Binding::new(&who, &tool, &args);
+                    let definition = crate::test_support::definition();
+                    let got = if matches!(op, Op::Spend { .. }) {
+                        ready(spend_token(store, &token, call, definition, now))
+                    } else {
+                        ready(check_token(store, &token, call, definition, now))
+                    };
+                    format!("{got:?}")
+                }
                 None => "none".into(),
             },
             Op::Forged => {
@@ -583,76 +572,42 @@ mod tests {
         let policy = ApprovalPolicy::default();
         let (alice, tool, args) = (Principal::new("alice"), ToolName::new("t"), arguments(1));
         let now = ManualClock::default().now();
+        let definition = crate::test_support::definition();
+        let call = || Binding::new(&alice, &tool, &args);
+        let issue = |store: &dyn Store| {
+            ready(issue_token(store, call(), definition, &policy, now)).unwrap()
+        };
+        let spend = |store: &dyn Store, token: &crate::ids::ConfirmationToken| {
+            ready(spend_token(
+                store,
+                &tid(token.as_str()),
+                call(),
+                definition,
+                now,
+            ))
+        };
         // Issued as JSON, spent as it is; issued as it is, spent as JSON.
-        let a = ready(issue_token(
-            &json,
-            Binding::new(&alice, &tool, &args),
-            crate::test_support::definition(),
-            &policy,
-            now,
-        ))
-        .unwrap();
-        let b = ready(issue_token(
-            &*shared,
-            Binding::new(&alice, &tool, &args),
-            crate::test_support::definition(),
-            &policy,
-            now,
-        ))
-        .unwrap();
+        let a = issue(&json);
+        let b = issue(&*shared);
         assert_eq!(
             ready(check_token(
                 &*shared,
                 &tid(a.as_str()),
-                Binding::new(&alice, &tool, &args),
-                crate::test_support::definition(),
+                call(),
+                definition,
                 now
             )),
             Ok(())
         );
-        assert_eq!(
-            ready(spend_token(
-                &*shared,
-                &tid(a.as_str()),
-                Binding::new(&alice, &tool, &args),
-                crate::test_support::definition(),
-                now
-            )),
-            Ok(())
-        );
-        assert_eq!(
-            ready(spend_token(
-                &json,
-                &tid(b.as_str()),
-                Binding::new(&alice, &tool, &args),
-                crate::test_support::definition(),
-                now
-            )),
-            Ok(())
-        );
+        assert_eq!(spend(&*shared, &a), Ok(()));
+        assert_eq!(spend(&json, &b), Ok(()));
         for token in [&a, &b] {
             for store in [&json as &dyn Store, &*shared] {
-                assert_eq!(
-                    ready(spend_token(
-                        store,
-                        &tid(token.as_str()),
-                        Binding::new(&alice, &tool, &args),
-                        crate::test_support::definition(),
-                        now
-                    )),
-                    Err(TokenRejection::AlreadySpent)
-                );
+                assert_eq!(spend(store, token), Err(TokenRejection::AlreadySpent));
             }
         }
         // A record's JSON, as a backend that keeps text stores it.
-        let c = ready(issue_token(
-            &*shared,
-            Binding::new(&alice, &tool, &args),
-            crate::test_support::definition(),
-            &policy,
-            now,
-        ))
-        .unwrap();
+        let c = issue(&*shared);
         let key = StoreKey::new(crate::store::RecordKind::Token, c.as_str());
         let as_json = |record: Record| {
             serde_json::from_str::<serde_json::Value>(&record.to_json().unwrap()).unwrap()

@@ -263,16 +263,8 @@ fn absent() -> Rendered {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use proptest::prelude::*;
     use serde_json::json;
-    use unicode_general_category::{GeneralCategory, get_general_category};
 
     use super::*;
 
@@ -408,16 +400,7 @@ mod tests {
         std::mem::forget(value);
     }
 
-    /// Cc, Cf, Zl, Zp: what no row may carry.
-    fn forbidden(c: char) -> bool {
-        matches!(
-            get_general_category(c),
-            GeneralCategory::Control
-                | GeneralCategory::Format
-                | GeneralCategory::LineSeparator
-                | GeneralCategory::ParagraphSeparator
-        )
-    }
+    use crate::test_support::forbidden;
 
     fn risky_string() -> impl Strategy<Value = String> {
         let c = prop_oneof![
@@ -450,14 +433,19 @@ mod tests {
         ]
     }
 
-    fn preview() -> impl Strategy<Value = Value> {
-        leaf().prop_recursive(4, 32, 4, |inner| {
+    /// A preview whose members are named by `names`.
+    fn preview_named(names: BoxedStrategy<String>) -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 32, 4, move |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::vec((key(), inner), 0..5)
+                proptest::collection::vec((names.clone(), inner), 0..5)
                     .prop_map(|entries| Value::Object(entries.into_iter().collect())),
             ]
         })
+    }
+
+    fn preview() -> impl Strategy<Value = Value> {
+        preview_named(key().boxed())
     }
 
     /// A name that pairs with nothing: neither `before`/`after` nor `previous…`.
@@ -469,13 +457,7 @@ mod tests {
 
     /// A preview without pairs.
     fn plain_preview() -> impl Strategy<Value = Value> {
-        leaf().prop_recursive(4, 32, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                proptest::collection::vec((plain_name(), inner), 0..5)
-                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-            ]
-        })
+        preview_named(plain_name().boxed())
     }
 
     /// The leaves of `value` (scalars, empty objects and arrays) with their paths as a row

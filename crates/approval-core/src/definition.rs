@@ -259,12 +259,7 @@ mod tests {
     use serde_json::json;
     use sha2::{Digest as _, Sha256};
 
-    fn object(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => panic!("not an object"),
-        }
-    }
+    use crate::test_support::object;
 
     /// The digest is the SHA-256 of the canonical form of the object that holds the counted
     /// members as `tools/list` spells them: recomputable from the wire form.
@@ -393,23 +388,10 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        fn leaf() -> impl Strategy<Value = Value> {
-            prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::Bool),
-                any::<i32>().prop_map(|n| json!(n)),
-                "[a-z ]{0,6}".prop_map(Value::String),
-            ]
-        }
+        use crate::test_support::reversed_text;
 
         fn json_value() -> impl Strategy<Value = Value> {
-            leaf().prop_recursive(3, 24, 4, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                    prop::collection::btree_map("[a-c]{1,2}", inner, 0..4)
-                        .prop_map(|m| Value::Object(m.into_iter().collect())),
-                ]
-            })
+            crate::test_support::small_json("[a-z ]{0,6}")
         }
 
         fn json_object() -> impl Strategy<Value = Map<String, Value>> {
@@ -457,25 +439,6 @@ mod tests {
                         annotations,
                     }
                 })
-        }
-
-        /// The JSON text of `v` with every object's keys written in reverse order.
-        fn reversed_text(v: &Value) -> String {
-            match v {
-                Value::Object(map) => {
-                    let members: Vec<String> = map
-                        .iter()
-                        .rev()
-                        .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), reversed_text(v)))
-                        .collect();
-                    format!("{{{}}}", members.join(","))
-                }
-                Value::Array(items) => {
-                    let items: Vec<String> = items.iter().map(reversed_text).collect();
-                    format!("[{}]", items.join(","))
-                }
-                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => v.to_string(),
-            }
         }
 
         fn reordered(v: &Value) -> Value {

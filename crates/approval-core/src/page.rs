@@ -461,19 +461,10 @@ mod tests {
     use super::*;
     use crate::answer::DenyReason;
     use crate::approval::Verdict;
-    use crate::args::CapturedArgs;
-    use crate::canonical::ArgLimits;
-    use crate::clock::{Clock, ManualClock};
+    use crate::clock::Clock;
     use crate::policy::ApprovalPolicy;
     use crate::round_trip::{open_round_trip, take_round_trip};
-    use crate::store::MemoryStore;
-    use crate::test_support::{BrokenStore, ready};
-
-    struct Fixture {
-        store: MemoryStore,
-        clock: ManualClock,
-        pending: PendingApproval,
-    }
+    use crate::test_support::{BrokenStore, Fixture, fixture, ready};
 
     /// A `null` preview is kept as no preview, so the memory store shows the page as a store
     /// that keeps JSON does (where `null` reads back as absent).
@@ -506,27 +497,6 @@ mod tests {
             shown.push(page.subject.preview);
         }
         assert_eq!(shown, vec![None, None]);
-    }
-
-    fn fixture() -> Fixture {
-        let clock = ManualClock::default();
-        let args =
-            CapturedArgs::capture_value(&json!({"sku": "A-1", "delta": 20}), &ArgLimits::default())
-                .unwrap();
-        let pending = PendingApproval::new(
-            Principal::new("alice"),
-            ToolName::new("adjust_stock"),
-            crate::test_support::definition(),
-            args,
-            json!({"before": 5, "after": 25}),
-            clock.now(),
-            &ApprovalPolicy::default(),
-        );
-        Fixture {
-            store: MemoryStore::new(),
-            clock,
-            pending,
-        }
     }
 
     impl Fixture {
@@ -582,6 +552,25 @@ mod tests {
         fn outcome(&self, id: &PageId) -> PageOutcome {
             ready(page_outcome(&self.store, id, self.clock.now()))
         }
+
+        /// Answers the page `id` with `choice`, as a person the page does not check.
+        fn choose(&self, id: &PageId, page: &OpenPage, choice: PageChoice) -> PageAnswered {
+            self.answer(
+                &id.to_string(),
+                &page.csrf.to_string(),
+                PagePerson::NotChecked,
+                choice,
+            )
+            .unwrap()
+        }
+
+        /// What `pending` decides now on the answer its page `id` holds (the decision uses it up).
+        fn verdict(&self, pending: PendingApproval, id: &PageId) -> Verdict {
+            let PageOutcome::Answered { action, content } = self.outcome(id) else {
+                panic!("no answer");
+            };
+            pending.decide(&action, content.as_ref(), self.clock.now())
+        }
     }
 
     #[test]
@@ -617,24 +606,11 @@ mod tests {
         assert_eq!(f.outcome(&id), PageOutcome::Open);
 
         f.clock.advance(time::Duration::seconds(30));
-        let answered = f
-            .answer(
-                &id.to_string(),
-                &page.csrf.to_string(),
-                PagePerson::NotChecked,
-                PageChoice::Approve,
-            )
-            .unwrap();
+        let answered = f.choose(&id, &page, PageChoice::Approve);
         assert_eq!(answered.choice, PageChoice::Approve);
         assert_eq!(f.show(&id.to_string()), PageView::Answered);
 
-        let PageOutcome::Answered { action, content } = f.outcome(&id) else {
-            panic!("no answer");
-        };
-        assert!(matches!(
-            pending.decide(&action, content.as_ref(), f.clock.now()),
-            Verdict::Approved(_)
-        ));
+        assert!(matches!(f.verdict(pending, &id), Verdict::Approved(_)));
         // Taken once: the answer is not found twice.
         assert_eq!(f.outcome(&id), PageOutcome::Closed);
     }
@@ -644,18 +620,9 @@ mod tests {
         let f = fixture();
         let (pending, page) = f.open();
         let id = *pending.page().unwrap();
-        f.answer(
-            &id.to_string(),
-            &page.csrf.to_string(),
-            PagePerson::NotChecked,
-            PageChoice::Decline,
-        )
-        .unwrap();
-        let PageOutcome::Answered { action, content } = f.outcome(&id) else {
-            panic!("no answer");
-        };
+        f.choose(&id, &page, PageChoice::Decline);
         assert_eq!(
-            pending.decide(&action, content.as_ref(), f.clock.now()),
+            f.verdict(pending, &id),
             Verdict::Denied(DenyReason::Declined)
         );
     }
@@ -756,19 +723,10 @@ mod tests {
         let (pending, page) = f.open();
         let id = *pending.page().unwrap();
         f.clock.advance(time::Duration::milliseconds(119_999));
-        f.answer(
-            &id.to_string(),
-            &page.csrf.to_string(),
-            PagePerson::NotChecked,
-            PageChoice::Approve,
-        )
-        .unwrap();
+        f.choose(&id, &page, PageChoice::Approve);
         f.clock.advance(time::Duration::milliseconds(1));
-        let PageOutcome::Answered { action, content } = f.outcome(&id) else {
-            panic!("the answer was lost");
-        };
         assert_eq!(
-            pending.decide(&action, content.as_ref(), f.clock.now()),
+            f.verdict(pending, &id),
             Verdict::Denied(DenyReason::Expired)
         );
     }

@@ -464,8 +464,7 @@ mod tests {
         let json = crate::test_support::ThroughJson::default();
         let mut read = Vec::new();
         for store in [&memory as &dyn Store, &json] {
-            let p = pending("alice", 1, t0());
-            assert_eq!(block_on(open_question(store, &p, t0())), Ok(Opened::New));
+            let p = open_new(store);
             let null = GivenAnswer::new(
                 AnswerAction::Accept,
                 Some(serde_json::Value::Null),
@@ -488,6 +487,13 @@ mod tests {
         }
         assert_eq!(read[0], Some((AnswerAction::Accept, None)), "memory");
         assert_eq!(read[0], read[1], "memory and JSON");
+    }
+
+    /// Opens the question of alice's change (delta 1) at [`t0`], asserting that it is new.
+    fn open_new<S: Store + ?Sized>(store: &S) -> PendingApproval {
+        let p = pending("alice", 1, t0());
+        assert_eq!(block_on(open_question(store, &p, t0())), Ok(Opened::New));
+        p
     }
 
     fn find(store: &MemoryStore, p: &PendingApproval, now: OffsetDateTime) -> Option<Question> {
@@ -581,11 +587,7 @@ mod tests {
     #[test]
     fn a_second_call_of_the_same_change_finds_the_first_question() {
         let store = MemoryStore::new();
-        let first = pending("alice", 1, t0());
-        assert_eq!(
-            block_on(open_question(&store, &first, t0())),
-            Ok(Opened::New)
-        );
+        let first = open_new(&store);
         let again = pending("alice", 1, t0() + Duration::seconds(70));
         let Ok(Opened::Existing(found)) =
             block_on(open_question(&store, &again, t0() + Duration::seconds(70)))
@@ -610,11 +612,7 @@ mod tests {
     #[test]
     fn another_principal_or_other_arguments_find_nothing() {
         let store = MemoryStore::new();
-        let first = pending("alice", 1, t0());
-        assert_eq!(
-            block_on(open_question(&store, &first, t0())),
-            Ok(Opened::New)
-        );
+        let first = open_new(&store);
         assert!(find(&store, &pending("bob", 1, t0()), t0()).is_none());
         assert!(find(&store, &pending("alice", 2, t0()), t0()).is_none());
         assert!(find(&store, &first, t0()).is_some());
@@ -623,25 +621,13 @@ mod tests {
     #[test]
     fn the_first_answer_counts_whichever_channel_gives_it() {
         let store = MemoryStore::new();
-        let p = pending("alice", 1, t0());
-        assert_eq!(block_on(open_question(&store, &p, t0())), Ok(Opened::New));
+        let p = open_new(&store);
         let q = find(&store, &p, t0()).unwrap_or_else(|| panic!("open"));
         let at = t0() + Duration::seconds(70);
-        let first = block_on(answer_question(
-            &store,
-            &q,
-            p.principal(),
-            decline(at, AnswerChannel::Page),
-            at,
-        ));
+        let answer = |given| block_on(answer_question(&store, &q, p.principal(), given, at));
+        let first = answer(decline(at, AnswerChannel::Page));
         assert_eq!(first, Ok(decline(at, AnswerChannel::Page)));
-        let later = block_on(answer_question(
-            &store,
-            &q,
-            p.principal(),
-            approve(at, AnswerChannel::Form),
-            at,
-        ));
+        let later = answer(approve(at, AnswerChannel::Form));
         assert_eq!(
             later,
             Ok(decline(at, AnswerChannel::Page)),
@@ -657,8 +643,7 @@ mod tests {
     #[test]
     fn closing_forgets_only_the_same_question() {
         let store = MemoryStore::new();
-        let p = pending("alice", 1, t0());
-        assert_eq!(block_on(open_question(&store, &p, t0())), Ok(Opened::New));
+        let p = open_new(&store);
         let other = ApprovalId::random();
         let close = |id| {
             block_on(close_question(
@@ -683,8 +668,7 @@ mod tests {
     #[test]
     fn an_expired_question_is_kept_one_more_lifetime_to_say_so() {
         let store = MemoryStore::new();
-        let p = pending("alice", 1, t0());
-        assert_eq!(block_on(open_question(&store, &p, t0())), Ok(Opened::New));
+        let p = open_new(&store);
         let late = t0() + Duration::seconds(200);
         let q = find(&store, &p, late).unwrap_or_else(|| panic!("kept"));
         assert_eq!(

@@ -355,13 +355,6 @@ fn invisible(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -380,16 +373,7 @@ mod tests {
         render_value(&Value::String(s.to_owned()), 10_000).to_string()
     }
 
-    /// The categories a rendered text must never contain.
-    fn forbidden(c: char) -> bool {
-        matches!(
-            get_general_category(c),
-            GeneralCategory::Control
-                | GeneralCategory::Format
-                | GeneralCategory::LineSeparator
-                | GeneralCategory::ParagraphSeparator
-        )
-    }
+    use crate::test_support::forbidden;
 
     fn assert_clean(text: &str) {
         assert!(

@@ -266,64 +266,37 @@ mod tests {
     use super::*;
     use crate::Binding;
     use crate::answer::{AnswerAction, Decision, DenyReason};
-    use crate::canonical::ArgLimits;
-    use crate::clock::{Clock, ManualClock};
+    use crate::clock::Clock;
     use crate::ids::{Principal, ToolName};
     use crate::policy::ApprovalPolicy;
     use crate::store::MemoryStore;
     use crate::test_support::sid;
-    use crate::test_support::{BrokenStore, ready};
-    use serde_json::{Value, json};
+    use crate::test_support::{BrokenStore, Fixture, args, fixture, ready};
+    use serde_json::json;
     use time::Duration;
 
-    fn args(v: Value) -> CapturedArgs {
-        CapturedArgs::capture_value(&v, &ArgLimits::default()).unwrap()
-    }
+    /// Every rejection.
+    const ALL: [RoundTripRejection; 8] = [
+        RoundTripRejection::Malformed,
+        RoundTripRejection::Unknown,
+        RoundTripRejection::Expired,
+        RoundTripRejection::Replayed,
+        RoundTripRejection::OtherPrincipal,
+        RoundTripRejection::OtherTool,
+        RoundTripRejection::OtherArguments,
+        RoundTripRejection::Store,
+    ];
 
     #[test]
     fn every_rejection_tells_the_user_what_happened() {
-        use RoundTripRejection as R;
-        for rejection in [
-            R::Malformed,
-            R::Unknown,
-            R::Expired,
-            R::Replayed,
-            R::OtherPrincipal,
-            R::OtherTool,
-            R::OtherArguments,
-            R::Store,
-        ] {
+        for rejection in ALL {
             assert_eq!(rejection.user_message(), ROUND_TRIP_REFUSAL_MESSAGE);
         }
         assert!(ROUND_TRIP_REFUSAL_MESSAGE.contains("so nothing was changed"));
     }
 
-    struct Fixture {
-        store: MemoryStore,
-        clock: ManualClock,
-        pending: PendingApproval,
-    }
-
-    fn fixture() -> Fixture {
-        let clock = ManualClock::default();
-        let pending = PendingApproval::new(
-            Principal::new("alice"),
-            ToolName::new("adjust_stock"),
-            crate::test_support::definition(),
-            args(json!({"sku": "A-1", "delta": 20})),
-            json!({"before": 5, "after": 25}),
-            clock.now(),
-            &ApprovalPolicy::default(),
-        );
-        Fixture {
-            store: MemoryStore::new(),
-            clock,
-            pending,
-        }
-    }
-
     impl Fixture {
-        fn open(&self) -> StateId {
+        fn open_state(&self) -> StateId {
             ready(open_round_trip(
                 &self.store,
                 &self.pending,
@@ -357,7 +330,7 @@ mod tests {
     #[test]
     fn a_round_trip_gives_back_the_approval_once() {
         let f = fixture();
-        let state = f.open();
+        let state = f.open_state();
         assert_eq!(f.store.len(), 2, "the state and its receipt");
         assert_eq!(f.store.live_count(f.pending.principal(), f.clock.now()), 1);
         f.clock.advance(Duration::seconds(119));
@@ -387,8 +360,8 @@ mod tests {
     #[test]
     fn round_trip_clock_edges_at_119_and_120_seconds() {
         let f = fixture();
-        let before = f.open();
-        let at = f.open();
+        let before = f.open_state();
+        let at = f.open_state();
         f.clock
             .advance(Duration::seconds(120) - Duration::nanoseconds(1));
         assert!(f.take(&before.to_string()).is_ok());
@@ -405,7 +378,7 @@ mod tests {
         let mut f = fixture();
         f.store = MemoryStore::with_caps(1, 100);
         let t0 = f.clock.now();
-        let unanswered = f.open();
+        let unanswered = f.open_state();
         let p = &f.pending;
         let open_at = |s: i64| {
             let now = t0 + Duration::seconds(s);
@@ -505,7 +478,7 @@ mod tests {
     #[test]
     fn forged_altered_and_malformed_states_are_refused() {
         let f = fixture();
-        let state = f.open().to_string();
+        let state = f.open_state().to_string();
         assert_eq!(
             f.take(&StateId::random().to_string()),
             Err(RoundTripRejection::Unknown)
@@ -554,7 +527,7 @@ mod tests {
             ),
         ];
         for (who, tool, a, want) in cases {
-            let state = f.open().to_string();
+            let state = f.open_state().to_string();
             assert_eq!(f.take_as(&state, who, tool, a), Err(want));
             assert_eq!(
                 f.take(&state),
@@ -567,7 +540,7 @@ mod tests {
     #[test]
     fn a_late_answer_to_a_taken_approval_is_expired() {
         let f = fixture();
-        let state = f.open();
+        let state = f.open_state();
         f.clock.advance(Duration::seconds(100));
         let back = f.take(&state.to_string()).unwrap();
         f.clock.advance(Duration::seconds(20));
@@ -643,20 +616,8 @@ mod tests {
 
     #[test]
     fn every_rejection_renders_the_same_text() {
-        use RoundTripRejection::*;
-        let all = [
-            Malformed,
-            Unknown,
-            Expired,
-            Replayed,
-            OtherPrincipal,
-            OtherTool,
-            OtherArguments,
-            Store,
-        ];
-        let kinds: std::collections::HashSet<_> = all.iter().map(|r| r.as_str()).collect();
-        assert_eq!(kinds.len(), all.len());
-        for r in all {
+        crate::test_support::assert_names_distinct(&ALL, RoundTripRejection::as_str);
+        for r in ALL {
             assert_eq!(r.to_string(), ROUND_TRIP_REFUSAL_MESSAGE);
         }
     }

@@ -496,6 +496,21 @@ mod tests {
         StoreKey::new(RecordKind::Token, format!("k{i}"))
     }
 
+    /// Inserts a record of `value` under [`key`]`(i)` for `p`, live until `expires_at`, at `now`.
+    ///
+    /// # Panics
+    /// When the store refuses it.
+    fn put<S: Store + ?Sized>(
+        store: &S,
+        i: usize,
+        p: &Principal,
+        value: serde_json::Value,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) {
+        ready(store.insert(key(i), p, rec(value), expires_at, now)).unwrap();
+    }
+
     #[test]
     fn keys_are_equal_by_kind_and_id_however_held() {
         use std::hash::BuildHasher;
@@ -560,7 +575,7 @@ mod tests {
         let store = MemoryStore::new();
         let p = Principal::new("p");
         for i in 0..2 {
-            ready(store.insert(key(i), &p, rec(json!(i)), t(10), t(0))).unwrap();
+            put(&store, i, &p, json!(i), t(10), t(0));
         }
         // The expiry index loses its items: nothing purges these entries any more.
         store.inner.lock().by_expiry.clear();
@@ -578,9 +593,9 @@ mod tests {
     fn an_explicit_purge_keeps_the_count_of_a_principal_that_holds_entries() {
         let store = MemoryStore::with_caps(2, DEFAULT_MAX_ENTRIES);
         let (p, q) = (Principal::new("p"), Principal::new("q"));
-        ready(store.insert(key(0), &p, rec(json!(0)), t(100), t(0))).unwrap();
-        ready(store.insert(key(1), &p, rec(json!(1)), t(100), t(0))).unwrap();
-        ready(store.insert(key(2), &q, rec(json!(2)), t(5), t(0))).unwrap();
+        put(&store, 0, &p, json!(0), t(100), t(0));
+        put(&store, 1, &p, json!(1), t(100), t(0));
+        put(&store, 2, &q, json!(2), t(5), t(0));
         // q's entry expires and q is forgotten; p, at its cap, is not.
         assert_eq!(ready(store.purge_expired(t(10))).unwrap(), 1);
         assert_eq!(store.inner.lock().per_principal.len(), 1);
@@ -621,7 +636,7 @@ mod tests {
         let p = Principal::new("p");
         let peak = peak(&store, &p);
         // One ordinary insert after the peak expired purges it, and gives the room back.
-        ready(store.insert(key(peak), &p, rec(json!(0)), t(30), t(20))).unwrap();
+        put(&store, peak, &p, json!(0), t(30), t(20));
         assert_eq!(store.len(), LASTING + 1);
         let (entries, index) = room(&store);
         let bound = 4 * (LASTING + 1 + COMPACT_FLOOR);
@@ -634,11 +649,11 @@ mod tests {
         let store = MemoryStore::with_caps(usize::MAX, DEFAULT_MAX_ENTRIES);
         let p = Principal::new("p");
         for i in 0..LASTING {
-            ready(store.insert(key(i), &p, rec(json!(i)), t(1000), t(0))).unwrap();
+            put(&store, i, &p, json!(i), t(1000), t(0));
         }
         // Each taken at once, long before it would expire: its item in the index goes stale.
         for i in LASTING..LASTING + 10 * COMPACT_FLOOR {
-            ready(store.insert(key(i), &p, rec(json!(i)), t(1000), t(0))).unwrap();
+            put(&store, i, &p, json!(i), t(1000), t(0));
             assert!(ready(store.take(&key(i), t(0))).unwrap().is_some());
             let items = store.inner.lock().by_expiry.len();
             let bound = 2 * LASTING + COMPACT_FLOOR + COMPACT_EVERY as usize;
@@ -646,7 +661,7 @@ mod tests {
         }
         assert_eq!(store.len(), LASTING);
         // The compactions kept the items of the entries still held: they expire as before.
-        ready(store.insert(key(0), &p, rec(json!(0)), t(2000), t(1000))).unwrap();
+        put(&store, 0, &p, json!(0), t(2000), t(1000));
         assert_eq!(store.len(), 1);
     }
 
@@ -656,7 +671,7 @@ mod tests {
         let many = 5 * COMPACT_FLOOR;
         for i in 0..many {
             let p = Principal::new(format!("p{i}"));
-            ready(store.insert(key(i), &p, rec(json!(i)), t(10), t(0))).unwrap();
+            put(&store, i, &p, json!(i), t(10), t(0));
         }
         assert_eq!(store.inner.lock().per_principal.len(), many);
         // Past their expiry, ordinary inserts (one compacts) forget the idle principals.
@@ -679,12 +694,12 @@ mod tests {
         let store = MemoryStore::with_caps(2, DEFAULT_MAX_ENTRIES);
         let busy = Principal::new("busy");
         for i in 0..2 {
-            ready(store.insert(key(i), &busy, rec(json!(i)), t(1000), t(0))).unwrap();
+            put(&store, i, &busy, json!(i), t(1000), t(0));
         }
         let many = 5 * COMPACT_FLOOR;
         for i in 0..many {
             let p = Principal::new(format!("p{i}"));
-            ready(store.insert(key(10 + i), &p, rec(json!(i)), t(1000), t(0))).unwrap();
+            put(&store, 10 + i, &p, json!(i), t(1000), t(0));
             assert!(ready(store.take(&key(10 + i), t(0))).unwrap().is_some());
             let principals = store.inner.lock().per_principal.len();
             let bound = 2 + 2 + COMPACT_FLOOR + COMPACT_EVERY as usize;
@@ -737,7 +752,7 @@ mod tests {
     fn the_store_is_dyn_compatible() {
         let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(MemoryStore::new());
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!(1)), t(10), t(0))).unwrap();
+        put(&*store, 0, &p, json!(1), t(10), t(0));
         assert_eq!(
             ready(store.take(&key(0), t(1))).unwrap(),
             Some(rec(json!(1)))
@@ -748,7 +763,7 @@ mod tests {
     fn get_reads_a_live_entry_without_taking_it() {
         let store = MemoryStore::new();
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!({"a": 1})), t(10), t(0))).unwrap();
+        put(&store, 0, &p, json!({"a": 1}), t(10), t(0));
         assert_eq!(
             ready(store.get(&key(0), t(1))).unwrap(),
             Some(rec(json!({"a": 1})))
@@ -770,7 +785,7 @@ mod tests {
     fn take_is_single_use() {
         let store = MemoryStore::new();
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!({"a": 1})), t(10), t(0))).unwrap();
+        put(&store, 0, &p, json!({"a": 1}), t(10), t(0));
         assert_eq!(
             ready(store.take(&key(0), t(1))).unwrap(),
             Some(rec(json!({"a": 1})))
@@ -783,8 +798,8 @@ mod tests {
     fn an_entry_is_live_while_now_is_before_its_expiry() {
         let store = MemoryStore::new();
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!(0)), t(10), t(0))).unwrap();
-        ready(store.insert(key(1), &p, rec(json!(1)), t(10), t(0))).unwrap();
+        put(&store, 0, &p, json!(0), t(10), t(0));
+        put(&store, 1, &p, json!(1), t(10), t(0));
         assert_eq!(
             ready(store.take(&key(0), t(10) - Duration::nanoseconds(1))).unwrap(),
             Some(rec(json!(0)))
@@ -797,7 +812,7 @@ mod tests {
     fn an_already_expired_insert_stores_nothing() {
         let store = MemoryStore::new();
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!(0)), t(5), t(5))).unwrap();
+        put(&store, 0, &p, json!(0), t(5), t(5));
         assert!(store.is_empty());
     }
 
@@ -805,13 +820,13 @@ mod tests {
     fn live_keys_are_not_overwritten() {
         let store = MemoryStore::new();
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!(0)), t(10), t(0))).unwrap();
+        put(&store, 0, &p, json!(0), t(10), t(0));
         assert_eq!(
             ready(store.insert(key(0), &p, rec(json!(1)), t(10), t(0))),
             Err(StoreError::KeyExists)
         );
         // Once expired, the key can be used again.
-        ready(store.insert(key(0), &p, rec(json!(2)), t(20), t(10))).unwrap();
+        put(&store, 0, &p, json!(2), t(20), t(10));
         assert_eq!(
             ready(store.take(&key(0), t(11))).unwrap(),
             Some(rec(json!(2)))
@@ -823,7 +838,7 @@ mod tests {
         let store = MemoryStore::new();
         let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
         for i in 0..DEFAULT_PER_PRINCIPAL_CAP {
-            ready(store.insert(key(i), &alice, rec(json!(i)), t(100), t(0))).unwrap();
+            put(&store, i, &alice, json!(i), t(100), t(0));
         }
         assert_eq!(
             ready(store.insert(key(1000), &alice, rec(json!(0)), t(100), t(0))),
@@ -832,12 +847,12 @@ mod tests {
         assert_eq!(store.len(), 64, "the refused entry was not stored");
         assert_eq!(store.live_count(&alice, t(0)), 64);
         // Other principals are not affected.
-        ready(store.insert(key(2000), &bob, rec(json!(0)), t(100), t(0))).unwrap();
+        put(&store, 2000, &bob, json!(0), t(100), t(0));
         // Taking one frees a slot.
         ready(store.take(&key(0), t(1))).unwrap();
-        ready(store.insert(key(1000), &alice, rec(json!(0)), t(100), t(1))).unwrap();
+        put(&store, 1000, &alice, json!(0), t(100), t(1));
         // Expiry frees them all.
-        ready(store.insert(key(1001), &alice, rec(json!(0)), t(200), t(100))).unwrap();
+        put(&store, 1001, &alice, json!(0), t(200), t(100));
         assert_eq!(store.live_count(&alice, t(100)), 1);
         assert_eq!(store.len(), 1);
     }
@@ -847,8 +862,8 @@ mod tests {
         let policy = ApprovalPolicy::default().with_per_principal_cap(2);
         let store = MemoryStore::for_policy(&policy);
         let p = Principal::new("p");
-        ready(store.insert(key(0), &p, rec(json!(0)), t(10), t(0))).unwrap();
-        ready(store.insert(key(1), &p, rec(json!(0)), t(10), t(0))).unwrap();
+        put(&store, 0, &p, json!(0), t(10), t(0));
+        put(&store, 1, &p, json!(0), t(10), t(0));
         let err = ready(store.insert(key(2), &p, rec(json!(0)), t(10), t(0))).unwrap_err();
         assert_eq!(err, StoreError::PrincipalCapReached { cap: 2 });
         assert!(err.to_string().contains("limit 2"), "{err}");
@@ -861,7 +876,7 @@ mod tests {
         ready(store.insert_tombstone(key(0), &p, rec(json!("spent")), t(10), t(0))).unwrap();
         ready(store.insert_tombstone(key(1), &p, rec(json!("spent")), t(10), t(0))).unwrap();
         assert_eq!(store.live_count(&p, t(0)), 0);
-        ready(store.insert(key(2), &p, rec(json!(0)), t(10), t(0))).unwrap();
+        put(&store, 2, &p, json!(0), t(10), t(0));
         assert_eq!(store.live_count(&p, t(0)), 1);
         assert_eq!(
             ready(store.insert(key(3), &p, rec(json!(0)), t(10), t(0))),
@@ -875,7 +890,7 @@ mod tests {
         // Taking the counted entry frees the principal's place; taking a tombstone changes nothing.
         ready(store.take(&key(0), t(1))).unwrap();
         ready(store.take(&key(2), t(1))).unwrap();
-        ready(store.insert(key(5), &p, rec(json!(0)), t(10), t(1))).unwrap();
+        put(&store, 5, &p, json!(0), t(10), t(1));
     }
 
     #[test]
@@ -883,7 +898,7 @@ mod tests {
         let store = MemoryStore::with_caps(10, 3);
         for i in 0..3 {
             let p = Principal::new(format!("p{i}"));
-            ready(store.insert(key(i), &p, rec(json!(0)), t(10), t(0))).unwrap();
+            put(&store, i, &p, json!(0), t(10), t(0));
         }
         let p = Principal::new("late");
         assert_eq!(
@@ -897,7 +912,7 @@ mod tests {
         let store = MemoryStore::new();
         for i in 0..10 {
             let p = Principal::new(format!("p{i}"));
-            ready(store.insert(key(i), &p, rec(json!(i)), t(i as i64 + 1), t(0))).unwrap();
+            put(&store, i, &p, json!(i), t(i as i64 + 1), t(0));
         }
         assert_eq!(ready(store.purge_expired(t(5))).unwrap(), 5);
         assert_eq!(store.len(), 5);

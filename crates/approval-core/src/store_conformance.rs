@@ -51,6 +51,35 @@ fn token(id: &str) -> StoreKey {
     StoreKey::new(RecordKind::Token, id)
 }
 
+/// Inserts a record holding `value` under the token key `id` for `principal`, live until
+/// `expires_at`, at `now`.
+async fn put<S: Store>(
+    store: &S,
+    id: &str,
+    principal: &Principal,
+    value: impl Into<Value>,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
+    store
+        .insert(token(id), principal, record(value), expires_at, now)
+        .await
+}
+
+/// As [`put`], as a tombstone ([`Store::insert_tombstone`]).
+async fn put_tombstone<S: Store>(
+    store: &S,
+    id: &str,
+    principal: &Principal,
+    value: impl Into<Value>,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
+    store
+        .insert_tombstone(token(id), principal, record(value), expires_at, now)
+        .await
+}
+
 /// A record to store under a key of kind [`Token`](RecordKind::Token),
 /// [`Approval`](RecordKind::Approval) or [`RoundTrip`](RecordKind::RoundTrip) in a test,
 /// carrying `value`: records told apart by their values come back as themselves.
@@ -110,9 +139,7 @@ pub async fn get_reads_without_taking<S: Store>(make_store: &impl AsyncFn(usize)
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(token("k2"), &p, record(json!("r2")), minutes(2), T0)
-            .await,
+        put(&store, "k2", &p, json!("r2"), minutes(2), T0).await,
         Ok(())
     );
     assert_eq!(store.get(&k, T0).await, Ok(Some(record(json!("r")))));
@@ -139,12 +166,7 @@ pub async fn an_entry_is_live_until_its_expiry<S: Store>(make_store: &impl Async
     let p = Principal::new("p");
     let expires = minutes(2);
     for id in ["a", "b", "c"] {
-        assert_eq!(
-            store
-                .insert(token(id), &p, record(json!(id)), expires, T0)
-                .await,
-            Ok(())
-        );
+        assert_eq!(put(&store, id, &p, json!(id), expires, T0).await, Ok(()));
     }
     let last_ms = expires - Duration::milliseconds(1);
     assert_eq!(
@@ -175,22 +197,13 @@ pub async fn an_already_expired_insert_stores_nothing<S: Store>(
     let store = make_store(1).await;
     let p = Principal::new("p");
     let now = minutes(5);
+    assert_eq!(put(&store, "at", &p, json!(0), now, now).await, Ok(()));
     assert_eq!(
-        store
-            .insert(token("at"), &p, record(json!(0)), now, now)
-            .await,
+        put(&store, "before", &p, json!(0), minutes(4), now).await,
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(token("before"), &p, record(json!(0)), minutes(4), now)
-            .await,
-        Ok(())
-    );
-    assert_eq!(
-        store
-            .insert_tombstone(token("tomb"), &p, record(json!(0)), now, now)
-            .await,
+        put_tombstone(&store, "tomb", &p, json!(0), now, now).await,
         Ok(())
     );
     // Read from an earlier instant, when the entries would have been live had they been stored.
@@ -199,9 +212,7 @@ pub async fn an_already_expired_insert_stores_nothing<S: Store>(
     }
     // Nothing took the principal's only place, and the keys are free.
     assert_eq!(
-        store
-            .insert(token("at"), &p, record(json!(1)), minutes(7), now)
-            .await,
+        put(&store, "at", &p, json!(1), minutes(7), now).await,
         Ok(())
     );
     assert_eq!(
@@ -216,45 +227,23 @@ pub async fn insert_refuses_a_live_key<S: Store>(make_store: &impl AsyncFn(usize
     let store = make_store(ROOMY_CAP).await;
     let (p, q) = (Principal::new("p"), Principal::new("q"));
     assert_eq!(
-        store
-            .insert(token("k"), &p, record(json!("first")), minutes(2), T0)
-            .await,
+        put(&store, "k", &p, json!("first"), minutes(2), T0).await,
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(
-                token("k"),
-                &q,
-                record(json!("second")),
-                minutes(9),
-                minutes(1)
-            )
-            .await,
+        put(&store, "k", &q, json!("second"), minutes(9), minutes(1)).await,
         Err(StoreError::KeyExists)
     );
     assert_eq!(
-        store
-            .insert_tombstone(
-                token("k"),
-                &p,
-                record(json!("tomb")),
-                minutes(9),
-                minutes(1)
-            )
-            .await,
+        put_tombstone(&store, "k", &p, json!("tomb"), minutes(9), minutes(1)).await,
         Err(StoreError::KeyExists)
     );
     assert_eq!(
-        store
-            .insert_tombstone(token("t"), &p, record(json!("tomb")), minutes(2), T0)
-            .await,
+        put_tombstone(&store, "t", &p, json!("tomb"), minutes(2), T0).await,
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(token("t"), &p, record(json!("second")), minutes(2), T0)
-            .await,
+        put(&store, "t", &p, json!("second"), minutes(2), T0).await,
         Err(StoreError::KeyExists)
     );
     assert_eq!(
@@ -390,21 +379,11 @@ pub async fn live_entries_are_capped_per_principal<S: Store>(
     for i in 0..3 {
         let expires = minutes(2 + i);
         assert_eq!(
-            store
-                .insert(
-                    token(&format!("a{i}")),
-                    &alice,
-                    record(json!(i)),
-                    expires,
-                    T0
-                )
-                .await,
+            put(&store, &format!("a{i}"), &alice, json!(i), expires, T0).await,
             Ok(())
         );
     }
-    let refused = store
-        .insert(token("a3"), &alice, record(json!(3)), minutes(9), T0)
-        .await;
+    let refused = put(&store, "a3", &alice, json!(3), minutes(9), T0).await;
     assert_eq!(refused, Err(StoreError::PrincipalCapReached { cap: 3 }));
     assert_eq!(
         store.get(&token("a3"), T0).await,
@@ -412,9 +391,7 @@ pub async fn live_entries_are_capped_per_principal<S: Store>(
         "the refused entry was not stored"
     );
     assert_eq!(
-        store
-            .insert(token("b0"), &bob, record(json!(0)), minutes(2), T0)
-            .await,
+        put(&store, "b0", &bob, json!(0), minutes(2), T0).await,
         Ok(()),
         "another principal has a cap of its own"
     );
@@ -425,47 +402,25 @@ pub async fn live_entries_are_capped_per_principal<S: Store>(
     );
     assert_eq!(store.take(&token("a0"), T0).await, Ok(None));
     assert_eq!(
-        store
-            .insert(token("a3"), &alice, record(json!(3)), minutes(9), T0)
-            .await,
+        put(&store, "a3", &alice, json!(3), minutes(9), T0).await,
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(token("a4"), &alice, record(json!(4)), minutes(9), T0)
-            .await,
+        put(&store, "a4", &alice, json!(4), minutes(9), T0).await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
     // a1 expires at minute 3: one place is free then, not before.
     let before = minutes(3) - Duration::milliseconds(1);
     assert_eq!(
-        store
-            .insert(token("a4"), &alice, record(json!(4)), minutes(9), before)
-            .await,
+        put(&store, "a4", &alice, json!(4), minutes(9), before).await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
     assert_eq!(
-        store
-            .insert(
-                token("a4"),
-                &alice,
-                record(json!(4)),
-                minutes(9),
-                minutes(3)
-            )
-            .await,
+        put(&store, "a4", &alice, json!(4), minutes(9), minutes(3)).await,
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(
-                token("a5"),
-                &alice,
-                record(json!(5)),
-                minutes(9),
-                minutes(3)
-            )
-            .await,
+        put(&store, "a5", &alice, json!(5), minutes(9), minutes(3)).await,
         Err(StoreError::PrincipalCapReached { cap: 3 })
     );
 }
@@ -478,28 +433,20 @@ pub async fn tombstones_do_not_count_towards_the_cap<S: Store>(
     let p = Principal::new("p");
     for id in ["t0", "t1"] {
         assert_eq!(
-            store
-                .insert_tombstone(token(id), &p, record(json!("spent")), minutes(4), T0)
-                .await,
+            put_tombstone(&store, id, &p, json!("spent"), minutes(4), T0).await,
             Ok(())
         );
     }
     assert_eq!(
-        store
-            .insert(token("live"), &p, record(json!(0)), minutes(2), T0)
-            .await,
+        put(&store, "live", &p, json!(0), minutes(2), T0).await,
         Ok(())
     );
     assert_eq!(
-        store
-            .insert(token("more"), &p, record(json!(0)), minutes(2), T0)
-            .await,
+        put(&store, "more", &p, json!(0), minutes(2), T0).await,
         Err(StoreError::PrincipalCapReached { cap: 1 })
     );
     assert_eq!(
-        store
-            .insert_tombstone(token("t2"), &p, record(json!("spent")), minutes(4), T0)
-            .await,
+        put_tombstone(&store, "t2", &p, json!("spent"), minutes(4), T0).await,
         Ok(()),
         "a full principal still gets tombstones"
     );
@@ -509,9 +456,7 @@ pub async fn tombstones_do_not_count_towards_the_cap<S: Store>(
         Ok(Some(record(json!("spent"))))
     );
     assert_eq!(
-        store
-            .insert(token("more"), &p, record(json!(0)), minutes(2), T0)
-            .await,
+        put(&store, "more", &p, json!(0), minutes(2), T0).await,
         Err(StoreError::PrincipalCapReached { cap: 1 })
     );
     assert_eq!(
@@ -519,9 +464,7 @@ pub async fn tombstones_do_not_count_towards_the_cap<S: Store>(
         Ok(Some(record(json!(0))))
     );
     assert_eq!(
-        store
-            .insert(token("more"), &p, record(json!(0)), minutes(2), T0)
-            .await,
+        put(&store, "more", &p, json!(0), minutes(2), T0).await,
         Ok(())
     );
     assert_eq!(
@@ -537,15 +480,7 @@ pub async fn purge_leaves_live_entries<S: Store>(make_store: &impl AsyncFn(usize
     let p = Principal::new("p");
     for i in 1..=4 {
         assert_eq!(
-            store
-                .insert(
-                    token(&format!("k{i}")),
-                    &p,
-                    record(json!(i)),
-                    minutes(i),
-                    T0
-                )
-                .await,
+            put(&store, &format!("k{i}"), &p, json!(i), minutes(i), T0).await,
             Ok(())
         );
     }

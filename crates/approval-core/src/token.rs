@@ -246,18 +246,13 @@ pub fn parse_token(text: &str) -> Result<TokenId, TokenRejection> {
 mod tests {
     use super::*;
     use crate::Binding;
-    use crate::canonical::ArgLimits;
     use crate::clock::{Clock, ManualClock};
     use crate::ids::{Principal, ToolName};
     use crate::store::MemoryStore;
     use crate::test_support::tid;
-    use crate::test_support::{BrokenStore, ready};
+    use crate::test_support::{BrokenStore, args, ready};
     use serde_json::{Value, json};
     use time::Duration;
-
-    fn args(v: Value) -> CapturedArgs {
-        CapturedArgs::capture_value(&v, &ArgLimits::default()).unwrap()
-    }
 
     struct Fixture {
         store: MemoryStore,

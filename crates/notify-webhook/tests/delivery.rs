@@ -14,7 +14,7 @@ use std::{
 
 use axum::{Router, body::Bytes, extract::State, http::HeaderMap, http::StatusCode, http::Uri};
 use mcp_write_guard_core::ManualClock;
-use mcp_write_guard_rmcp::notify::{Notice, Notifier};
+use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
 use mcp_write_guard_webhook::{WebhookNotifier, verify_signature};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -94,6 +94,14 @@ fn assert_reason_hides_tokens(reason: &str) {
     for hidden in ["pathtoken", "querytoken", "hooks", "a test secret"] {
         assert!(!reason.contains(hidden), "{reason}");
     }
+}
+
+/// Asserts that the failure's reason says each of `says`, and hides the tokens.
+fn assert_reason(error: &NotifyError, says: &[&str]) {
+    for said in says {
+        assert!(error.reason().contains(said), "{error}");
+    }
+    assert_reason_hides_tokens(error.reason());
 }
 
 #[tokio::test]
@@ -188,9 +196,7 @@ async fn server_errors_past_the_retries_fail() {
     let error = notifier.notify(&notice()).await.unwrap_err();
 
     assert_eq!(receiver.received().await.len(), 2);
-    assert!(error.reason().contains("after 2 attempts"), "{error}");
-    assert!(error.reason().contains("503"), "{error}");
-    assert_reason_hides_tokens(error.reason());
+    assert_reason(&error, &["after 2 attempts", "503"]);
 }
 
 #[tokio::test]
@@ -201,9 +207,7 @@ async fn a_client_error_is_final_after_one_attempt() {
     let error = notifier.notify(&notice()).await.unwrap_err();
 
     assert_eq!(receiver.received().await.len(), 1);
-    assert!(error.reason().contains("400"), "{error}");
-    assert!(error.reason().contains("attempt 1 of 3"), "{error}");
-    assert_reason_hides_tokens(error.reason());
+    assert_reason(&error, &["400", "attempt 1 of 3"]);
 }
 
 #[tokio::test]
@@ -241,8 +245,7 @@ async fn a_receiver_that_never_answers_fails_within_the_bound() {
 
     assert!(took < GENEROUS, "{took:?}");
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
-    assert!(error.reason().contains("no answer within 200ms"), "{error}");
-    assert_reason_hides_tokens(error.reason());
+    assert_reason(&error, &["no answer within 200ms"]);
 }
 
 #[tokio::test]
@@ -259,10 +262,10 @@ async fn nothing_listening_fails() {
     let error = notifier.notify(&notice()).await.unwrap_err();
 
     assert!(start.elapsed() < GENEROUS);
-    assert!(error.reason().contains("after 3 attempts"), "{error}");
-    assert!(error.reason().contains("could not connect"), "{error}");
-    assert!(error.reason().contains(&addr.to_string()), "{error}");
-    assert_reason_hides_tokens(error.reason());
+    assert_reason(
+        &error,
+        &["after 3 attempts", "could not connect", &addr.to_string()],
+    );
 }
 
 #[test]

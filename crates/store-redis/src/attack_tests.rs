@@ -50,7 +50,9 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::RedisStore;
-use crate::test_util::{RedisServer, redis_url};
+use crate::test_util::{
+    RedisServer, assert_take_and_get_unavailable, connect_store as store, redis_url,
+};
 
 const KINDS: [RecordKind; 4] = [
     RecordKind::Approval,
@@ -69,18 +71,6 @@ fn at(ms: i64) -> OffsetDateTime {
 }
 
 const MINUTE: i64 = 60_000;
-
-async fn store(url: &str, prefix: &str, cap: usize) -> RedisStore {
-    match RedisStore::builder(url)
-        .prefix(prefix)
-        .per_principal_cap(cap)
-        .connect()
-        .await
-    {
-        Ok(store) => store,
-        Err(err) => panic!("{url}: {err}"),
-    }
-}
 
 async fn admin(url: &str) -> MultiplexedConnection {
     let client = redis::Client::open(url).unwrap();
@@ -966,13 +956,7 @@ async fn a_restarted_redis_never_grants_an_old_record() {
     );
     server.stop();
     let started = Instant::now();
-    let taken = s.take(&key, T0).await;
-    assert!(
-        matches!(taken, Err(StoreError::Unavailable(_))),
-        "{taken:?}"
-    );
-    let read = s.get(&key, T0).await;
-    assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
+    assert_take_and_get_unavailable(&s, &key, T0).await;
     let other = StoreKey::new(RecordKind::Token, "while-down");
     let inserted = s
         .insert(other.clone(), &p, record(json!(1)), at(MINUTE), T0)

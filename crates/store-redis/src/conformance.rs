@@ -6,19 +6,11 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
 use crate::RedisStore;
-use crate::test_util::redis_url;
+use crate::test_util::{connect_store, redis_url};
 
 async fn fresh_store(url: &str, cap: usize) -> RedisStore {
     let prefix = format!("conformance-{}", uuid::Uuid::new_v4().simple());
-    match RedisStore::builder(url)
-        .prefix(prefix)
-        .per_principal_cap(cap)
-        .connect()
-        .await
-    {
-        Ok(store) => store,
-        Err(err) => panic!("{url}: {err}"),
-    }
+    connect_store(url, &prefix, cap).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,8 +5,8 @@
 
 use mcp_write_guard_core::store_conformance::T0;
 use mcp_write_guard_core::{
-    ApprovalPolicy, Approvals, Binding, CapturedArgs, PendingApproval, Principal, Store,
-    ToolDefinition, ToolName,
+    ApprovalId, ApprovalPolicy, Approvals, Binding, CapturedArgs, PendingApproval, Principal,
+    Store, ToolDefinition, ToolName,
     canonical::ArgLimits,
     ids::DefinitionDigest,
     round_trip::RoundTripRejection,
@@ -53,16 +53,53 @@ fn args() -> CapturedArgs {
     }
 }
 
+/// Who asks, for which tool, with which arguments, in every test here.
+fn alice_deletes() -> (Principal, ToolName, CapturedArgs) {
+    (
+        Principal::new("alice"),
+        ToolName::new("delete_order"),
+        args(),
+    )
+}
+
+/// The record under `kind` and `id`, as the store reads it back from Redis.
+async fn stored(store: &RedisStore, kind: RecordKind, id: &str) -> Record {
+    let record = store.get(&StoreKey::new(kind, id), T0).await;
+    let Ok(Some(record)) = record else {
+        panic!("{record:?}");
+    };
+    record
+}
+
+/// Stores alice's approval of `delete_order` under `definition`, with this preview; returns it
+/// and its id.
+async fn store_approval(
+    store: &RedisStore,
+    definition: DefinitionDigest,
+    preview: Value,
+) -> (PendingApproval, ApprovalId) {
+    let (alice, tool, args) = alice_deletes();
+    let pending = PendingApproval::new(
+        alice,
+        tool,
+        definition,
+        args,
+        preview,
+        T0,
+        &ApprovalPolicy::default(),
+    );
+    match Approvals::new(store).store_approval(&pending, T0).await {
+        Ok(id) => (pending, id),
+        Err(err) => panic!("{err}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
     let redis = redis_url();
     let store = fresh_store(redis.url()).await;
     let policy = ApprovalPolicy::default();
-    let (alice, tool, args) = (
-        Principal::new("alice"),
-        ToolName::new("delete_order"),
-        args(),
-    );
+    let (alice, tool, args) = alice_deletes();
     let (issued_for, rewritten) = (definition("Delete one order."), definition("Delete all."));
     let token = match Approvals::new(&store)
         .issue_token(Binding::new(&alice, &tool, &args), issued_for, &policy, T0)
@@ -72,11 +109,7 @@ async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
         Err(err) => panic!("{err}"),
     };
     // The record as Redis holds it names the definition.
-    let key = StoreKey::new(RecordKind::Token, token.as_str());
-    let record = store.get(&key, T0).await;
-    let Ok(Some(record)) = record else {
-        panic!("{record:?}");
-    };
+    let record = stored(&store, RecordKind::Token, token.as_str()).await;
     assert_eq!(as_json(&record)["definition"], json!(issued_for.to_hex()));
 
     let id = token.id();
@@ -117,31 +150,11 @@ async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
 async fn an_approval_in_redis_comes_back_with_its_definition() {
     let redis = redis_url();
     let store = fresh_store(redis.url()).await;
-    let policy = ApprovalPolicy::default();
-    let (alice, tool, args) = (
-        Principal::new("alice"),
-        ToolName::new("delete_order"),
-        args(),
-    );
+    let (alice, tool, args) = alice_deletes();
     let asked_for = definition("Delete one order.");
-    let pending = PendingApproval::new(
-        alice.clone(),
-        tool.clone(),
-        asked_for,
-        args.clone(),
-        json!({"before": "open", "after": null}),
-        T0,
-        &policy,
-    );
-    let id = match Approvals::new(&store).store_approval(&pending, T0).await {
-        Ok(id) => id,
-        Err(err) => panic!("{err}"),
-    };
-    let key = StoreKey::new(RecordKind::Approval, id.to_string());
-    let record = store.get(&key, T0).await;
-    let Ok(Some(record)) = record else {
-        panic!("{record:?}");
-    };
+    let (pending, id) =
+        store_approval(&store, asked_for, json!({"before": "open", "after": null})).await;
+    let record = stored(&store, RecordKind::Approval, &id.to_string()).await;
     assert_eq!(as_json(&record)["definition"], json!(asked_for.to_hex()));
     let taken = Approvals::new(&store)
         .take_approval(id, Binding::new(&alice, &tool, &args), T0)
@@ -159,30 +172,9 @@ async fn an_approval_in_redis_comes_back_with_its_definition() {
 async fn a_record_without_a_definition_grants_nothing() {
     let redis = redis_url();
     let store = fresh_store(redis.url()).await;
-    let policy = ApprovalPolicy::default();
-    let (alice, tool, args) = (
-        Principal::new("alice"),
-        ToolName::new("delete_order"),
-        args(),
-    );
-    let digest = definition("Delete one order.");
-    let pending = PendingApproval::new(
-        alice.clone(),
-        tool.clone(),
-        digest,
-        args.clone(),
-        Value::Null,
-        T0,
-        &policy,
-    );
-    let id = match Approvals::new(&store).store_approval(&pending, T0).await {
-        Ok(id) => id,
-        Err(err) => panic!("{err}"),
-    };
-    let key = StoreKey::new(RecordKind::Approval, id.to_string());
-    let Ok(Some(record)) = store.get(&key, T0).await else {
-        panic!("stored");
-    };
+    let (alice, tool, args) = alice_deletes();
+    let (_, id) = store_approval(&store, definition("Delete one order."), Value::Null).await;
+    let record = stored(&store, RecordKind::Approval, &id.to_string()).await;
     let mut record = as_json(&record);
     let Some(fields) = record.as_object_mut() else {
         panic!("{record}");

@@ -510,13 +510,7 @@ mod tests {
             matches!(inserted, Err(StoreError::Unavailable(_))),
             "{inserted:?}"
         );
-        let taken = store.take(&key, now).await;
-        assert!(
-            matches!(taken, Err(StoreError::Unavailable(_))),
-            "{taken:?}"
-        );
-        let read = store.get(&key, now).await;
-        assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
+        crate::test_util::assert_take_and_get_unavailable(&store, &key, now).await;
         let connect = RedisStore::builder(format!("redis://127.0.0.1:{port}"))
             .timeout(Duration::from_millis(300))
             .connect()

@@ -169,3 +169,41 @@ fn free_port() -> u16 {
         Err(err) => panic!("no free loopback port: {err}"),
     }
 }
+
+/// A store on `url` under `prefix` with at most `cap` live entries a principal, connected now.
+///
+/// # Panics
+/// When it cannot connect.
+#[cfg(test)]
+pub(crate) async fn connect_store(url: &str, prefix: &str, cap: usize) -> crate::RedisStore {
+    match crate::RedisStore::builder(url)
+        .prefix(prefix)
+        .per_principal_cap(cap)
+        .connect()
+        .await
+    {
+        Ok(store) => store,
+        Err(err) => panic!("{url}: {err}"),
+    }
+}
+
+/// Asserts that a take and a read of `key` at `now` both fail as
+/// [`Unavailable`](mcp_write_guard_core::StoreError::Unavailable) (Redis is gone).
+///
+/// # Panics
+/// When either does not.
+#[cfg(test)]
+pub(crate) async fn assert_take_and_get_unavailable(
+    store: &crate::RedisStore,
+    key: &mcp_write_guard_core::store::StoreKey,
+    now: time::OffsetDateTime,
+) {
+    use mcp_write_guard_core::{Store as _, StoreError};
+    let taken = store.take(key, now).await;
+    assert!(
+        matches!(taken, Err(StoreError::Unavailable(_))),
+        "{taken:?}"
+    );
+    let read = store.get(key, now).await;
+    assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
+}

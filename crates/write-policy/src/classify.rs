@@ -145,11 +145,29 @@ fn declares_token_in(
     if read.covers(schema, depth) {
         return false;
     }
-    let declared_here = schema
+    let declares = declares_token_here(schema)
+        || composed_parts(root, schema).any(|part| declares_token_in(root, part, depth + 1, read));
+    if !declares {
+        read.remember(schema, depth);
+    }
+    declares
+}
+
+/// Whether `schema` itself lists the token among its `properties`.
+fn declares_token_here(schema: &Map<String, Value>) -> bool {
+    schema
         .get("properties")
         .and_then(Value::as_object)
-        .is_some_and(|properties| properties.contains_key(CONFIRMATION_TOKEN_ARG));
-    let mut parts = ["allOf", "anyOf", "oneOf"]
+        .is_some_and(|properties| properties.contains_key(CONFIRMATION_TOKEN_ARG))
+}
+
+/// The schemas `schema` is composed of, one level down: the members of `allOf`, `anyOf` and
+/// `oneOf`, the `if`, `then` and `else` branches, and the target of a local `$ref`.
+fn composed_parts<'a>(
+    root: &'a Map<String, Value>,
+    schema: &'a Map<String, Value>,
+) -> impl Iterator<Item = &'a Map<String, Value>> {
+    ["allOf", "anyOf", "oneOf"]
         .into_iter()
         .filter_map(|key| schema.get(key).and_then(Value::as_array))
         .flatten()
@@ -159,13 +177,7 @@ fn declares_token_in(
                 .filter_map(|key| schema.get(key)),
         )
         .filter_map(Value::as_object)
-        .chain(schema.get("$ref").and_then(|r| local_ref(root, r)));
-    let declares =
-        declared_here || parts.any(|part| declares_token_in(root, part, depth + 1, read));
-    if !declares {
-        read.remember(schema, depth);
-    }
-    declares
+        .chain(schema.get("$ref").and_then(|r| local_ref(root, r)))
 }
 
 /// The schema a local `$ref` (`#`, `#/$defs/Name`, `#/definitions/Name`) points at.
@@ -493,22 +505,9 @@ mod tests {
         if depth > MAX_SCHEMA_COMPOSITION {
             return true;
         }
-        let declared_here = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_some_and(|properties| properties.contains_key(CONFIRMATION_TOKEN_ARG));
-        let mut parts = ["allOf", "anyOf", "oneOf"]
-            .into_iter()
-            .filter_map(|key| schema.get(key).and_then(Value::as_array))
-            .flatten()
-            .chain(
-                ["if", "then", "else"]
-                    .into_iter()
-                    .filter_map(|key| schema.get(key)),
-            )
-            .filter_map(Value::as_object)
-            .chain(schema.get("$ref").and_then(|r| local_ref(root, r)));
-        declared_here || parts.any(|part| declares_token_naively(root, part, depth + 1))
+        declares_token_here(schema)
+            || composed_parts(root, schema)
+                .any(|part| declares_token_naively(root, part, depth + 1))
     }
 
     /// `levels` of definitions, each an `anyOf` of `fan_out` `$ref`s to the next; the last

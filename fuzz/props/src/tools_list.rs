@@ -147,7 +147,7 @@ pub(crate) fn check_report(tools: &[ListedTool], report: &SurfaceReport) {
         (tools.len(), tools.len()),
         "tools_list: not every tool counted once"
     );
-    let mut lists: [Vec<&str>; 6] = Default::default();
+    let mut lists = Lists::default();
     for (tool, reported) in tools.iter().zip(&report.tools) {
         let name = tool.name();
         assert_eq!(reported.name, name, "tools_list: the report reorders tools");
@@ -187,38 +187,30 @@ pub(crate) fn check_report(tools: &[ListedTool], report: &SurfaceReport) {
             matches!(tool.fields().get("annotations"), None | Some(Value::Null)),
             "tools_list: annotations read where none were declared, or the other way"
         );
-        let [
-            additive,
-            destructive,
-            open_world,
-            gated,
-            unannotated,
-            partial,
-        ] = &mut lists;
         match want.class {
             ToolClass::Read => {}
-            ToolClass::AdditiveWrite => additive.push(name),
-            ToolClass::DestructiveWrite => destructive.push(name),
+            ToolClass::AdditiveWrite => lists.additive.push(name),
+            ToolClass::DestructiveWrite => lists.destructive.push(name),
         }
         for (list, member) in [
-            (open_world, want.open_world),
-            (gated, want.token_gated),
-            (unannotated, want.unannotated),
-            (partial, want.partial),
+            (&mut lists.open_world, want.open_world),
+            (&mut lists.gated, want.token_gated),
+            (&mut lists.unannotated, want.unannotated),
+            (&mut lists.partial, want.partial),
         ] {
             if member {
                 list.push(name);
             }
         }
     }
-    let [
+    let Lists {
         additive,
         destructive,
         open_world,
         gated,
         unannotated,
         partial,
-    ] = &lists;
+    } = &lists;
     assert_eq!(
         (&report.additive_writes, &report.destructive_tools),
         (&owned(additive), &owned(destructive)),
@@ -249,6 +241,17 @@ pub(crate) fn check_report(tools: &[ListedTool], report: &SurfaceReport) {
         report.total,
         "tools_list: reads and writes do not add up to every tool"
     );
+}
+
+/// The names each of the report's lists must hold, in the tools' order.
+#[derive(Default)]
+struct Lists<'a> {
+    additive: Vec<&'a str>,
+    destructive: Vec<&'a str>,
+    open_world: Vec<&'a str>,
+    gated: Vec<&'a str>,
+    unannotated: Vec<&'a str>,
+    partial: Vec<&'a str>,
 }
 
 fn owned(names: &[&str]) -> Vec<String> {
