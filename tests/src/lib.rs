@@ -12,14 +12,16 @@ mod browser;
 mod child;
 pub mod cli;
 mod client;
+mod keys;
 mod race;
 mod raw;
 mod results;
 mod sqlite;
 
 pub use browser::Browser;
-pub use child::{PYTHON_MCP, SERVING_AT, python_sdk, serving_url};
+pub use child::{PYTHON_MCP, SERVING_AT, python_sdk, serving_url, spawn_serving};
 pub use client::{Client, connect_over};
+pub use keys::SigningKey;
 pub use race::{
     COUNTER_SALE, HeldApprovals, RACE_PLUS_ONE_PROMPT, Round, Tally, approve_round, ask_once,
     counter_sale, hold_approvals, race_one_stock, race_plus_one, sell_one, tally,
