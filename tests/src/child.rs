@@ -1,9 +1,15 @@
 //! Peers the end-to-end tests start as child processes: a serving binary's URL read from its
 //! log, and the official Python SDK in a venv.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+};
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    process::{Child, ChildStderr, Command},
+};
 
 use crate::Failure;
 
@@ -28,6 +34,21 @@ pub async fn serving_url<R: AsyncRead + Unpin>(log: &mut BufReader<R>) -> Result
                 .to_owned());
         }
     }
+}
+
+/// Spawns `command` with stdin closed and stderr piped, killed when dropped, and waits until it
+/// says where it serves ([`serving_url`]): the child, the rest of its stderr, and the URL.
+pub async fn spawn_serving(
+    command: &mut Command,
+) -> Result<(Child, BufReader<ChildStderr>, String), Failure> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut stderr = BufReader::new(child.stderr.take().ok_or("no stderr")?);
+    let url = serving_url(&mut stderr).await?;
+    Ok((child, stderr, url))
 }
 
 /// The official Python SDK version the tests drive.

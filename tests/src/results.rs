@@ -34,6 +34,15 @@ pub fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// Asserts that `result` is a tool error whose text contains `saying`; `case` names the case in
+/// a failure.
+#[track_caller]
+pub fn assert_refused(result: &CallToolResult, saying: &str, case: &str) {
+    assert!(is_error(result), "{case}: {result:?}");
+    let text = text(result);
+    assert!(text.contains(saying), "{case}: {text}");
+}
+
 /// The result's structured content.
 pub fn structured(result: &CallToolResult) -> Result<&Value, Failure> {
     result

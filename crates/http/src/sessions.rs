@@ -159,6 +159,25 @@ impl BoundedSessions {
     }
 }
 
+/// Spells the [`SessionManager`] methods that only pass the call on to the inner
+/// `LocalSessionManager`, its error converted: `METHOD(ARGS) -> OUTPUT;`, where an `OUTPUT` of
+/// `stream` is the SSE stream the trait returns.
+macro_rules! pass_on {
+    () => {};
+    ($method:ident($($arg:ident: $ty:ty),*) -> stream; $($rest:tt)*) => {
+        pass_on! {
+            $method($($arg: $ty),*) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static;
+            $($rest)*
+        }
+    };
+    ($method:ident($($arg:ident: $ty:ty),*) -> $output:ty; $($rest:tt)*) => {
+        async fn $method(&self, $($arg: $ty),*) -> Result<$output, Self::Error> {
+            Ok(self.inner.$method($($arg),*).await?)
+        }
+        pass_on! { $($rest)* }
+    };
+}
+
 impl SessionManager for BoundedSessions {
     type Error = SessionsError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
@@ -192,59 +211,19 @@ impl SessionManager for BoundedSessions {
         Ok((id, transport))
     }
 
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(self.inner.has_session(id).await?)
-    }
-
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.owners.lock().remove(&**id);
         Ok(self.inner.close_session(id).await?)
     }
 
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_stream(id, message).await?)
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        Ok(self.inner.accept_message(id, message).await?)
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_standalone_stream(id).await?)
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.resume(id, last_event_id).await?)
-    }
-
-    async fn restore_session(
-        &self,
-        id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        Ok(self.inner.restore_session(id).await?)
+    pass_on! {
+        initialize_session(id: &SessionId, message: ClientJsonRpcMessage) -> ServerJsonRpcMessage;
+        has_session(id: &SessionId) -> bool;
+        create_stream(id: &SessionId, message: ClientJsonRpcMessage) -> stream;
+        accept_message(id: &SessionId, message: ClientJsonRpcMessage) -> ();
+        create_standalone_stream(id: &SessionId) -> stream;
+        resume(id: &SessionId, last_event_id: String) -> stream;
+        restore_session(id: SessionId) -> RestoreOutcome<Self::Transport>;
     }
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
@@ -256,15 +235,24 @@ impl SessionManager for BoundedSessions {
 mod tests {
     use super::*;
 
+    /// A session `owner` creates: not refused, and theirs from the start. Its id and transport.
+    async fn created_as(
+        sessions: &BoundedSessions,
+        owner: &str,
+    ) -> (SessionId, <BoundedSessions as SessionManager>::Transport) {
+        let (created, refused) = as_owner(owner.into(), sessions.create_session()).await;
+        let (id, transport) = created.unwrap();
+        assert!(!refused);
+        assert_eq!(sessions.owner(&id).as_deref(), Some(owner));
+        (id, transport)
+    }
+
     #[tokio::test]
     async fn a_session_is_owned_from_creation_and_an_owner_at_its_ceiling_takes_no_slot() {
         let sessions = BoundedSessions::new(3).with_max_per_owner(2);
         let mut kept = Vec::new();
         for _ in 0..2 {
-            let (created, refused) = as_owner("alice".into(), sessions.create_session()).await;
-            let (id, transport) = created.unwrap();
-            assert!(!refused);
-            assert_eq!(sessions.owner(&id).as_deref(), Some("alice"));
+            let (_, transport) = created_as(&sessions, "alice").await;
             kept.push(transport);
         }
         let (created, refused) = as_owner("alice".into(), sessions.create_session()).await;
@@ -272,10 +260,7 @@ mod tests {
         assert!(refused);
         assert_eq!(sessions.live().await, 2, "the refused one took no place");
 
-        let (created, refused) = as_owner("bob".into(), sessions.create_session()).await;
-        let (id, transport) = created.unwrap();
-        assert!(!refused);
-        assert_eq!(sessions.owner(&id).as_deref(), Some("bob"));
+        let (id, transport) = created_as(&sessions, "bob").await;
         kept.push(transport);
         let (created, _) = as_owner("carol".into(), sessions.create_session()).await;
         assert!(matches!(created, Err(SessionsError::Full(3))));

@@ -79,10 +79,10 @@ pub async fn run(cli: &Cli) -> RunOutput {
     let result = match &cli.command {
         Command::Stdio(args) => audit_stdio(args)
             .await
-            .map(|r| audit_output(&r, args.flags.json)),
+            .map(|r| report_output(&r, r.status(), args.flags.json, audit_text)),
         Command::Http(args) => audit_http(args)
             .await
-            .map(|r| audit_output(&r, args.flags.json)),
+            .map(|r| report_output(&r, r.status(), args.flags.json, audit_text)),
         Command::Metadata(args) => fetch(
             &args.url,
             args.ca_file.as_deref(),
@@ -90,32 +90,14 @@ pub async fn run(cli: &Cli) -> RunOutput {
         )
         .await
         .map(|r| {
-            let status = if args.strict && !r.findings.is_empty() {
-                ExitStatus::Findings
-            } else {
-                ExitStatus::Clean
-            };
-            let stdout = if args.json {
-                json_text(&r)
-            } else {
-                metadata_text(&r)
-            };
-            (status, stdout)
+            let status = findings_if(args.strict && !r.findings.is_empty());
+            report_output(&r, status, args.json, metadata_text)
         }),
         Command::VerifyLog(args) => key(args.key_file.as_deref())
             .and_then(|key| verify_log::verify_log_keyed(&args.files, key.as_deref()))
             .map(|report| {
-                let status = if report.broken.is_some() {
-                    ExitStatus::Findings
-                } else {
-                    ExitStatus::Clean
-                };
-                let stdout = if args.json {
-                    json_text(&report)
-                } else {
-                    verify_log::log_text(&report)
-                };
-                (status, stdout)
+                let status = findings_if(report.broken.is_some());
+                report_output(&report, status, args.json, verify_log::log_text)
             }),
         Command::Story(args) => key(args.key_file.as_deref())
             .and_then(|key| verify_log::story(&args.files, &args.approval, key.as_deref()))
@@ -150,11 +132,27 @@ fn key(file: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, AuditError> {
     .transpose()
 }
 
-fn audit_output(report: &AuditReport, json: bool) -> (ExitStatus, String) {
-    let text = if json {
+/// What a report prints, and how the run ends (`status`): the report as JSON when `json`, as
+/// `text` renders it otherwise.
+fn report_output<R: serde::Serialize>(
+    report: &R,
+    status: ExitStatus,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+) -> (ExitStatus, String) {
+    let stdout = if json {
         json_text(report)
     } else {
-        audit_text(report)
+        text(report)
     };
-    (report.status(), text)
+    (status, stdout)
+}
+
+/// [`ExitStatus::Findings`] when something the flags ask to fail on was `found`, clean otherwise.
+fn findings_if(found: bool) -> ExitStatus {
+    if found {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    }
 }

@@ -324,6 +324,83 @@ macro_rules! unexpected {
     };
 }
 
+/// Spells the [`ServerHandler`] methods that pass a request on to the upstream unchanged, each
+/// as its own `ClientRequest` variant:
+///
+/// - `list METHOD: REQUEST => RESULT, "WHAT";` a paginated list, answered with the upstream's
+///   `RESULT` as it is;
+/// - `one METHOD(PARAMS): REQUEST => RESULT [as RESPONSE], "WHAT";` one request, answered with
+///   the upstream's `RESULT` (turned into the method's `RESPONSE` where it has its own);
+/// - `unit METHOD(PARAMS): REQUEST;` one request whose answer carries nothing.
+///
+/// An answer of another kind is an internal error naming `WHAT` ([`unexpected!`]); a failed
+/// forward is its own error ([`Failed::into_error`]).
+macro_rules! forward {
+    () => {};
+    ($(#[$doc:meta])* list $method:ident: $request:ident => $result:ident, $what:literal;
+        $($rest:tt)*) => {
+        $(#[$doc])*
+        async fn $method(
+            &self,
+            request: Option<PaginatedRequestParams>,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$result, ErrorData> {
+            let request = $request {
+                params: request,
+                ..Default::default()
+            };
+            match self.forward(ClientRequest::$request(request), &context).await {
+                Ok(ServerResult::$result(result)) => Ok(result),
+                Ok(_) => unexpected!($what),
+                Err(failed) => Err(failed.into_error()),
+            }
+        }
+        forward! { $($rest)* }
+    };
+    ($(#[$doc:meta])* one $method:ident($params:ident): $request:ident
+        => $result:ident as $response:ident, $what:literal; $($rest:tt)*) => {
+        $(#[$doc])*
+        async fn $method(
+            &self,
+            request: $params,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$response, ErrorData> {
+            match self
+                .forward(ClientRequest::$request($request::new(request)), &context)
+                .await
+            {
+                Ok(ServerResult::$result(result)) => Ok(result.into()),
+                Ok(_) => unexpected!($what),
+                Err(failed) => Err(failed.into_error()),
+            }
+        }
+        forward! { $($rest)* }
+    };
+    ($(#[$doc:meta])* one $method:ident($params:ident): $request:ident
+        => $result:ident, $what:literal; $($rest:tt)*) => {
+        forward! {
+            $(#[$doc])* one $method($params): $request => $result as $result, $what; $($rest)*
+        }
+    };
+    ($(#[$doc:meta])* unit $method:ident($params:ident): $request:ident; $($rest:tt)*) => {
+        $(#[$doc])*
+        async fn $method(
+            &self,
+            request: $params,
+            context: RequestContext<RoleServer>,
+        ) -> Result<(), ErrorData> {
+            match self
+                .forward(ClientRequest::$request($request::new(request)), &context)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(failed) => Err(failed.into_error()),
+            }
+        }
+        forward! { $($rest)* }
+    };
+}
+
 impl ServerHandler for ProxyServer {
     fn get_info(&self) -> ServerConfig {
         self.shared.info.clone()
@@ -446,168 +523,28 @@ impl ServerHandler for ProxyServer {
         })
     }
 
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let request = ListResourcesRequest {
-            params: request,
-            ..Default::default()
-        };
-        match self
-            .forward(ClientRequest::ListResourcesRequest(request), &context)
-            .await
-        {
-            Ok(ServerResult::ListResourcesResult(result)) => Ok(result),
-            Ok(_) => unexpected!("resources/list"),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let request = ListResourceTemplatesRequest {
-            params: request,
-            ..Default::default()
-        };
-        match self
-            .forward(
-                ClientRequest::ListResourceTemplatesRequest(request),
-                &context,
-            )
-            .await
-        {
-            Ok(ServerResult::ListResourceTemplatesResult(result)) => Ok(result),
-            Ok(_) => unexpected!("resources/templates/list"),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        match self
-            .forward(
-                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request)),
-                &context,
-            )
-            .await
-        {
-            Ok(ServerResult::ReadResourceResult(result)) => Ok(result.into()),
-            Ok(_) => unexpected!("resources/read"),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match self
-            .forward(
-                ClientRequest::SubscribeRequest(SubscribeRequest::new(request)),
-                &context,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match self
-            .forward(
-                ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(request)),
-                &context,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let request = ListPromptsRequest {
-            params: request,
-            ..Default::default()
-        };
-        match self
-            .forward(ClientRequest::ListPromptsRequest(request), &context)
-            .await
-        {
-            Ok(ServerResult::ListPromptsResult(result)) => Ok(result),
-            Ok(_) => unexpected!("prompts/list"),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        match self
-            .forward(
-                ClientRequest::GetPromptRequest(GetPromptRequest::new(request)),
-                &context,
-            )
-            .await
-        {
-            Ok(ServerResult::GetPromptResult(result)) => Ok(result.into()),
-            Ok(_) => unexpected!("prompts/get"),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        match self
-            .forward(
-                ClientRequest::CompleteRequest(CompleteRequest::new(request)),
-                &context,
-            )
-            .await
-        {
-            Ok(ServerResult::CompleteResult(result)) => Ok(result),
-            Ok(_) => unexpected!("completion/complete"),
-            Err(failed) => Err(failed.into_error()),
-        }
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match self
-            .forward(
-                ClientRequest::SetLevelRequest(SetLevelRequest::new(request)),
-                &context,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(failed) => Err(failed.into_error()),
-        }
+    forward! {
+        /// Each page of the upstream's resources, as it answers.
+        list list_resources: ListResourcesRequest => ListResourcesResult, "resources/list";
+        /// Each page of the upstream's resource templates, as it answers.
+        list list_resource_templates:
+            ListResourceTemplatesRequest => ListResourceTemplatesResult, "resources/templates/list";
+        /// Each page of the upstream's prompts, as it answers.
+        list list_prompts: ListPromptsRequest => ListPromptsResult, "prompts/list";
+        /// The upstream's resource.
+        one read_resource(ReadResourceRequestParams): ReadResourceRequest
+            => ReadResourceResult as ReadResourceResponse, "resources/read";
+        /// The upstream's prompt.
+        one get_prompt(GetPromptRequestParams): GetPromptRequest
+            => GetPromptResult as GetPromptResponse, "prompts/get";
+        /// The upstream's completions.
+        one complete(CompleteRequestParams): CompleteRequest
+            => CompleteResult, "completion/complete";
+        /// Passed on; whatever the upstream answers without an error is done.
+        unit subscribe(SubscribeRequestParams): SubscribeRequest;
+        /// Passed on; whatever the upstream answers without an error is done.
+        unit unsubscribe(UnsubscribeRequestParams): UnsubscribeRequest;
+        /// Passed on; whatever the upstream answers without an error is done.
+        unit set_level(SetLevelRequestParams): SetLevelRequest;
     }
 }

@@ -9,7 +9,7 @@
 use std::{ffi::OsString, sync::Arc, time::Duration};
 
 use rmcp::{
-    ClientHandler, ErrorData, Peer, RoleClient, ServiceExt as _,
+    ClientHandler, ErrorData, Peer, RoleClient, RoleServer, ServiceExt as _,
     model::{
         ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
         CustomNotification, ElicitRequestParams, ElicitResult, Implementation, ListRootsResult,
@@ -147,10 +147,55 @@ fn client_config() -> ClientConfig {
     )
 }
 
+/// The upstream's request answered by the client: `answer`, unless the upstream cancels its
+/// request first.
+async fn unless_cancelled<T>(
+    answer: impl Future<Output = Result<T, ServiceError>>,
+    context: &RequestContext<RoleClient>,
+) -> Result<T, ErrorData> {
+    tokio::select! {
+        answer = answer => answer.map_err(service_error),
+        () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
+    }
+}
+
 fn service_error(error: ServiceError) -> ErrorData {
     match error {
         ServiceError::McpError(error) => error,
         other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
+    }
+}
+
+/// Spells the [`ClientHandler`] methods that pass an upstream notification on to every
+/// connected client as it is: `METHOD(PARAMS) => NOTIFY;` for one with parameters,
+/// `METHOD => NOTIFY;` for one without. A client that cannot be told is skipped.
+macro_rules! broadcast {
+    () => {};
+    ($method:ident($params:ident) => $notify:ident; $($rest:tt)*) => {
+        async fn $method(&self, params: $params, _context: NotificationContext<RoleClient>) {
+            for peer in self.downstream.everyone() {
+                let _ = peer.$notify(params.clone()).await;
+            }
+        }
+        broadcast! { $($rest)* }
+    };
+    ($method:ident => $notify:ident; $($rest:tt)*) => {
+        async fn $method(&self, _context: NotificationContext<RoleClient>) {
+            for peer in self.downstream.everyone() {
+                let _ = peer.$notify().await;
+            }
+        }
+        broadcast! { $($rest)* }
+    };
+}
+
+impl UpstreamClient {
+    /// The client an upstream request is put to (see [`Downstream::target`]), or why there is
+    /// none.
+    fn asked(&self) -> Result<Peer<RoleServer>, ErrorData> {
+        self.downstream
+            .target(self.single_client)
+            .map_err(|no| ErrorData::internal_error(no.reason(), None))
     }
 }
 
@@ -164,10 +209,7 @@ impl ClientHandler for UpstreamClient {
         mut request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let peer = self
-            .downstream
-            .target(self.single_client)
-            .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
+        let peer = self.asked()?;
         // A form with the guard's own `approve` answer is an imitation of the guard's question:
         // not forwarded, so a person never meets a look-alike of an approval.
         if let ElicitRequestParams::FormElicitationParams {
@@ -192,10 +234,7 @@ impl ClientHandler for UpstreamClient {
             }
             _ => {}
         }
-        tokio::select! {
-            answer = peer.create_elicitation(request) => answer.map_err(service_error),
-            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
-        }
+        unless_cancelled(peer.create_elicitation(request), &context).await
     }
 
     async fn create_message(
@@ -203,30 +242,16 @@ impl ClientHandler for UpstreamClient {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let peer = self
-            .downstream
-            .target(self.single_client)
-            .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
-        let answer = peer.create_message(params);
-        tokio::select! {
-            answer = answer => answer.map_err(service_error),
-            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
-        }
+        let peer = self.asked()?;
+        unless_cancelled(peer.create_message(params), &context).await
     }
 
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let peer = self
-            .downstream
-            .target(self.single_client)
-            .map_err(|no| ErrorData::internal_error(no.reason(), None))?;
-        let answer = peer.list_roots();
-        tokio::select! {
-            answer = answer => answer.map_err(service_error),
-            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
-        }
+        let peer = self.asked()?;
+        unless_cancelled(peer.list_roots(), &context).await
     }
 
     async fn on_progress(
@@ -246,36 +271,11 @@ impl ClientHandler for UpstreamClient {
         let _ = peer.notify_progress(forwarded).await;
     }
 
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        for peer in self.downstream.everyone() {
-            let _ = peer.notify_logging_message(params.clone()).await;
-        }
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        for peer in self.downstream.everyone() {
-            let _ = peer.notify_resource_updated(params.clone()).await;
-        }
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        for peer in self.downstream.everyone() {
-            let _ = peer.notify_resource_list_changed().await;
-        }
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        for peer in self.downstream.everyone() {
-            let _ = peer.notify_prompt_list_changed().await;
-        }
+    broadcast! {
+        on_logging_message(LoggingMessageNotificationParam) => notify_logging_message;
+        on_resource_updated(ResourceUpdatedNotificationParam) => notify_resource_updated;
+        on_resource_list_changed => notify_resource_list_changed;
+        on_prompt_list_changed => notify_prompt_list_changed;
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {

@@ -18,8 +18,8 @@ use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use workspace_tests::{call, connect_over, enveloped_data, is_error, serving_url};
+use tokio::io::AsyncBufReadExt as _;
+use workspace_tests::{SigningKey, call, connect_over, enveloped_data, is_error, spawn_serving};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -32,50 +32,17 @@ fn peer_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer")
 }
 
-/// An Ed25519 signing key made from a random seed, and its JWKS.
-struct SigningKey {
-    key: jsonwebtoken::EncodingKey,
-}
-
-impl SigningKey {
-    fn generate() -> Self {
-        let mut seed = Vec::with_capacity(32);
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        // PKCS#8 v1 wrapping of an Ed25519 private key: this header, then the 32-byte seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
-        Self {
-            key: jsonwebtoken::EncodingKey::from_ed_der(&der),
-        }
-    }
-
-    fn write_jwks(&self, dir: &Path) -> PathBuf {
-        let mut jwk =
-            jsonwebtoken::jwk::Jwk::from_encoding_key(&self.key, jsonwebtoken::Algorithm::EdDSA)
-                .unwrap();
-        jwk.common.key_id = Some("k1".to_owned());
-        let path = dir.join("jwks.json");
-        std::fs::write(&path, json!({"keys": [jwk]}).to_string()).unwrap();
-        path
-    }
-
-    fn token(&self, sub: &str, scope: &str) -> String {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let claims = json!({
-            "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "scope": scope,
-            "iat": now, "nbf": now - 5, "exp": now + 600,
-        });
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
-        header.kid = Some("k1".to_owned());
-        jsonwebtoken::encode(&header, &claims, &self.key).unwrap()
-    }
+/// A token for `sub` granting `scope`, signed by `key`, valid for ten minutes.
+fn token(key: &SigningKey, sub: &str, scope: &str) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = json!({
+        "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "scope": scope,
+        "iat": now, "nbf": now - 5, "exp": now + 600,
+    });
+    key.sign(&claims).unwrap()
 }
 
 /// The proxy serving `--http 127.0.0.1:0` with auth in front of the fixture; killed when
@@ -86,8 +53,9 @@ struct Proxy {
 }
 
 async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Failure> {
-    let jwks = key.write_jwks(dir);
-    let mut child = tokio::process::Command::new(PROXY)
+    let jwks = key.write_jwks(dir).unwrap();
+    let mut command = tokio::process::Command::new(PROXY);
+    command
         .args(["--http", "127.0.0.1:0", "--auth-issuer", ISSUER])
         .args([
             "--auth-audience",
@@ -104,13 +72,8 @@ async fn start(dir: &Path, key: &SigningKey, notes: &Path) -> Result<Proxy, Fail
         .arg(notes)
         .env("MCP_WRITES_ENABLED", "true")
         .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut stderr = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-    let url = serving_url(&mut stderr).await?;
+        .stdout(Stdio::null());
+    let (child, mut stderr, url) = spawn_serving(&mut command).await?;
     tokio::spawn(async move {
         let mut line = String::new();
         while stderr.read_line(&mut line).await.is_ok_and(|n| n > 0) {
@@ -144,7 +107,7 @@ fn notes(path: &Path) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
     let dir = tempfile::tempdir().unwrap();
-    let key = SigningKey::generate();
+    let key = SigningKey::generate("k1");
     let notes_file = dir.path().join("notes.txt");
     // The peer packages (the SDK the fixture is written with), as the other tests install them.
     assert!(
@@ -183,7 +146,7 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
     let mut expected = String::new();
     for era in ERAS {
         let user = ScriptedClient::answering([Reply::Approve]);
-        let alice = client(&proxy, &key.token("alice", WRITE_SCOPE), &user, era).await;
+        let alice = client(&proxy, &token(&key, "alice", WRITE_SCOPE), &user, era).await;
         let line = format!("from {}", era.as_str());
         let result = call(&alice, "append_note", json!({ "text": line }))
             .await
@@ -201,7 +164,7 @@ async fn over_http_with_bearer_tokens_each_era_writes_only_what_was_approved() {
 
         // A token without the write scope: refused before anyone is asked, nothing written.
         let reader_user = ScriptedClient::answering([Reply::Approve]);
-        let reader = client(&proxy, &key.token("bob", "notes:read"), &reader_user, era).await;
+        let reader = client(&proxy, &token(&key, "bob", "notes:read"), &reader_user, era).await;
         let denied = call(&reader, "append_note", json!({ "text": "bob" }))
             .await
             .unwrap();

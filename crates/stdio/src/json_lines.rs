@@ -875,13 +875,6 @@ impl Lifecycle {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )]
-
     use std::time::Duration;
 
     use rmcp::{ServerHandler, ServiceExt};

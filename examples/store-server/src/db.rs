@@ -884,14 +884,7 @@ mod tests {
     fn snapshot(path: &Path) -> Vec<String> {
         let conn = Connection::open(path).unwrap();
         let mut out = Vec::new();
-        for table in [
-            "products",
-            "stock_movements",
-            "customers",
-            "orders",
-            "order_lines",
-            "reviews",
-        ] {
+        for table in workspace_tests::TABLES {
             let mut stmt = conn
                 .prepare(&format!("SELECT * FROM {table} ORDER BY rowid"))
                 .unwrap();

@@ -20,10 +20,13 @@ mod common;
 
 use std::{
     path::{Path, PathBuf},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::Duration,
 };
 
-use common::{HttpChild, Log, Record, SigningKey, fields, records, records_when};
+use common::{
+    AUDIENCE, HttpChild, ISSUER, Log, Record, WRITE_SCOPE, claims, fields, now, place_order,
+    records, records_when,
+};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_write_guard_core::{round_trip::ROUND_TRIP_REFUSAL_MESSAGE, token::TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_rmcp::Era;
@@ -36,45 +39,19 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
+use store_server::Db;
 use tempfile::TempDir;
 use workspace_tests::{
-    Client, Failure, FileView, HttpReply, Movement, RawHttp, call, connect_over, is_error, text,
+    Client, Failure, FileView, HttpReply, Movement, RawHttp, SigningKey, call, connect_over,
+    is_error, text,
 };
 
-const ISSUER: &str = "https://issuer.test";
-const AUDIENCE: &str = "store-api";
-const WRITE_SCOPE: &str = "store:write";
 const KID: &str = "test-key-1";
 const READ_AND_WRITE: &str = "store:read store:write";
 
 // ---------------------------------------------------------------------------------------------
 // Keys and tokens
 // ---------------------------------------------------------------------------------------------
-
-fn now() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    )
-    .unwrap()
-}
-
-/// Claims that pass every check, for `sub`, granting `scope`.
-fn claims(sub: &str, scope: &str) -> Value {
-    let now = now();
-    json!({
-        "iss": ISSUER,
-        "aud": AUDIENCE,
-        "sub": sub,
-        "iat": now,
-        "nbf": now - 5,
-        "exp": now + 600,
-        "scope": scope,
-    })
-}
 
 /// `claims` with `key` set to `value` (or removed, for `Value::Null`).
 fn with(mut claims: Value, key: &str, value: Value) -> Value {
@@ -214,7 +191,7 @@ impl AuthServer {
 
     /// A valid token for `sub` granting `scope`.
     fn token(&self, sub: &str, scope: &str) -> String {
-        self.key.sign(&claims(sub, scope))
+        self.key.sign(&claims(sub, scope)).unwrap()
     }
 
     /// An rmcp client for `user`, speaking `era`, sending `token` on every request.
@@ -433,33 +410,33 @@ async fn without_a_valid_token_every_request_is_401_and_nothing_reaches_the_guar
                 with(good.clone(), "exp", json!(now - 120)),
                 "iat",
                 json!(now - 900),
-            )),
+            ))?,
             "the token has expired",
         ),
         (
             "not valid yet beyond the leeway",
             server
                 .key
-                .sign(&with(good.clone(), "nbf", json!(now + 300))),
+                .sign(&with(good.clone(), "nbf", json!(now + 300)))?,
             "the token is not valid yet",
         ),
         (
             "another issuer",
             server
                 .key
-                .sign(&with(good.clone(), "iss", json!("https://evil.test"))),
+                .sign(&with(good.clone(), "iss", json!("https://evil.test")))?,
             "the token is from another issuer",
         ),
         (
             "another audience",
             server
                 .key
-                .sign(&with(good.clone(), "aud", json!("another-api"))),
+                .sign(&with(good.clone(), "aud", json!("another-api")))?,
             "the token is for another audience",
         ),
         (
             "signed by another key under the same kid",
-            other_key.sign(&good),
+            other_key.sign(&good)?,
             "the token's signature does not verify",
         ),
         // Its description is checked in a_refused_token_is_described_by_its_documented_reason.
@@ -552,7 +529,10 @@ async fn a_refused_token_is_described_by_its_documented_reason() -> Result<(), F
     let mut cases: Vec<(String, String, &str)> = ["sub", "iss", "aud", "exp"]
         .into_iter()
         .map(|claim| {
-            let token = server.key.sign(&with(good.clone(), claim, Value::Null));
+            let token = server
+                .key
+                .sign(&with(good.clone(), claim, Value::Null))
+                .unwrap();
             (format!("no {claim}"), token, lacking)
         })
         .collect();
@@ -705,22 +685,6 @@ async fn a_request_state_opened_for_alice_is_refused_for_bob_and_used_up() -> Re
     Ok(())
 }
 
-/// Creates a pending order of one TLS-001 in the file; its id.
-fn place_order(db: &Path) -> Result<i64, Failure> {
-    let db = Db::open(db)?;
-    let placed = db.create_order(
-        &CreateOrderArgs {
-            customer_id: 1,
-            lines: vec![OrderLineArgs {
-                sku: "TLS-001".into(),
-                quantity: 2,
-            }],
-        },
-        Mode::Apply,
-    )?;
-    placed.order_id.ok_or_else(|| "no order id".into())
-}
-
 #[tokio::test]
 async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result<(), Failure> {
     for era in ERAS {
@@ -815,7 +779,7 @@ async fn without_the_write_scope_reads_work_and_writes_are_refused_unasked() -> 
         let read_only = server.token("reader", "store:read");
         let no_scope = server
             .key
-            .sign(&with(claims("reader", ""), "scope", Value::Null));
+            .sign(&with(claims("reader", ""), "scope", Value::Null))?;
         for token in [read_only, no_scope] {
             let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
             let client = server.connect(&token, &user, era).await?;
@@ -1222,7 +1186,7 @@ async fn bound_to_every_interface_with_auth_and_no_public_url_the_server_refuses
 -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let db = seeded_db(dir.path())?;
-    let jwks = common::SigningKey::generate(KID).write_jwks(dir.path())?;
+    let jwks = SigningKey::generate(KID).write_jwks(dir.path())?;
     let args = [&["--http", "0.0.0.0:0"][..], &auth_args(&db, &jwks)].concat();
     let run = common::command(dir.path(), &args, Some("true"))
         .stdin(std::process::Stdio::null())

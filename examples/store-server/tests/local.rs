@@ -17,13 +17,40 @@ use std::path::{Path, PathBuf};
 use common::{HttpChild, command, python_adjust};
 use mcp_write_guard_rmcp::Outcome;
 use serde_json::json;
-use workspace_tests::{Failure, FileView, Movement, RawHttp};
+use tempfile::TempDir;
+use workspace_tests::{Failure, FileView, Movement, RawHttp, Snapshot};
 
 async fn start(dir: &Path, extra: &[&str]) -> Result<(HttpChild, PathBuf), Failure> {
     let db = dir.join("store.db");
     let mut args = vec!["--db", db.to_str().unwrap()];
     args.extend_from_slice(extra);
     Ok((HttpChild::start(dir, &args, Some("true")).await?, db))
+}
+
+/// The binary [`start`]ed with `extra` in a fresh directory, with writes enabled: an outside
+/// view of its file, the file as it was before any call, and raw HTTP to its endpoint.
+struct Served {
+    /// Keeps the directory alive.
+    _dir: TempDir,
+    server: HttpChild,
+    file: FileView,
+    before: Snapshot,
+    raw: RawHttp,
+}
+
+async fn served(extra: &[&str]) -> Result<Served, Failure> {
+    let dir = tempfile::tempdir()?;
+    let (server, db) = start(dir.path(), extra).await?;
+    let file = FileView::new(&db);
+    let before = file.snapshot()?;
+    let raw = RawHttp::new(&server.url);
+    Ok(Served {
+        _dir: dir,
+        server,
+        file,
+        before,
+        raw,
+    })
 }
 
 #[tokio::test]
@@ -122,11 +149,7 @@ async fn without_auth_it_refuses_to_listen_beyond_loopback() -> Result<(), Failu
 
 #[tokio::test]
 async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<(), Failure> {
-    let dir = tempfile::tempdir()?;
-    let (server, db) = start(dir.path(), &["--allow-origin", "https://app.example"]).await?;
-    let file = FileView::new(&db);
-    let before = file.snapshot()?;
-    let raw = RawHttp::new(&server.url);
+    let s = served(&["--allow-origin", "https://app.example"]).await?;
     let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "from a web page"});
 
     for origin in [
@@ -136,18 +159,19 @@ async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<
         "https://app.example:8443",
         "null",
     ] {
-        let init = raw.initialize(&[("origin", origin)]).await?;
+        let init = s.raw.initialize(&[("origin", origin)]).await?;
         assert_eq!(init.status, 403, "{origin}: {init:?}");
-        let call = raw
+        let call = s
+            .raw
             .call_2026(&[("origin", origin)], "adjust_stock", &arguments, None)
             .await?;
         assert_eq!(call.status, 403, "{origin}: {call:?}");
     }
-    assert_eq!(file.snapshot()?, before);
+    assert_eq!(s.file.snapshot()?, s.before);
     assert!(
-        server.log.outcomes().is_empty(),
+        s.server.log.outcomes().is_empty(),
         "{:?}",
-        server.log.outcomes()
+        s.server.log.outcomes()
     );
 
     for origin in [
@@ -157,9 +181,10 @@ async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<
         Some("http://127.0.0.1:3000"),
     ] {
         let headers: Vec<(&str, &str)> = origin.iter().map(|o| ("origin", *o)).collect();
-        let init = raw.initialize(&headers).await?;
+        let init = s.raw.initialize(&headers).await?;
         assert_eq!(init.status, 200, "{origin:?}: {init:?}");
-        let call = raw
+        let call = s
+            .raw
             .call_2026(&headers, "adjust_stock", &arguments, None)
             .await?;
         assert!(call.request_state().is_some(), "{origin:?}: {call:?}");
@@ -173,12 +198,8 @@ async fn foreign_browser_origins_get_403_and_listed_ones_are_served() -> Result<
 #[tokio::test]
 async fn over_http_params_that_do_not_fit_are_invalid_params_and_save_nothing()
 -> Result<(), Failure> {
-    let dir = tempfile::tempdir()?;
-    let (server, db) = start(dir.path(), &[]).await?;
-    let file = FileView::new(&db);
-    let before = file.snapshot()?;
-    let raw = RawHttp::new(&server.url);
-    let session = raw.open_session(&[]).await?;
+    let s = served(&[]).await?;
+    let session = s.raw.open_session(&[]).await?;
     let in_session = [
         ("mcp-session-id", session.as_str()),
         ("mcp-protocol-version", "2025-06-18"),
@@ -226,7 +247,7 @@ async fn over_http_params_that_do_not_fit_are_invalid_params_and_save_nothing()
     for (i, (headers, method, params)) in cases.iter().enumerate() {
         let id = 100 + i;
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let reply = raw.post(headers, &body).await?;
+        let reply = s.raw.post(headers, &body).await?;
         assert_eq!(reply.status, 200, "{params} -> {reply:?}");
         let message = reply.message().ok_or("no message")?;
         assert_eq!(message["id"], json!(id), "{params} -> {message}");
@@ -244,38 +265,35 @@ async fn over_http_params_that_do_not_fit_are_invalid_params_and_save_nothing()
     // The same call without an id is a notification nobody answers: dropped, not run.
     let notification = json!({"jsonrpc": "2.0", "method": "tools/call",
                               "params": {"name": "adjust_stock", "arguments": arguments}});
-    let reply = raw.post(&in_session, &notification).await?;
+    let reply = s.raw.post(&in_session, &notification).await?;
     assert_eq!(reply.status, 202, "{reply:?}");
     // The session serves on: a read in it is answered.
     let read = json!({"jsonrpc": "2.0", "id": 200, "method": "tools/call",
                       "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}});
-    let reply = raw.post(&in_session, &read).await?;
+    let reply = s.raw.post(&in_session, &read).await?;
     let (is_error, text) = reply.tool_result().ok_or("no result")?;
     assert!(!is_error, "{text}");
     assert!(text.contains("TLS-002"), "{text}");
-    assert_eq!(file.snapshot()?, before);
+    assert_eq!(s.file.snapshot()?, s.before);
     assert!(
-        server.log.outcomes().is_empty(),
+        s.server.log.outcomes().is_empty(),
         "{:?}",
-        server.log.outcomes()
+        s.server.log.outcomes()
     );
     Ok(())
 }
 
 #[tokio::test]
 async fn an_invented_legacy_session_is_not_found_and_saves_nothing() -> Result<(), Failure> {
-    let dir = tempfile::tempdir()?;
-    let (server, db) = start(dir.path(), &[]).await?;
-    let file = FileView::new(&db);
-    let before = file.snapshot()?;
-    let raw = RawHttp::new(&server.url);
+    let s = served(&[]).await?;
     let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "invented"});
-    let reply = raw
+    let reply = s
+        .raw
         .call_legacy("made-up-by-client", "adjust_stock", &arguments)
         .await?;
     assert_eq!(reply.status, 404, "{reply:?}");
-    assert_eq!(file.snapshot()?, before);
-    assert!(server.log.outcomes().is_empty());
+    assert_eq!(s.file.snapshot()?, s.before);
+    assert!(s.server.log.outcomes().is_empty());
     Ok(())
 }
 
@@ -338,17 +356,14 @@ async fn sessions_are_bounded_and_a_closed_one_frees_its_place() -> Result<(), F
 #[tokio::test]
 async fn rotating_session_ids_cannot_hold_more_than_the_cap() -> Result<(), Failure> {
     const CAP: usize = 64;
-    let dir = tempfile::tempdir()?;
-    let (server, db) = start(dir.path(), &[]).await?;
-    let file = FileView::new(&db);
-    let before = file.snapshot()?;
-    let raw = RawHttp::new(&server.url);
+    let s = served(&[]).await?;
     let arguments = json!({"sku": "TLS-002", "delta": 1, "reason": "flood"});
     let mut opened = 0;
     let mut refused = Vec::new();
     for i in 0..CAP + 6 {
         let session = format!("rotating-{i}");
-        let reply = raw
+        let reply = s
+            .raw
             .call_2026(
                 &[("mcp-session-id", &session)],
                 "adjust_stock",
@@ -367,8 +382,8 @@ async fn rotating_session_ids_cannot_hold_more_than_the_cap() -> Result<(), Fail
         assert!(is_error, "{text}");
         assert!(text.contains("Too many approvals are waiting"), "{text}");
     }
-    assert_eq!(file.snapshot()?, before);
-    let outcomes = server.log.outcomes_when(6).await;
+    assert_eq!(s.file.snapshot()?, s.before);
+    let outcomes = s.server.log.outcomes_when(6).await;
     assert_eq!(
         outcomes,
         vec![Outcome::StoreFailed.as_str(); 6],

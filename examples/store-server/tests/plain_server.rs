@@ -19,7 +19,9 @@ use mcp_write_guard_rmcp::{
 use rmcp::ServerHandler;
 use serde_json::json;
 use store_server::{Db, SERVER_NAME, StoreServer};
-use workspace_tests::{Client, Failure, FileView, call, is_error, message, structured, text};
+use workspace_tests::{
+    Client, Failure, FileView, READ_TOOLS, call, is_error, message, structured, text,
+};
 
 async fn plain(db: Arc<Db>, user: &ScriptedClient) -> Result<Client, Failure> {
     Ok(connect(StoreServer::new(db), Era::Legacy, user.clone()).await?)
@@ -37,14 +39,7 @@ async fn the_server_declares_its_own_annotations() -> Result<(), Failure> {
         let tool = server.get_tool(name).unwrap_or_else(|| panic!("no {name}"));
         serde_json::to_value(tool.annotations.unwrap()).unwrap()
     };
-    for read in [
-        "list_products",
-        "get_product",
-        "list_orders",
-        "get_order",
-        "list_stock_movements",
-        "list_reviews",
-    ] {
+    for read in READ_TOOLS {
         assert_eq!(
             annotations(read),
             json!({"readOnlyHint": true, "destructiveHint": false,

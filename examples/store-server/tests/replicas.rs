@@ -37,10 +37,10 @@ mod common;
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
-use common::{HttpChild, Log, SigningKey};
+use common::{AUDIENCE, HttpChild, ISSUER, Log, WRITE_SCOPE, claims, place_order};
 use mcp_write_guard_core::{round_trip::ROUND_TRIP_REFUSAL_MESSAGE, token::TOKEN_REFUSAL_MESSAGE};
 use mcp_write_guard_redis::test_util::{RedisServer, redis_url};
 use mcp_write_guard_rmcp::Era;
@@ -50,10 +50,10 @@ use mcp_write_guard_rmcp::{
     STORE_UNAVAILABLE_MESSAGE as STORE_UNAVAILABLE,
 };
 use serde_json::{Value, json};
-use store_server::{CreateOrderArgs, Db, Mode, OrderLineArgs};
+use store_server::Db;
 use tempfile::TempDir;
 use workspace_tests::{
-    Browser, Failure, FileView, HttpReply, Movement, RawHttp, Snapshot, approve,
+    Browser, Failure, FileView, HttpReply, Movement, RawHttp, SigningKey, Snapshot, approve,
 };
 
 /// What the guard answers to an approval given after its clock ran out.
@@ -129,21 +129,6 @@ impl Replicas {
     fn file(&self) -> FileView {
         FileView::new(&self.db)
     }
-}
-
-/// Creates a pending order of two TLS-001 (stock 12 -> 10) in the file; its id.
-fn place_order(db: &Path) -> Result<i64, Failure> {
-    let placed = Db::open(db)?.create_order(
-        &CreateOrderArgs {
-            customer_id: 1,
-            lines: vec![OrderLineArgs {
-                sku: "TLS-001".into(),
-                quantity: 2,
-            }],
-        },
-        Mode::Apply,
-    )?;
-    placed.order_id.ok_or_else(|| "no order id".into())
 }
 
 /// Asserts that the one change saved is TLS-002 by +5 for `reason`: stock 3 -> 8, exactly as
@@ -706,10 +691,6 @@ async fn with_redis_gone_writes_are_refused_and_reads_answer_and_once_back_write
 // 6. With bearer tokens, a person is the same on every replica
 // ---------------------------------------------------------------------------------------------
 
-const ISSUER: &str = "https://issuer.test";
-const AUDIENCE: &str = "store-api";
-const WRITE_SCOPE: &str = "store:write";
-
 /// Tokens of the test issuer.
 trait TestTokens {
     /// A valid token for `sub` granting reads and writes.
@@ -718,23 +699,8 @@ trait TestTokens {
 
 impl TestTokens for SigningKey {
     fn token(&self, sub: &str) -> String {
-        let now = i64::try_from(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_secs(),
-        )
-        .unwrap();
-        let claims = json!({
-            "iss": ISSUER,
-            "aud": AUDIENCE,
-            "sub": sub,
-            "iat": now,
-            "nbf": now - 5,
-            "exp": now + 600,
-            "scope": format!("store:read {WRITE_SCOPE}"),
-        });
-        self.sign(&claims)
+        self.sign(&claims(sub, &format!("store:read {WRITE_SCOPE}")))
+            .unwrap()
     }
 }
 

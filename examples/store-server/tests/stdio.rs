@@ -23,8 +23,8 @@ use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
 use serde_json::{Value, json};
 use workspace_tests::{
-    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, enveloped_data, is_error,
-    structured, text,
+    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, assert_refused, call, enveloped_data,
+    is_error, structured, text,
 };
 
 /// Starts `store-server` in `dir` with `args`, `MCP_WRITES_ENABLED` set to `writes` (or unset),
@@ -127,12 +127,7 @@ async fn only_the_exact_value_true_enables_writes() -> Result<(), Failure> {
 
         let result = call(&client, "adjust_stock", adjust()).await?;
 
-        assert!(is_error(&result), "{writes:?}");
-        assert!(
-            text(&result).contains("turned off"),
-            "{writes:?}: {}",
-            text(&result)
-        );
+        assert_refused(&result, "turned off", &format!("{writes:?}"));
         assert!(user.asked().is_empty(), "{writes:?}");
         assert_eq!(file.snapshot()?, before, "{writes:?}");
         client.cancel().await?;
@@ -208,18 +203,15 @@ fn end_after_answer(
 fn stdout_carries_protocol_messages_only() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let mut child = verbose(dir.path()).spawn()?;
-    let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    let mut requests = handshake_messages().to_vec();
+    requests.extend([
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                "params": {"name": "get_product", "arguments": {"sku": "TLS-002"}}}),
         // No elicitation capability: refused, and the refusal is logged (to stderr).
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                "params": {"name": "adjust_stock", "arguments": adjust()}}),
-    ];
+    ]);
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
     let mut stdin = child.stdin.take().unwrap();
@@ -334,15 +326,7 @@ fn input_that_ends_before_initialize_is_a_clean_end() -> Result<(), Failure> {
 fn stdin_and_stdout_that_are_files_are_served_too() -> Result<(), Failure> {
     let dir = tempfile::tempdir()?;
     let input = dir.path().join("requests.jsonl");
-    let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
-    ];
-    let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    std::fs::write(&input, text)?;
+    std::fs::write(&input, format!("{}{}", handshake(), ping(2)))?;
     let output = dir.path().join("responses.jsonl");
     let status = StdCommand::new(EXE)
         .current_dir(dir.path())
@@ -366,11 +350,18 @@ fn stdin_and_stdout_that_are_files_are_served_too() -> Result<(), Failure> {
 // ---------------------------------------------------------------------------------------------
 
 /// `initialize` and `initialized`, as a client sends them first.
+fn handshake_messages() -> [Value; 2] {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+}
+
+/// [`handshake_messages`] as the lines a client writes.
 fn handshake() -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let [initialize, initialized] = handshake_messages();
     format!("{initialize}\n{initialized}\n")
 }
 

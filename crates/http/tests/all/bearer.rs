@@ -52,6 +52,13 @@ struct KeyServer {
     fetches: Arc<AtomicUsize>,
 }
 
+impl KeyServer {
+    /// How many times the document was fetched so far.
+    fn fetched(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+}
+
 async fn serve_keys(keys: KeyServer) -> String {
     async fn jwks(State(keys): State<KeyServer>) -> axum::Json<Value> {
         keys.fetches.fetch_add(1, Ordering::SeqCst);
@@ -80,7 +87,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
     );
     config.unknown_kid_refetch = Duration::from_secs(1);
     let auth = BearerAuth::new(config).await.unwrap();
-    assert_eq!(keys.fetches.load(Ordering::SeqCst), 1, "fetched when built");
+    assert_eq!(keys.fetched(), 1, "fetched when built");
 
     for _ in 0..3 {
         let subject = auth
@@ -91,11 +98,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
         assert_eq!(subject.issuer(), Some(ISSUER));
         assert!(subject.has_scope("notes:write"));
     }
-    assert_eq!(
-        keys.fetches.load(Ordering::SeqCst),
-        1,
-        "served from the cache"
-    );
+    assert_eq!(keys.fetched(), 1, "served from the cache");
 
     // The issuer rotates: a token names k2, which the cache does not hold.
     let (second, second_jwk) = key("k2");
@@ -106,11 +109,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
         .await
         .unwrap();
     assert_eq!(subject.as_str(), "bob");
-    assert_eq!(
-        keys.fetches.load(Ordering::SeqCst),
-        2,
-        "one fetch for the new kid"
-    );
+    assert_eq!(keys.fetched(), 2, "one fetch for the new kid");
 
     // Invented kids: refused; right after a fetch none fetches, and once the interval passed
     // twenty of them fetch once.
@@ -120,11 +119,7 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
         auth.verify_token(&invented).await.unwrap_err(),
         BearerRejection::Signature
     );
-    assert_eq!(
-        keys.fetches.load(Ordering::SeqCst),
-        2,
-        "within the interval"
-    );
+    assert_eq!(keys.fetched(), 2, "within the interval");
     tokio::time::sleep(Duration::from_millis(1100)).await;
     for i in 0..20 {
         let forged = token(&stranger, &format!("invented-{i}"), "mallory");
@@ -133,18 +128,14 @@ async fn a_jwks_url_is_fetched_once_and_again_only_for_a_rotated_key() {
             BearerRejection::Signature
         );
     }
-    assert_eq!(
-        keys.fetches.load(Ordering::SeqCst),
-        3,
-        "one fetch for twenty"
-    );
+    assert_eq!(keys.fetched(), 3, "one fetch for twenty");
     // A key the JWKS does not hold, under a kid it does: refused without a fetch.
     let wrong = token(&stranger, "k1", "mallory");
     assert_eq!(
         auth.verify_token(&wrong).await.unwrap_err(),
         BearerRejection::Signature
     );
-    assert_eq!(keys.fetches.load(Ordering::SeqCst), 3);
+    assert_eq!(keys.fetched(), 3);
 }
 
 #[tokio::test]
@@ -333,7 +324,7 @@ async fn loopback_jwks_with_proxy_variables_set() {
         "http://127.0.0.1:1/mcp",
     );
     BearerAuth::new(config).await.unwrap();
-    assert_eq!(keys.fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(keys.fetched(), 1);
 }
 
 #[test]

@@ -34,10 +34,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { spawnSync } from "node:child_process";
-import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { expect, parseArgs, runCases, sleep, textOf } from "./harness.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURE = join(HERE, "fixture-upstream.mjs");
@@ -49,25 +50,12 @@ const REQUEST = { timeout: 15_000 };
 const APPROVE = { action: "accept", content: { approve: true } };
 
 function options(argv) {
-  const o = { proxy: null, audit: null, pinFrom: null, case: "all" };
-  for (let i = 0; i < argv.length; i++) {
-    switch (argv[i]) {
-      case "--proxy":
-        o.proxy = argv[++i];
-        break;
-      case "--audit":
-        o.audit = argv[++i];
-        break;
-      case "--pin-from":
-        o.pinFrom = argv[++i];
-        break;
-      case "--case":
-        o.case = argv[++i];
-        break;
-      default:
-        usage(`unknown argument ${argv[i]}`);
-    }
-  }
+  const o = parseArgs(
+    argv,
+    { proxy: null, audit: null, pinFrom: null, case: "all" },
+    { valued: { "--proxy": "proxy", "--audit": "audit", "--pin-from": "pinFrom", "--case": "case" } },
+    usage,
+  );
   if (!o.proxy || !(o.audit || o.pinFrom)) usage("give --proxy PATH and --audit PATH or --pin-from PIN");
   if (o.case !== "all" && !(o.case in cases)) usage(`no case ${o.case}; cases: ${Object.keys(cases).join(", ")}, all`);
   for (const [flag, path] of [
@@ -87,18 +75,7 @@ function usage(problem) {
   process.exit(2);
 }
 
-class Expectation extends Error {}
-function expect(condition, why) {
-  if (!condition) throw new Expectation(why);
-}
-
 const show = (value) => JSON.stringify(value);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const textOf = (result) =>
-  (result.content ?? [])
-    .filter((b) => b.type === "text")
-    .map((b) => b.text)
-    .join("\n");
 
 /// Waits up to `ms` for `condition()`; whether it came true.
 async function until(condition, ms) {
@@ -129,6 +106,13 @@ function notesOf(s) {
 /// What the proxy and the fixture wrote to stderr so far.
 function stderrOf(s) {
   return readFileSync(s.stderrLog, "utf8");
+}
+
+/// The fixture's stderr line saying its `hang` was cancelled and why; undefined until it comes.
+function hangCancellation(s) {
+  return stderrOf(s)
+    .split("\n")
+    .find((l) => l.startsWith("fixture-upstream: hang: cancelled: "));
 }
 
 /// Pins the unchanged fixture with mcp-audit's first run; the pin file's path.
@@ -380,10 +364,7 @@ const cases = {
     expect(seconds < 10, `hang was answered after ${seconds} s`);
     const said = expectError(hung, "hang");
     expect(/did not answer within 2 s/.test(said), `hang's answer does not say "did not answer within 2 s": ${show(said)}`);
-    const told = () =>
-      stderrOf(s)
-        .split("\n")
-        .find((l) => l.startsWith("fixture-upstream: hang: cancelled: "));
+    const told = () => hangCancellation(s);
     expect(await until(told, 3_000), `the upstream was not told to stop: ${show(stderrOf(s))}`);
     c.note(`the upstream saw: ${show(told())}`);
     const read = await call(s, "read_notes", {});
@@ -430,10 +411,7 @@ const cases = {
       { signal: abort.signal },
     );
     expect(cancelled.error, `the cancelled call answered: ${cancelled.shown}`);
-    const reached = () =>
-      stderrOf(s)
-        .split("\n")
-        .find((l) => l.startsWith("fixture-upstream: hang: cancelled: "));
+    const reached = () => hangCancellation(s);
     expect(await until(reached, 3_000), `the cancellation did not reach the upstream: ${show(stderrOf(s))}`);
     c.note(`the upstream saw: ${show(reached())}`);
     await expectAlive(s);
@@ -442,47 +420,9 @@ const cases = {
   },
 };
 
-/// An unmet expectation or a protocol failure says what went wrong; a fault of this script
-/// shows where.
-function describe(error) {
-  if (error instanceof Expectation) return error.message;
-  if (error instanceof TypeError || error instanceof ReferenceError || error instanceof SyntaxError) return error.stack;
-  return `${error?.name ?? "Error"}: ${error?.message ?? error}`;
-}
-
-function tail(file, lines = 20) {
-  let text;
-  try {
-    text = readFileSync(file, "utf8").trimEnd();
-  } catch {
-    return "    | (no stderr log)";
-  }
-  return (text ? text.split("\n").slice(-lines) : ["(empty)"]).map((line) => `    | ${line}`).join("\n");
-}
-
 const o = options(process.argv.slice(2));
-let passed = 0;
-let failed = 0;
-for (const name of o.case === "all" ? Object.keys(cases) : [o.case]) {
-  const opened = [];
-  const notes = [];
-  const asked = () => opened.reduce((sum, s) => sum + (s.person ? guardQuestions(s) : 0), 0);
-  try {
-    await cases[name](o, { opened, note: (line) => notes.push(line) });
-    passed += 1;
-    console.log(`ok ${name} (elicitations: ${asked()})`);
-    for (const line of notes) console.log(`  observed: ${line}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL ${name}: ${describe(error)} (elicitations: ${asked()})`);
-    for (const line of notes) console.log(`  observed: ${line}`);
-    for (const s of opened) console.log(`  stderr of the proxy and upstream, last lines:\n${tail(s.stderrLog)}`);
-  } finally {
-    for (const s of opened) {
-      await s.close();
-      rmSync(s.dir, { recursive: true, force: true });
-    }
-  }
-}
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await runCases(
+  o.case === "all" ? Object.keys(cases) : [o.case],
+  (name, opened, note) => cases[name](o, { opened, note }),
+  { asked: (opened) => opened.reduce((sum, s) => sum + (s.person ? guardQuestions(s) : 0), 0) },
+);

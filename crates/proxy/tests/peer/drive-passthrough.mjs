@@ -17,6 +17,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Tally, expect } from "./harness.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const i = process.argv.indexOf("--proxy");
@@ -46,21 +47,8 @@ client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "
 client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => logs.push(n.params.data));
 await client.connect(transport);
 
-let passed = 0;
-let failed = 0;
-async function check(name, body) {
-  try {
-    await body();
-    passed += 1;
-    console.log(`ok ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`FAIL ${name}: ${error.message}`);
-  }
-}
-function expect(condition, why) {
-  if (!condition) throw new Error(why);
-}
+const tally = new Tally();
+const check = (name, body) => tally.check(name, body, { explain: (error) => error.message });
 
 await check("prompts", async () => {
   const { prompts } = await client.listPrompts();
@@ -104,5 +92,4 @@ await check("log level, progress, log message, sampling and roots", async () => 
 });
 
 await client.close();
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+tally.finish();

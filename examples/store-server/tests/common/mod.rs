@@ -7,6 +7,7 @@ use std::{
     path::{Path, PathBuf},
     process::Stdio,
     sync::Arc,
+    time::{SystemTime, UNIX_EPOCH},
 };
 
 use mcp_write_guard_rmcp::Era;
@@ -18,7 +19,7 @@ use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     process::{Child, Command},
 };
-use workspace_tests::{Client, Failure, FileView, connect_over, serving_url};
+use workspace_tests::{Client, Failure, FileView, connect_over, spawn_serving};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_store-server");
 
@@ -158,14 +159,8 @@ impl HttpChild {
     /// Starts `store-server --http 127.0.0.1:0 ARGS` (see [`command`]) and waits until it says
     /// where it listens.
     pub async fn start(dir: &Path, args: &[&str], writes: Option<&str>) -> Result<Self, Failure> {
-        let mut child = command(dir, &[&["--http", "127.0.0.1:0"], args].concat(), writes)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let mut stderr = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-        let url = serving_url(&mut stderr).await?;
+        let mut command = command(dir, &[&["--http", "127.0.0.1:0"], args].concat(), writes);
+        let (child, stderr, url) = spawn_serving(command.stdout(Stdio::piped())).await?;
         let log = Log::collect(stderr);
         Ok(Self { child, url, log })
     }
@@ -332,55 +327,51 @@ pub async fn records_when(log: &Log, n: usize) -> Vec<Record> {
 // Bearer tokens
 // ---------------------------------------------------------------------------------------------
 
-/// An Ed25519 signing key made from a random seed.
-pub struct SigningKey {
-    pub key: jsonwebtoken::EncodingKey,
-    pub kid: String,
+/// The token issuer the auth tests configure.
+pub const ISSUER: &str = "https://issuer.test";
+/// The audience the auth tests configure.
+pub const AUDIENCE: &str = "store-api";
+/// The scope writes need in the auth tests.
+pub const WRITE_SCOPE: &str = "store:write";
+
+/// Now, in seconds since the Unix epoch.
+pub fn now() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
 }
 
-impl SigningKey {
-    pub fn generate(kid: &str) -> Self {
-        // 32 bytes from two random UUIDs (a few fixed version bits do not matter in a test).
-        let mut seed = Vec::with_capacity(32);
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        seed.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-        // PKCS#8 v1 wrapping of an Ed25519 private key: this header, then the 32-byte seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
-        Self {
-            key: jsonwebtoken::EncodingKey::from_ed_der(&der),
-            kid: kid.to_owned(),
-        }
-    }
+/// Claims of [`ISSUER`] for [`AUDIENCE`] that pass every check, for `sub`, granting `scope`.
+pub fn claims(sub: &str, scope: &str) -> Value {
+    let now = now();
+    json!({
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": sub,
+        "iat": now,
+        "nbf": now - 5,
+        "exp": now + 600,
+        "scope": scope,
+    })
+}
 
-    /// The public JWK, with `kid` and `alg: EdDSA`.
-    pub fn public_jwk(&self) -> jsonwebtoken::jwk::Jwk {
-        let mut jwk =
-            jsonwebtoken::jwk::Jwk::from_encoding_key(&self.key, jsonwebtoken::Algorithm::EdDSA)
-                .unwrap();
-        jwk.common.key_id = Some(self.kid.clone());
-        jwk
-    }
-
-    /// Writes a JWKS file holding this key's public JWK into `dir` and returns its path.
-    pub fn write_jwks(&self, dir: &Path) -> Result<PathBuf, Failure> {
-        let path = dir.join("jwks.json");
-        std::fs::write(
-            &path,
-            serde_json::to_vec(&json!({"keys": [self.public_jwk()]}))?,
-        )?;
-        Ok(path)
-    }
-
-    /// `claims` signed with EdDSA, with this key's `kid` in the header.
-    pub fn sign(&self, claims: &Value) -> String {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
-        header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, claims, &self.key).unwrap()
-    }
+/// Creates a pending order of two TLS-001 (stock 12 -> 10) directly in the file at `db`; its id.
+pub fn place_order(db: &Path) -> Result<i64, Failure> {
+    let placed = store_server::Db::open(db)?.create_order(
+        &store_server::CreateOrderArgs {
+            customer_id: 1,
+            lines: vec![store_server::OrderLineArgs {
+                sku: "TLS-001".into(),
+                quantity: 2,
+            }],
+        },
+        store_server::Mode::Apply,
+    )?;
+    placed.order_id.ok_or_else(|| "no order id".into())
 }
 
 // A webhook receiver for the notifier tests (headless.rs, replicas.rs).

@@ -3,7 +3,7 @@
 //! in order and chained; `mcp-audit verify-log` passes it, and names the right record after a
 //! flipped byte, a deleted line, two swapped lines and a cut last line.
 
-use std::{path::Path, sync::Arc};
+use std::sync::Arc;
 
 use mcp_write_guard_audit::verify_log;
 use mcp_write_guard_rmcp::Era;
@@ -11,18 +11,10 @@ use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
 use mcp_write_guard_rmcp::{CHAIN_START, JsonLinesSink, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use store_server::{AdjustStockArgs, CreateOrderArgs, Mode, OrderLineArgs};
+use store_server::{AdjustStockArgs, Mode};
 use workspace_tests::{Failure, call, is_error, structured};
 
 use crate::store::{Store, connect};
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
 
 /// What `verify-log` says about `lines` written to a file (with `tail` after the last line
 /// break).
@@ -38,20 +30,7 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
 -> Result<(), Failure> {
     let store = Store::new()?;
     let file = store.file();
-    let order = store
-        .db
-        .create_order(
-            &CreateOrderArgs {
-                customer_id: 1,
-                lines: vec![OrderLineArgs {
-                    sku: "TLS-002".into(),
-                    quantity: 1,
-                }],
-            },
-            Mode::Apply,
-        )?
-        .order_id
-        .ok_or("no order id")?;
+    let order = store.order("TLS-002", 1)?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("audit.jsonl");
     let db = Arc::clone(&store.db);
@@ -103,7 +82,8 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
     client.cancel().await?;
 
     // Exactly those records, in order, each naming the hash of the line before it.
-    let lines = lines(&path);
+    let text = std::fs::read_to_string(&path)?;
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
     let records: Vec<Value> = lines
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())

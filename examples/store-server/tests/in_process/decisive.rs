@@ -4,7 +4,7 @@
 use mcp_write_guard_rmcp::Outcome;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply};
 use serde_json::json;
-use workspace_tests::{DAMAGED_TLS_002_QUESTION, Failure, call, is_error, text};
+use workspace_tests::{DAMAGED_TLS_002_QUESTION, Failure, assert_refused, call, is_error};
 
 use crate::store::Store;
 
@@ -21,12 +21,7 @@ async fn declined_stock_change_leaves_the_file_untouched() -> Result<(), Failure
         )
         .await?;
 
-        assert!(is_error(&result), "{era:?}: {result:?}");
-        assert!(
-            text(&result).contains("nothing was saved"),
-            "{era:?}: {}",
-            text(&result)
-        );
+        assert_refused(&result, "nothing was saved", &format!("{era:?}"));
         // The user saw exactly the change, computed by the database.
         assert_eq!(user.asked(), [DAMAGED_TLS_002_QUESTION], "{era:?}");
         // Read from the SQLite file through a connection of our own.

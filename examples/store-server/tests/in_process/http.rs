@@ -10,22 +10,32 @@ use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
 use workspace_tests::{
-    Client, DAMAGED_TLS_002_QUESTION, Failure, call, connect_over, enveloped_data, is_error,
-    message,
+    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, connect_over, enveloped_data,
+    is_error, message,
 };
 
 use crate::store::Store;
 
+/// Stops a server [`serve`] started when dropped.
+type Stop = tokio::sync::oneshot::Sender<()>;
+
 /// Serves `store`'s guard (writes on) on an ephemeral loopback port; returns the endpoint and
 /// a handle that stops the server when dropped.
-async fn serve(store: &Store) -> Result<(String, tokio::sync::oneshot::Sender<()>), Failure> {
+async fn serve(store: &Store) -> Result<(String, Stop), Failure> {
     serve_guard(store.guard(true)).await
 }
 
+/// A fresh store [`serve`]d: the store, an outside view of its file, the endpoint and the
+/// handle that stops the server.
+async fn fresh_served() -> Result<(Store, FileView, String, Stop), Failure> {
+    let store = Store::new()?;
+    let file = store.file();
+    let (url, stop) = serve(&store).await?;
+    Ok((store, file, url, stop))
+}
+
 /// Serves `guard` as [`serve`] does.
-async fn serve_guard(
-    guard: WriteGuard<StoreServer>,
-) -> Result<(String, tokio::sync::oneshot::Sender<()>), Failure> {
+async fn serve_guard(guard: WriteGuard<StoreServer>) -> Result<(String, Stop), Failure> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!(
         "http://{}{}",
@@ -50,9 +60,7 @@ async fn connect_http(url: &str, user: &ScriptedClient) -> Result<Client, Failur
 #[tokio::test]
 async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_once()
 -> Result<(), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let (url, _stop) = serve(&store).await?;
+    let (store, file, url, _stop) = fresh_served().await?;
     let user = ScriptedClient::answering([Reply::Decline, Reply::Approve]);
     let client = connect_http(&url, &user).await?;
     let arguments = json!({"sku": "TLS-002", "delta": -2, "reason": "damaged in transit"});
@@ -80,23 +88,8 @@ async fn over_http_a_declined_change_writes_nothing_and_an_approved_one_lands_on
 
 #[tokio::test]
 async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let (url, _stop) = serve(&store).await?;
-    let order = store
-        .db
-        .create_order(
-            &store_server::CreateOrderArgs {
-                customer_id: 1,
-                lines: vec![store_server::OrderLineArgs {
-                    sku: "TLS-001".into(),
-                    quantity: 3,
-                }],
-            },
-            store_server::Mode::Apply,
-        )?
-        .order_id
-        .unwrap();
+    let (store, file, url, _stop) = fresh_served().await?;
+    let order = store.order("TLS-001", 3)?;
     let alice = ScriptedClient::answering([Reply::Approve]);
     let mallory = ScriptedClient::answering([Reply::Approve]);
     let alice_client = connect_http(&url, &alice).await?;
@@ -250,9 +243,7 @@ async fn over_http_an_invented_session_header_names_nobody() -> Result<(), Failu
 /// open a round trip in the other client's name nor finish one of theirs.
 #[tokio::test]
 async fn over_http_a_copied_session_header_cannot_act_for_its_session() -> Result<(), Failure> {
-    let store = Store::new()?;
-    let file = store.file();
-    let (url, _stop) = serve(&store).await?;
+    let (store, file, url, _stop) = fresh_served().await?;
     let raw = workspace_tests::RawHttp::new(&url);
     // The victim: a legacy session the server issued.
     let init = raw.initialize(&[]).await?;

@@ -6,18 +6,9 @@ use mcp_write_guard_rmcp::test_util::ScriptedClient;
 use mcp_write_guard_rmcp::{ConfigMistake, PREPARE_ADMIN_ACTION};
 use serde_json::{Value, json};
 use store_server::INJECTION_TEXT;
-use workspace_tests::{Failure, call, enveloped_data, is_error, structured, text};
+use workspace_tests::{Failure, READ_TOOLS, call, enveloped_data, is_error, structured, text};
 
 use crate::store::{Store, connect};
-
-const READS: [&str; 6] = [
-    "list_products",
-    "get_product",
-    "list_orders",
-    "get_order",
-    "list_stock_movements",
-    "list_reviews",
-];
 
 #[tokio::test]
 async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
@@ -68,16 +59,7 @@ async fn the_injection_in_a_review_stays_inside_data() -> Result<(), Failure> {
 #[tokio::test]
 async fn catalogue_reads_are_trusted_and_the_rest_are_wrapped() -> Result<(), Failure> {
     let store = Store::new()?;
-    store.db.create_order(
-        &store_server::CreateOrderArgs {
-            customer_id: 1,
-            lines: vec![store_server::OrderLineArgs {
-                sku: "TLS-003".into(),
-                quantity: 2,
-            }],
-        },
-        store_server::Mode::Apply,
-    )?;
+    store.order("TLS-003", 2)?;
     let before = store.file().snapshot()?;
     let client = store.connect(&ScriptedClient::answering([])).await?;
 
@@ -147,7 +129,7 @@ async fn the_advertised_surface_is_what_the_issue_promises() -> Result<(), Failu
             PREPARE_ADMIN_ACTION,
         ]
     );
-    for read in READS {
+    for read in READ_TOOLS {
         assert_eq!(
             by_name(read)["annotations"],
             json!({"readOnlyHint": true, "destructiveHint": false,

@@ -7,7 +7,7 @@ use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
 use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
 use workspace_tests::{
-    DAMAGED_TLS_002_QUESTION, Failure, call, is_error, message, structured, text,
+    DAMAGED_TLS_002_QUESTION, Failure, assert_refused, call, is_error, message, structured, text,
 };
 
 use crate::store::{Store, connect};
@@ -42,12 +42,7 @@ async fn writes_disabled_refuses_every_write_without_asking() -> Result<(), Fail
     ];
     for (tool, arguments) in writes {
         let result = call(&client, tool, arguments).await?;
-        assert!(is_error(&result), "{tool}: {result:?}");
-        assert!(
-            text(&result).contains("nothing was saved"),
-            "{tool}: {}",
-            text(&result)
-        );
+        assert_refused(&result, "nothing was saved", tool);
     }
     assert!(user.asked().is_empty());
     assert_eq!(user.unused_replies(), 3);
@@ -74,8 +69,7 @@ async fn a_client_that_cannot_ask_its_user_cannot_write() -> Result<(), Failure>
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
-        assert!(is_error(&result), "{era:?}");
-        assert!(text(&result).contains("cannot ask"), "{}", text(&result));
+        assert_refused(&result, "cannot ask", &format!("{era:?}"));
         assert_eq!(file.snapshot()?, before, "{era:?}");
         assert_eq!(store.audit.decisions(), [Outcome::RefusedNoElicitation]);
     }
@@ -108,11 +102,10 @@ async fn every_answer_but_accept_with_approve_true_writes_nothing() -> Result<()
 
             let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
-            assert!(is_error(&result), "{era:?} {outcome:?}: {result:?}");
-            assert!(
-                text(&result).contains("nothing was saved"),
-                "{}",
-                text(&result)
+            assert_refused(
+                &result,
+                "nothing was saved",
+                &format!("{era:?} {outcome:?}"),
             );
             assert_eq!(user.asked().len(), 1, "{era:?} {outcome:?}");
             store.assert_stock_untouched(&before, &[*outcome], &format!("{era:?} {outcome:?}"))?;
@@ -154,12 +147,7 @@ async fn an_answer_after_two_minutes_writes_nothing() -> Result<(), Failure> {
 
         let result = call(&client, "adjust_stock", adjust_tls_002()).await?;
 
-        assert!(is_error(&result), "{era:?}: {result:?}");
-        assert!(
-            text(&result).contains("not given in time"),
-            "{era:?}: {}",
-            text(&result)
-        );
+        assert_refused(&result, "not given in time", &format!("{era:?}"));
         assert_eq!(file.snapshot()?, before, "{era:?}");
         assert_eq!(store.audit.decisions(), [Outcome::Expired], "{era:?}");
     }

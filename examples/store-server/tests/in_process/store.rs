@@ -50,12 +50,12 @@ impl Store {
         Ok((store, file, before))
     }
 
-    /// A fresh store with one pending order placed (see [`place_order`]), an outside observer of
+    /// A fresh store with one pending order placed (see [`Store::order`]), an outside observer of
     /// its file, and the order's id.
     pub(crate) fn with_an_order_placed() -> Result<(Self, FileView, i64), Failure> {
         let store = Self::new()?;
         let file = store.file();
-        let order = place_order(&store)?;
+        let order = store.order("TLS-002", 1)?;
         Ok((store, file, order))
     }
 
@@ -139,6 +139,20 @@ impl Store {
         Ok(())
     }
 
+    /// Places a pending order of customer 1 for `quantity` of `sku` directly in the database
+    /// (no guard, no question); returns its id.
+    pub(crate) fn order(&self, sku: &str, quantity: i64) -> Result<i64, Failure> {
+        let request = CreateOrderArgs {
+            customer_id: 1,
+            lines: vec![OrderLineArgs {
+                sku: sku.into(),
+                quantity,
+            }],
+        };
+        let placed = self.db.create_order(&request, Mode::Apply)?;
+        placed.order_id.ok_or_else(|| "no order id".into())
+    }
+
     /// Serves a guard with writes enabled and connects `user` to it in process (legacy era).
     pub(crate) async fn connect(&self, user: &ScriptedClient) -> Result<Client, Failure> {
         connect(self.guard(true), user, Era::Legacy).await
@@ -158,17 +172,4 @@ pub(crate) async fn connect(
         }
     });
     connect_over(client_io, user, era).await
-}
-
-/// Places a pending order for one TLS-002 directly in the database; returns its id.
-pub(crate) fn place_order(store: &Store) -> Result<i64, Failure> {
-    let request = CreateOrderArgs {
-        customer_id: 1,
-        lines: vec![OrderLineArgs {
-            sku: "TLS-002".into(),
-            quantity: 1,
-        }],
-    };
-    let placed = store.db.create_order(&request, Mode::Apply)?;
-    placed.order_id.ok_or_else(|| "no order id".into())
 }

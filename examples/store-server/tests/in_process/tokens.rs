@@ -13,7 +13,7 @@ use workspace_tests::{
     Client, Failure, Movement, Snapshot, call, enveloped_data, is_error, message, structured, text,
 };
 
-use crate::store::{Store, connect, place_order};
+use crate::store::{Store, connect};
 
 const REASON: &str = "customer changed their mind";
 
@@ -211,8 +211,8 @@ async fn a_missing_or_malformed_token_is_refused_before_anyone_is_asked() -> Res
 async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Result<(), Failure> {
     let store = Store::new()?;
     let file = store.file();
-    let first = place_order(&store)?;
-    let second = place_order(&store)?;
+    let first = store.order("TLS-002", 1)?;
+    let second = store.order("TLS-002", 1)?;
     let before = file.snapshot()?;
     let forged = "0b7f1f8e-6a8e-4c1e-9d55-3f1f4d1a2b3c";
     // Each attempt below gets a fresh token for (first, REASON) and misuses it.
@@ -381,7 +381,7 @@ async fn an_order_that_is_not_pending_cannot_be_prepared_and_nobody_is_asked() -
 {
     for era in ERAS {
         let store = Store::new()?;
-        let order = place_order(&store)?;
+        let order = store.order("TLS-002", 1)?;
         let cancelled = CancelOrderArgs {
             order_id: order,
             reason: REASON.into(),
