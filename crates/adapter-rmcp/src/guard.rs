@@ -47,6 +47,7 @@ use crate::{
     principal::{ConnectionId, PrincipalResolver},
     prompt::PromptFn,
     tools::{self, PREPARE_ADMIN_ACTION},
+    write_path::{Books, Channels, ToolCalls},
 };
 
 /// Configuration shared by every clone of a guard.
@@ -103,6 +104,48 @@ impl<S> Shared<S> {
     /// The approvals, tokens, questions and pages in the guard's store.
     pub(crate) fn approvals(&self) -> Approvals<'_, dyn Store> {
         Approvals::new(&*self.store)
+    }
+
+    /// The guard's books, for one step.
+    pub(crate) fn books(&self) -> Books<'_> {
+        Books {
+            approvals: self.approvals(),
+            clock: &*self.clock,
+            policy: &self.policy,
+            audit: &*self.audit,
+            redaction: &self.redaction,
+        }
+    }
+
+    /// What the steps that call the inner server borrow, for one step.
+    pub(crate) fn tool_calls(&self) -> ToolCalls<'_, S> {
+        ToolCalls {
+            server: &self.inner,
+            previews: &self.previews,
+            check_dry_previews: self.check_dry_previews,
+            envelope: &self.envelope,
+            server_name: &self.server_name,
+            books: self.books(),
+        }
+    }
+
+    /// What the steps that ask a person borrow, for one step.
+    pub(crate) fn channels(&self) -> Channels<'_, S> {
+        Channels {
+            tool_calls: self.tool_calls(),
+            books: self.books(),
+            prompts: &self.prompts,
+            server_name: &self.server_name,
+            asked_now: &self.asked_now,
+            waiting_now: &self.waiting_now,
+            progress_every: self.progress_every,
+            #[cfg(feature = "approval-page")]
+            pages: self.pages.as_ref(),
+            #[cfg(feature = "approval-page")]
+            notifier: self.notifier.as_ref(),
+            #[cfg(feature = "approval-page")]
+            notices_sent: &self.notices_sent,
+        }
     }
 }
 

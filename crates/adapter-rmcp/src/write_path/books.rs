@@ -19,31 +19,17 @@ use super::{Call, refusal::Refusal};
 use crate::{
     audit::{Asked as AskedRecord, AuditRecord, AuditSink, Channel, Outcome, Redaction},
     elicit::{Answer, Era},
-    guard::Shared,
 };
 
 /// What the book-keeping steps borrow of the guard: the approvals in its store, its clock, its
 /// approval policy and its audit trail (with what it redacts).
 #[derive(Clone, Copy)]
 pub(crate) struct Books<'g> {
-    approvals: Approvals<'g, dyn Store>,
-    clock: &'g dyn Clock,
-    policy: &'g ApprovalPolicy,
-    audit: &'g dyn AuditSink,
-    redaction: &'g Redaction,
-}
-
-impl<S> Shared<S> {
-    /// The guard's books, for one step.
-    pub(crate) fn books(&self) -> Books<'_> {
-        Books {
-            approvals: self.approvals(),
-            clock: &*self.clock,
-            policy: &self.policy,
-            audit: &*self.audit,
-            redaction: &self.redaction,
-        }
-    }
+    pub(crate) approvals: Approvals<'g, dyn Store>,
+    pub(crate) clock: &'g dyn Clock,
+    pub(crate) policy: &'g ApprovalPolicy,
+    pub(crate) audit: &'g dyn AuditSink,
+    pub(crate) redaction: &'g Redaction,
 }
 
 impl<'g> Books<'g> {

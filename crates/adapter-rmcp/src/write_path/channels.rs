@@ -7,51 +7,30 @@
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use super::{PerQuestion, books::Books, tool_calls::ToolCalls};
-use crate::{guard::Shared, prompt::PromptFn};
+use crate::prompt::PromptFn;
 
 /// What the steps that ask a person borrow of the guard.
 pub(crate) struct Channels<'g, S> {
-    pub(super) tool_calls: ToolCalls<'g, S>,
-    pub(super) books: Books<'g>,
+    pub(crate) tool_calls: ToolCalls<'g, S>,
+    pub(crate) books: Books<'g>,
     /// The tools' own wording of their questions.
-    pub(super) prompts: &'g HashMap<String, PromptFn>,
+    pub(crate) prompts: &'g HashMap<String, PromptFn>,
     /// The name the person reads in a notice.
     #[cfg_attr(not(feature = "approval-page"), allow(dead_code))]
-    pub(super) server_name: &'g str,
+    pub(crate) server_name: &'g str,
     /// The questions a client of this process has in front of it now.
-    pub(super) asked_now: &'g Arc<PerQuestion>,
+    pub(crate) asked_now: &'g Arc<PerQuestion>,
     /// The calls waiting for each question on this process.
-    pub(super) waiting_now: &'g Arc<PerQuestion>,
+    pub(crate) waiting_now: &'g Arc<PerQuestion>,
     /// How often a waiting call sends `notifications/progress`.
-    pub(super) progress_every: Duration,
+    pub(crate) progress_every: Duration,
     /// The approval page, when one is configured.
     #[cfg(feature = "approval-page")]
-    pub(super) pages: Option<&'g Arc<crate::page::Pages>>,
+    pub(crate) pages: Option<&'g Arc<crate::page::Pages>>,
     /// Reaches a person when the client cannot ask (with the approval page).
     #[cfg(feature = "approval-page")]
-    pub(super) notifier: Option<&'g Arc<dyn crate::notify::Notifier>>,
+    pub(crate) notifier: Option<&'g Arc<dyn crate::notify::Notifier>>,
     /// The questions a notice was delivered for on this process.
     #[cfg(feature = "approval-page")]
-    pub(super) notices_sent: &'g super::NoticesSent,
-}
-
-impl<S> Shared<S> {
-    /// What the steps that ask a person borrow, for one step.
-    pub(crate) fn channels(&self) -> Channels<'_, S> {
-        Channels {
-            tool_calls: self.tool_calls(),
-            books: self.books(),
-            prompts: &self.prompts,
-            server_name: &self.server_name,
-            asked_now: &self.asked_now,
-            waiting_now: &self.waiting_now,
-            progress_every: self.progress_every,
-            #[cfg(feature = "approval-page")]
-            pages: self.pages.as_ref(),
-            #[cfg(feature = "approval-page")]
-            notifier: self.notifier.as_ref(),
-            #[cfg(feature = "approval-page")]
-            notices_sent: &self.notices_sent,
-        }
-    }
+    pub(crate) notices_sent: &'g super::NoticesSent,
 }

@@ -14,7 +14,6 @@ use rmcp::{
 };
 
 use super::{books::Books, wrap::wrap_result};
-use crate::guard::Shared;
 
 /// The most pages the guard reads from the inner server when it has to look through the whole
 /// tool list (a server whose `get_tool` says nothing, or a paginated list).
@@ -23,28 +22,14 @@ const MAX_TOOL_PAGES: usize = 1024;
 /// What the steps that call the inner server borrow of the guard.
 pub(crate) struct ToolCalls<'g, S> {
     /// The inner server.
-    pub(super) server: &'g S,
+    pub(crate) server: &'g S,
     /// The tools that opted in to previews.
-    pub(super) previews: &'g HashSet<String>,
+    pub(crate) previews: &'g HashSet<String>,
     /// Run every preview twice and refuse when the two differ.
-    pub(super) check_dry_previews: bool,
-    envelope: &'g EnvelopePolicy,
-    server_name: &'g str,
-    pub(super) books: Books<'g>,
-}
-
-impl<S> Shared<S> {
-    /// What the steps that call the inner server borrow, for one step.
-    pub(crate) fn tool_calls(&self) -> ToolCalls<'_, S> {
-        ToolCalls {
-            server: &self.inner,
-            previews: &self.previews,
-            check_dry_previews: self.check_dry_previews,
-            envelope: &self.envelope,
-            server_name: &self.server_name,
-            books: self.books(),
-        }
-    }
+    pub(crate) check_dry_previews: bool,
+    pub(crate) envelope: &'g EnvelopePolicy,
+    pub(crate) server_name: &'g str,
+    pub(crate) books: Books<'g>,
 }
 
 impl<S: ServerHandler> ToolCalls<'_, S> {
