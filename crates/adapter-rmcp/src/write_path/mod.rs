@@ -28,11 +28,11 @@
 //!
 //! Each step borrows only what it reaches of the guard. [`admit`] is the guard's own (the
 //! connection, the identity resolver and the write switches); capture and apply are methods of
-//! [`ToolCalls`] (the inner server, which tools preview, the envelope);
-//! join, ask, settle and the retry are methods of [`Channels`] (the form,
-//! the page, the notifier, the wording, this process's questions in front of a client); and
-//! every store read or write, the decision on an answer and every audit record go through
-//! [`Books`] (the approvals in the store, the clock, the policy, the audit trail).
+//! [`ToolCalls`] (the inner server, which tools preview, the envelope); join, ask, settle and
+//! the retry are methods of [`Channels`] (the form, the page, the notifier, the wording, this
+//! process's questions in front of a client); and every store read or write, the decision on an
+//! answer and every audit record go through [`Books`] (the approvals in the store, the clock,
+//! the policy, the audit trail).
 //!
 //! Every state carries the [`Call`] as its step knows it (who, which arguments, which
 //! question, which channel): the audit records of that step name it. Every step returns
