@@ -431,13 +431,16 @@ mod tests {
         ]
     }
 
-    /// A stored approval of a token-gated call holds the unspent token in its arguments until
-    /// the apply spends it: `Debug` of the record (and of a store that holds it) hides it.
-    #[test]
-    fn debug_of_a_stored_approval_hides_its_confirmation_token() {
-        let record = Record::from(Bound::Live(LiveRecord {
+    /// A live record of alice's call of `tool` holding its stored approval `a` of `arguments`
+    /// and `preview` (digests of ones and twos, instants 1, 2 and 3).
+    fn live_approval(
+        tool: &str,
+        arguments: serde_json::Value,
+        preview: serde_json::Value,
+    ) -> Record {
+        Record::from(Bound::Live(LiveRecord {
             principal: Principal::new("alice"),
-            tool: ToolName::new("delete_order"),
+            tool: ToolName::new(tool),
             digest: ArgsDigest::from_bytes([1; 32]),
             definition: DefinitionDigest::from_bytes([2; 32]),
             issued_at_ns: 1,
@@ -445,14 +448,22 @@ mod tests {
             retain_until_ns: 3,
             approval: Some(Box::new(StoredApproval {
                 id: "a".to_owned(),
-                arguments: json!({"order": 7, "confirmationToken": "tok-secret"})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-                preview: json!({"order": 7}),
+                arguments: arguments.as_object().unwrap().clone(),
+                preview,
                 page: None,
             })),
-        }));
+        }))
+    }
+
+    /// A stored approval of a token-gated call holds the unspent token in its arguments until
+    /// the apply spends it: `Debug` of the record (and of a store that holds it) hides it.
+    #[test]
+    fn debug_of_a_stored_approval_hides_its_confirmation_token() {
+        let record = live_approval(
+            "delete_order",
+            json!({"order": 7, "confirmationToken": "tok-secret"}),
+            json!({"order": 7}),
+        );
         let shown = format!("{record:?}");
         assert!(!shown.contains("tok-secret"), "{shown}");
         assert!(
@@ -471,24 +482,11 @@ mod tests {
     /// record already stored must read back, so none of this may change.
     #[test]
     fn the_json_of_each_record_is_pinned() {
-        let live = Record::from(Bound::Live(LiveRecord {
-            principal: Principal::new("alice"),
-            tool: ToolName::new("adjust_stock"),
-            digest: ArgsDigest::from_bytes([1; 32]),
-            definition: DefinitionDigest::from_bytes([2; 32]),
-            issued_at_ns: 1,
-            expires_at_ns: 2,
-            retain_until_ns: 3,
-            approval: Some(Box::new(StoredApproval {
-                id: "a".to_owned(),
-                arguments: json!({"sku": "A-1", "delta": 2})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-                preview: json!({"before": 1, "after": 3}),
-                page: None,
-            })),
-        }));
+        let live = live_approval(
+            "adjust_stock",
+            json!({"sku": "A-1", "delta": 2}),
+            json!({"before": 1, "after": 3}),
+        );
         let ones = "01".repeat(32);
         let twos = "02".repeat(32);
         assert_eq!(
