@@ -239,6 +239,22 @@ enum Unasked {
     Listen,
 }
 
+/// The call a question is settled for: its audit context, who made it with which arguments,
+/// and the request it came in.
+#[derive(Clone, Copy)]
+struct Settling<'c> {
+    call: &'c Call,
+    principal: &'c Principal,
+    args: &'c CapturedArgs,
+    context: &'c RequestContext<RoleServer>,
+}
+
+impl Settling<'_> {
+    fn binding(&self) -> Binding<'_> {
+        Binding::new(self.principal, &self.call.tool, self.args)
+    }
+}
+
 impl<S: ServerHandler> Channels<'_, S> {
     /// Before asking: the question of this very change, if one is open or answered. `None`:
     /// ask.
@@ -281,8 +297,14 @@ impl<S: ServerHandler> Channels<'_, S> {
         #[cfg(feature = "approval-page")]
         let page = question.page().copied();
         let approval = question.approval();
+        let on = Settling {
+            call: &call,
+            principal,
+            args,
+            context,
+        };
         let settled = self
-            .settle_steps(&call, question, principal, args, asking, context)
+            .settle_steps(on, question, asking)
             .await
             .map_err(|refusal| refusal.at(&call));
         // A refusal told to this call's client ends the question (the next call of the same
@@ -292,8 +314,7 @@ impl<S: ServerHandler> Channels<'_, S> {
             && refusal.outcome != Outcome::AwaitingAnswer
             && !context.ct.is_cancelled()
         {
-            let binding = Binding::new(principal, &call.tool, args);
-            self.books.close(binding, approval).await;
+            self.books.close(on.binding(), approval).await;
         }
         #[cfg(feature = "approval-page")]
         if let (Some(page), Some(pages)) = (page, self.pages) {
@@ -306,36 +327,27 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// the call told to call again.
     async fn settle_steps(
         &self,
-        call: &Call,
+        on: Settling<'_>,
         question: Question,
-        principal: &Principal,
-        args: &CapturedArgs,
         asking: Option<Asking<'_>>,
-        context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let mut wait = self.wait_for(question, asking, context)?;
+        let mut wait = self.wait_for(question, asking, on.context)?;
         loop {
             let (question, link) = (&wait.question, wait.url_elicitation.as_deref());
-            if let Some(end) = self
-                .ended(call, question, link, principal, args, context)
-                .await
-            {
+            if let Some(end) = self.ended(on, question, link).await {
                 return end;
             }
-            if !wait.listening() && context.ct.is_cancelled() {
+            if !wait.listening() && on.context.ct.is_cancelled() {
                 return Err(wait.awaiting());
             }
             if wait.asking.is_none() {
-                match self
-                    .unasked(call, &mut wait, principal, args, context)
-                    .await?
-                {
+                match self.unasked(on, &mut wait).await? {
                     Unasked::Respond(response) => return Ok(Settled::Respond(response)),
                     Unasked::Recheck => continue,
                     Unasked::Listen => {}
                 }
             }
-            self.listen(call, &mut wait, principal, context).await?;
+            self.listen(on, &mut wait).await?;
         }
     }
 
@@ -383,24 +395,20 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// once; the link's elicitation, `link`, completed) or refused.
     async fn ended(
         &self,
-        call: &Call,
+        on: Settling<'_>,
         question: &Question,
         link: Option<&str>,
-        principal: &Principal,
-        args: &CapturedArgs,
-        context: &RequestContext<RoleServer>,
     ) -> Option<Result<Settled, Refusal>> {
         match question_status(question, self.books.now()) {
             QuestionStatus::Approved => {
                 if let Some(id) = link {
-                    elicit::complete(context, id).await;
+                    elicit::complete(on.context, id).await;
                 }
-                let books = self.books;
-                Some(take_approved(books, call, question, principal, args, context).await)
+                Some(take_approved(self.books, on, question).await)
             }
             QuestionStatus::Refused(reason) => {
                 self.books.withdraw(question).await;
-                if context.ct.is_cancelled() {
+                if on.context.ct.is_cancelled() {
                     // Nobody reads this refusal: the next call of the change is told.
                     return Some(Err(Refusal::awaiting(question.expires_at())));
                 }
@@ -414,38 +422,26 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// a client that cannot be asked is told to call again; from 2026-07-28 the same question
     /// is put again; below, when nobody here has it in front of them (it was asked by a call
     /// that is gone, or on another replica), this call puts the same question again.
-    async fn unasked<'a>(
-        &self,
-        call: &Call,
-        wait: &mut Wait<'a>,
-        principal: &Principal,
-        args: &CapturedArgs,
-        context: &'a RequestContext<RoleServer>,
-    ) -> Result<Unasked, Refusal> {
+    async fn unasked<'a>(&self, on: Settling<'a>, wait: &mut Wait<'a>) -> Result<Unasked, Refusal> {
         // A client that cannot be asked never gets the question (nor the page's link).
         if wait.headless {
             return Err(wait.awaiting());
         }
         if wait.era == Era::InputRounds {
             let question = &wait.question;
-            return self
-                .present_again(call, question, principal, args, context)
-                .await
-                .map(Unasked::Respond);
+            return self.present_again(on, question).await.map(Unasked::Respond);
         }
         if wait.asked_here || self.asked_now.any(wait.question.approval()) {
             return Ok(Unasked::Listen);
         }
         // Only a question still open, as the store has it now, is put again.
         let question = wait.question.clone();
-        wait.question = self.books.reread(question, principal).await?;
+        wait.question = self.books.reread(question, on.principal).await?;
         if question_status(&wait.question, self.books.now()) != QuestionStatus::Open {
             return Ok(Unasked::Recheck);
         }
         wait.asked_here = true;
-        let again = self
-            .ask_again(call, &wait.question, principal, args, context)
-            .await?;
+        let again = self.ask_again(on, &wait.question).await?;
         wait.url_elicitation.clone_from(&again.url_elicitation);
         wait.asking = Some(again);
         Ok(Unasked::Listen)
@@ -454,13 +450,8 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// Waits for the next thing that can change the question for this call: the client's
     /// answer, the page's, another replica's (polled), the end of the clock, or the client
     /// giving up; sends progress meanwhile.
-    async fn listen(
-        &self,
-        call: &Call,
-        wait: &mut Wait<'_>,
-        principal: &Principal,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(), Refusal> {
+    async fn listen(&self, on: Settling<'_>, wait: &mut Wait<'_>) -> Result<(), Refusal> {
+        let (principal, context) = (on.principal, on.context);
         let listening = wait.listening();
         let Wait {
             question,
@@ -481,7 +472,7 @@ impl<S: ServerHandler> Channels<'_, S> {
             answer = answered => {
                 let (link, gave_up) = (url_elicitation.is_some(), context.ct.is_cancelled());
                 *question = self
-                    .on_answer(call, question, asking, link, gave_up, answer, principal)
+                    .on_answer(on, question, asking, link, gave_up, answer)
                     .await?;
             }
             () = self.page_answered(question) => {
@@ -505,16 +496,14 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// The client answered the question this call put (`asking`, taken). `link`: it was the
     /// page's link, and an error (not an answer) means the client would not show it: nobody
     /// was asked here. A notifier asks the person instead; without one, the question is over.
-    #[allow(clippy::too_many_arguments)]
     async fn on_answer(
         &self,
-        call: &Call,
+        on: Settling<'_>,
         question: &Question,
         asking: &mut Option<Asking<'_>>,
         link: bool,
         gave_up: bool,
         answer: Result<Answer, Error>,
-        principal: &Principal,
     ) -> Result<Question, Refusal> {
         let asked = asking.take();
         #[cfg(feature = "approval-page")]
@@ -525,15 +514,14 @@ impl<S: ServerHandler> Channels<'_, S> {
         {
             let notice = asked.and_then(|asked| asked.notice);
             return Err(self
-                .link_not_shown(call, question, principal, notice, error)
+                .link_not_shown(on.call, question, on.principal, notice, error)
                 .await);
         }
         #[cfg(not(feature = "approval-page"))]
         let _ = link;
         // Still in flight until the answer is kept: a call of the same change that looks
         // meanwhile waits for it rather than asking again.
-        let books = self.books;
-        let heard = heard(books, call, question.clone(), principal, answer, gave_up).await;
+        let heard = heard(self.books, on, question.clone(), answer, gave_up).await;
         drop(asked);
         heard
     }
@@ -542,15 +530,12 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// same approval id and clock), with a fresh `requestState`.
     async fn present_again(
         &self,
-        call: &Call,
+        on: Settling<'_>,
         question: &Question,
-        principal: &Principal,
-        args: &CapturedArgs,
-        context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Refusal> {
-        let (books, binding) = (self.books, Binding::new(principal, &call.tool, args));
+        let books = self.books;
         let now = books.now();
-        let pending = books.peek(binding, question.approval(), now).await?;
+        let pending = books.peek(on.binding(), question.approval(), now).await?;
         // Counted: each time the same question is put again holds a place in the principal's
         // cap, so calls of one open question cannot fill the store.
         let state = books
@@ -558,7 +543,7 @@ impl<S: ServerHandler> Channels<'_, S> {
             .open_round_trip(&pending, now)
             .await
             .map_err(|error| books.store_failed(&error))?;
-        let (asked, _) = self.same_question(call, &pending, context).await?;
+        let (asked, _) = self.same_question(on, &pending).await?;
         Ok(elicit::input_required(asked, state.to_string()).into())
     }
 
@@ -566,21 +551,18 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// the same question again, in this call, until the clock's end.
     async fn ask_again<'a>(
         &self,
-        call: &Call,
+        on: Settling<'a>,
         question: &Question,
-        principal: &Principal,
-        args: &CapturedArgs,
-        context: &'a RequestContext<RoleServer>,
     ) -> Result<Asking<'a>, Refusal> {
-        let (books, binding) = (self.books, Binding::new(principal, &call.tool, args));
+        let books = self.books;
         let now = books.now();
-        let pending = books.peek(binding, question.approval(), now).await?;
+        let pending = books.peek(on.binding(), question.approval(), now).await?;
         let Some(time_left) = pending.time_left(now) else {
             return Err(Refusal::denied(DenyReason::Expired));
         };
-        let (asked, url) = self.same_question(call, &pending, context).await?;
+        let (asked, url) = self.same_question(on, &pending).await?;
         Ok(
-            Asking::new(elicit::ask_until(context, asked, time_left), url)
+            Asking::new(elicit::ask_until(on.context, asked, time_left), url)
                 .in_flight(self.asked_now, pending.id()),
         )
     }
@@ -591,10 +573,10 @@ impl<S: ServerHandler> Channels<'_, S> {
     /// not show it.
     async fn same_question(
         &self,
-        call: &Call,
+        on: Settling<'_>,
         pending: &mcp_write_guard_core::PendingApproval,
-        context: &RequestContext<RoleServer>,
     ) -> Result<(rmcp::model::ElicitRequestParams, Option<UrlQuestion>), Refusal> {
+        let (call, context) = (on.call, on.context);
         let admin_target: Option<AdminTarget> = if call.tool.as_str() == PREPARE_ADMIN_ACTION {
             Some(
                 self.tool_calls
@@ -652,16 +634,13 @@ impl<S: ServerHandler> Channels<'_, S> {
 /// whose client stopped waiting takes nothing: the approval stays for the next call.
 async fn take_approved(
     books: Books<'_>,
-    call: &Call,
+    on: Settling<'_>,
     question: &Question,
-    principal: &Principal,
-    args: &CapturedArgs,
-    context: &RequestContext<RoleServer>,
 ) -> Result<Settled, Refusal> {
-    if context.ct.is_cancelled() {
+    if on.context.ct.is_cancelled() {
         return Err(Refusal::awaiting(question.expires_at()));
     }
-    let binding = Binding::new(principal, &call.tool, args);
+    let (call, binding) = (on.call, on.binding());
     let taken = books.take(binding, question.approval()).await;
     // Taken or not, this question is over: the next call of the same change asks anew.
     books.close(binding, question.approval()).await;
@@ -687,9 +666,8 @@ async fn take_approved(
 /// decision is the next call's.
 async fn heard(
     books: Books<'_>,
-    call: &Call,
+    on: Settling<'_>,
     question: Question,
-    principal: &Principal,
     answer: Result<Answer, Error>,
     gave_up: bool,
 ) -> Result<Question, Refusal> {
@@ -707,7 +685,7 @@ async fn heard(
     let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
     let counted = books
         .approvals()
-        .answer_question(&question, principal, given, now)
+        .answer_question(&question, on.principal, given, now)
         .await
         .map_err(|error| books.store_failed(&error))?;
     if gave_up && counted.channel == AnswerChannel::Form {
@@ -717,7 +695,7 @@ async fn heard(
             AnswerAction::Cancel => "cancel",
             AnswerAction::Other(other) => other.as_str(),
         };
-        books.record(call, Outcome::Answered, Some(action.to_owned()));
+        books.record(on.call, Outcome::Answered, Some(action.to_owned()));
     }
     Ok(question.with_answer(counted))
 }
