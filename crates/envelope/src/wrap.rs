@@ -129,13 +129,13 @@ pub fn wrap_text(server: &str, tool: &str, text: &str, with_prefix: bool) -> Str
     // The keys in the order `render_text` writes them (serde_json's maps are sorted).
     out.extend_from_slice(b"{\"");
     out.extend_from_slice(ENVELOPE_KEY.as_bytes());
-    out.extend_from_slice(b"\":{\"classification\":");
-    write_json(&mut out, CLASSIFICATION);
-    out.extend_from_slice(b",\"source\":");
+    out.extend_from_slice(b"\":{\"classification\":\"");
+    out.extend_from_slice(CLASSIFICATION.as_bytes());
+    out.extend_from_slice(b"\",\"source\":");
     write_json(&mut out, &format!("{server}/{tool}"));
-    out.extend_from_slice(b",\"warning\":");
-    write_json(&mut out, WARNING);
-    out.extend_from_slice(b"},\"");
+    out.extend_from_slice(b",\"warning\":\"");
+    out.extend_from_slice(WARNING.as_bytes());
+    out.extend_from_slice(b"\"},\"");
     out.extend_from_slice(DATA_KEY.as_bytes());
     out.extend_from_slice(b"\":");
     if is_json_container(text) {
@@ -146,6 +146,22 @@ pub fn wrap_text(server: &str, tool: &str, text: &str, with_prefix: bool) -> Str
     out.push(b'}');
     into_string(out)
 }
+
+/// Whether `text` is its own JSON string body: no quote, backslash or control character, so
+/// it is written between quotes as it is. [`wrap_text`] writes [`CLASSIFICATION`] and
+/// [`WARNING`] so, without escaping them on every call; the assertions below keep that true.
+const fn is_plain_json_string(text: &str) -> bool {
+    let mut rest = text.as_bytes();
+    while let [first, tail @ ..] = rest {
+        if matches!(*first, b'"' | b'\\' | 0x00..=0x1f) {
+            return false;
+        }
+        rest = tail;
+    }
+    true
+}
+
+const _: () = assert!(is_plain_json_string(CLASSIFICATION) && is_plain_json_string(WARNING));
 
 /// The deepest nesting of containers in a text block that [`wrap_text`] copies into the
 /// envelope as JSON: serde_json reads at most 127 nested containers (its recursion limit), and
@@ -271,6 +287,24 @@ pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn a_plain_json_string_is_one_serde_json_writes_unescaped() {
+        for text in [
+            CLASSIFICATION,
+            WARNING,
+            "",
+            "a `b` / c",
+            "\u{e9}\u{1f600}\u{7f}",
+        ] {
+            assert!(is_plain_json_string(text), "{text}");
+            assert_eq!(serde_json::to_string(text).unwrap(), format!("\"{text}\""));
+        }
+        for text in ["a\"b", "a\\b", "a\nb", "\u{0}", "\u{1f}"] {
+            assert!(!is_plain_json_string(text), "{text:?}");
+            assert_ne!(serde_json::to_string(text).unwrap(), format!("\"{text}\""));
+        }
+    }
 
     /// The header every envelope must carry, written out independently of [`wrap`].
     fn expected_header(server: &str, tool: &str) -> Value {
