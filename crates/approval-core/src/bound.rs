@@ -15,6 +15,7 @@
 
 use time::OffsetDateTime;
 
+use crate::binding::Binding;
 use crate::ids::{ArgsDigest, DefinitionDigest, Principal, ToolName};
 use crate::record::{
     Bound, LiveRecord, Receipt, Record, StoredApproval, Tombstone, from_ns, receipt_key, to_ns,
@@ -147,15 +148,28 @@ enum Taken {
     Refused(Refusal),
 }
 
-/// Judges what a take of a record's own key found at `now` (Unix nanoseconds), for `principal`
-/// calling `tool` with arguments of `digest`.
-fn judge_taken(
-    found: Option<Bound>,
-    now: i128,
-    principal: &Principal,
-    tool: &ToolName,
+/// Who asks for a record: a principal calling a tool with arguments of one digest (the
+/// arguments' own digest for an approval, their token digest for a confirmation token).
+#[derive(Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    principal: &'a Principal,
+    tool: &'a ToolName,
     digest: ArgsDigest,
-) -> Taken {
+}
+
+impl<'a> Caller<'a> {
+    /// The principal and tool of `call`, with arguments of `digest`.
+    pub(crate) fn new(call: Binding<'a>, digest: ArgsDigest) -> Self {
+        Self {
+            principal: call.principal,
+            tool: call.tool,
+            digest,
+        }
+    }
+}
+
+/// Judges what a take of a record's own key found at `now` (Unix nanoseconds), for `caller`.
+fn judge_taken(found: Option<Bound>, now: i128, caller: Caller<'_>) -> Taken {
     let live = match found {
         None => return Taken::Absent,
         Some(Bound::Used(tomb)) => return Taken::Used(tomb),
@@ -175,7 +189,7 @@ fn judge_taken(
         retain_until_ns: live.retain_until_ns,
     };
     // Fail closed: a mismatched attempt uses the record up too.
-    let refusal = mismatch(&live, principal, tool, digest);
+    let refusal = mismatch(&live, caller);
     Taken::Live {
         live,
         tomb,
@@ -188,9 +202,7 @@ fn judge_taken(
 fn judge_checked(
     found: Option<Bound>,
     now: i128,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: ArgsDigest,
+    caller: Caller<'_>,
 ) -> Option<Result<LiveRecord, Refusal>> {
     let live = match found? {
         Bound::Used(_) => return Some(Err(Refusal::Used)),
@@ -200,7 +212,7 @@ fn judge_checked(
     if now >= i128::from(live.expires_at_ns) {
         return Some(Err(Refusal::Expired));
     }
-    Some(mismatch(&live, principal, tool, digest).map_or(Ok(live), Err))
+    Some(mismatch(&live, caller).map_or(Ok(live), Err))
 }
 
 /// Why a record is not there, from what its receipt key holds: no receipt, never issued (or
@@ -233,14 +245,12 @@ fn bound(found: Result<Option<Record>, StoreError>) -> Result<Option<Bound>, Ref
 pub(crate) async fn take<S: Store + ?Sized>(
     store: &S,
     key: StoreKey,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: ArgsDigest,
+    caller: Caller<'_>,
     now: OffsetDateTime,
 ) -> Result<LiveRecord, Refusal> {
     let now_ns = now.unix_timestamp_nanos();
     let found = bound(store.take(&key, now).await)?;
-    match judge_taken(found, now_ns, principal, tool, digest) {
+    match judge_taken(found, now_ns, caller) {
         Taken::Absent => Err(absent(store, &key, now).await),
         Taken::Used(tomb) => {
             let owner = tomb.owner.clone();
@@ -266,14 +276,12 @@ pub(crate) async fn take<S: Store + ?Sized>(
 pub(crate) async fn peek<S: Store + ?Sized>(
     store: &S,
     key: &StoreKey,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: ArgsDigest,
+    caller: Caller<'_>,
     now: OffsetDateTime,
 ) -> Result<LiveRecord, Refusal> {
     let now_ns = now.unix_timestamp_nanos();
     let found = bound(store.get(key, now).await)?;
-    match judge_checked(found, now_ns, principal, tool, digest) {
+    match judge_checked(found, now_ns, caller) {
         Some(judged) => judged,
         None => Err(absent(store, key, now).await),
     }
@@ -286,17 +294,12 @@ async fn absent<S: Store + ?Sized>(store: &S, key: &StoreKey, now: OffsetDateTim
 }
 
 /// Whether a live record was issued for someone or something else than the caller.
-fn mismatch(
-    live: &LiveRecord,
-    principal: &Principal,
-    tool: &ToolName,
-    digest: ArgsDigest,
-) -> Option<Refusal> {
-    if &live.principal != principal {
+fn mismatch(live: &LiveRecord, caller: Caller<'_>) -> Option<Refusal> {
+    if &live.principal != caller.principal {
         Some(Refusal::OtherPrincipal)
-    } else if &live.tool != tool {
+    } else if &live.tool != caller.tool {
         Some(Refusal::OtherTool)
-    } else if live.digest != digest {
+    } else if live.digest != caller.digest {
         Some(Refusal::OtherArguments)
     } else {
         None

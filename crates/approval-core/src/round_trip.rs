@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use crate::approval::PendingApproval;
 use crate::args::CapturedArgs;
 use crate::binding::Binding;
-use crate::bound::{self, Refusal};
+use crate::bound::{self, Caller, Refusal};
 use crate::ids::{ApprovalId, StateId};
 use crate::record::{self, LiveRecord, StoredApproval};
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
@@ -188,12 +188,8 @@ pub(crate) async fn peek_approval<S: Store + ?Sized>(
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
     let key = id.with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
-    let Binding {
-        principal,
-        tool,
-        args,
-    } = call;
-    let live = bound::peek(store, &key, principal, tool, args.digest(), now).await?;
+    let caller = Caller::new(call, call.args.digest());
+    let live = bound::peek(store, &key, caller, now).await?;
     restore(live).ok_or(RoundTripRejection::Store)
 }
 
@@ -228,12 +224,8 @@ async fn take_pending<S: Store + ?Sized>(
     call: Binding<'_>,
     now: OffsetDateTime,
 ) -> Result<PendingApproval, RoundTripRejection> {
-    let Binding {
-        principal,
-        tool,
-        args,
-    } = call;
-    let live = bound::take(store, key, principal, tool, args.digest(), now).await?;
+    let caller = Caller::new(call, call.args.digest());
+    let live = bound::take(store, key, caller, now).await?;
     restore(live).ok_or(RoundTripRejection::Store)
 }
 

@@ -10,7 +10,7 @@ use crate::approval::expiry;
 pub use crate::args::CONFIRMATION_TOKEN_ARG;
 use crate::args::CapturedArgs;
 use crate::binding::Binding;
-use crate::bound::{self, Refusal};
+use crate::bound::{self, Caller, Refusal};
 use crate::ids::{ConfirmationToken, DefinitionDigest, TokenId};
 use crate::policy::ApprovalPolicy;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
@@ -189,16 +189,11 @@ async fn attempt<S: Store + ?Sized>(
     definition: DefinitionDigest,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    let Binding {
-        principal,
-        tool,
-        args,
-    } = call;
     let key = token.with_text(|text| StoreKey::from_str(RecordKind::Token, text));
-    let digest = args.token_digest();
+    let caller = Caller::new(call, call.args.token_digest());
     let live = match attempt {
-        Attempt::Spend => bound::take(store, key, principal, tool, digest, now).await,
-        Attempt::Check => bound::peek(store, &key, principal, tool, digest, now).await,
+        Attempt::Spend => bound::take(store, key, caller, now).await,
+        Attempt::Check => bound::peek(store, &key, caller, now).await,
     }
     .map_err(TokenRejection::from)?;
     // A token issued for another definition of the tool is refused (and, by a spend, used up).
