@@ -433,26 +433,12 @@ pub fn unwrapped(result: &CallToolResult) -> Value {
         .clone()
 }
 
-/// Declares one test per protocol era from an `async fn(Era)`: `both_eras!(a, b)` on the
-/// default runtime, or `both_eras!(#[tokio::test(flavor = "multi_thread")] a, b)` with the
-/// test attribute given.
-#[macro_export]
-macro_rules! both_eras {
-    (#[$test:meta] $($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[$test]
-                async fn legacy() {
-                    super::$name($crate::common::Era::Legacy).await;
-                }
-                #[$test]
-                async fn rounds() {
-                    super::$name($crate::common::Era::InputRounds).await;
-                }
-            }
-        )*
-    };
-    ($($name:ident),* $(,)?) => {
-        $crate::both_eras!(#[tokio::test] $($name),*);
-    };
-}
+/// Runs a test once per protocol era, as `case_1_legacy` and `case_2_rounds`, each on its own
+/// default tokio runtime: `#[apply(both_eras)]` on an `async fn name(era: Era)`. (race.rs has
+/// its own template for a multi-threaded runtime.)
+#[rstest_reuse::template]
+#[rstest::rstest]
+#[case::legacy(Era::Legacy)]
+#[case::rounds(Era::InputRounds)]
+#[tokio::test]
+fn both_eras(#[case] era: Era) {}
