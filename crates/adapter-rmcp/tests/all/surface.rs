@@ -15,17 +15,23 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::common::{
-    ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, both_eras, connect,
+    Client, ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, both_eras, connect,
     fixture::INJECTION, notes::Notes, start_time, text_of, unwrapped,
 };
 use crate::wrapped::Wrapped;
 
-#[apply(both_eras)]
-async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
+/// The guarded fixture and, to compare with, a client of a bare fixture in the same era.
+async fn guarded_and_bare(era: Era) -> (Harness, Client) {
     let h = Harness::start(era).await;
     let bare = connect(Fixture::default(), era, ScriptedClient::new())
         .await
         .unwrap();
+    (h, bare)
+}
+
+#[apply(both_eras)]
+async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
+    let (h, bare) = guarded_and_bare(era).await;
 
     let guarded_info = h.client.peer_info().unwrap();
     let bare_info = bare.peer_info().unwrap();
@@ -117,10 +123,7 @@ fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
 
 #[apply(both_eras)]
 async fn tools_list_is_rewritten(era: Era) {
-    let h = Harness::start(era).await;
-    let bare = connect(Fixture::default(), era, ScriptedClient::new())
-        .await
-        .unwrap();
+    let (h, bare) = guarded_and_bare(era).await;
     let guarded = h.client.list_all_tools().await.unwrap();
     let original = bare.list_all_tools().await.unwrap();
     assert_eq!(guarded.len(), original.len() + 1);
