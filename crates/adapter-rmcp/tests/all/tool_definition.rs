@@ -14,8 +14,8 @@ use rstest_reuse::apply;
 use serde_json::json;
 
 use crate::common::{
-    Era, Harness, Reply, assert_row_deleted, both_eras, delete_with_token, fixture::object,
-    text_of, unwrapped,
+    Era, Harness, assert_row_deleted, both_eras, delete_with_token, fixture::object, text_of,
+    unwrapped,
 };
 
 /// One way an upstream server may redefine a tool while the person is asked.
@@ -74,11 +74,7 @@ async fn a_tool_redefined_while_the_person_is_asked_is_not_applied(era: Era) {
     for (what, edit) in EDITS {
         let h = Harness::start(era).await;
         let before = h.state();
-        let server = h.fixture.clone();
-        h.script([Reply::after(
-            move || server.redefine("set_counter", edit),
-            Reply::Approve,
-        )]);
+        h.approve_after(move |server| server.redefine("set_counter", edit));
         let result = h.call("set_counter", json!({"value": 5})).await;
         assert_tool_changed(&h, &result, &before);
         assert_eq!(
@@ -112,11 +108,7 @@ async fn a_tool_redefined_while_the_person_is_asked_is_not_applied(era: Era) {
 async fn a_tool_withdrawn_while_the_person_is_asked_is_not_applied(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || server.withdraw("set_counter"),
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| server.withdraw("set_counter"));
     let result = h.call("set_counter", json!({"value": 5})).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, Some("gone"));
     assert_eq!(
@@ -134,21 +126,17 @@ async fn a_tool_withdrawn_while_the_person_is_asked_is_not_applied(era: Era) {
 #[apply(both_eras)]
 async fn an_unchanged_definition_still_applies_exactly_once(era: Era) {
     let h = Harness::start(era).await;
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || {
-            server.redefine("set_counter", |tool| {
-                let reversed: JsonObject = tool
-                    .input_schema
-                    .iter()
-                    .rev()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                tool.input_schema = Arc::new(reversed);
-            });
-        },
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| {
+        server.redefine("set_counter", |tool| {
+            let reversed: JsonObject = tool
+                .input_schema
+                .iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            tool.input_schema = Arc::new(reversed);
+        });
+    });
     let result = h.call("set_counter", json!({"value": 5})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(
@@ -214,11 +202,7 @@ async fn a_token_for_a_tool_redefined_since_it_was_issued_is_refused(era: Era) {
 async fn a_target_redefined_while_the_intent_is_asked_gets_no_token(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || server.redefine("delete_row", rewrite_delete_row),
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| server.redefine("delete_row", rewrite_delete_row));
     let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);
     assert_eq!(
@@ -243,11 +227,7 @@ async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era:
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     let before = h.state();
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || server.redefine("delete_row", rewrite_delete_row),
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| server.redefine("delete_row", rewrite_delete_row));
     let args = delete_with_token("a", &token);
     let result = h.call("delete_row", args.clone()).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);

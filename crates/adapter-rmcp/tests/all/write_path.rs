@@ -129,18 +129,14 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
 #[apply(both_eras)]
 async fn an_answer_after_120_seconds_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
-    let clock = h.clock.clone();
-    let late = Reply::after(
-        move || clock.advance(time::Duration::seconds(120)),
-        Reply::Approve,
-    );
+    let late = Reply::late(&h.clock, time::Duration::seconds(120), Reply::Approve);
     h.assert_set_counter_refused(late, Outcome::Expired, Some("expired"))
         .await;
 
     // One second earlier is still in time.
-    let clock = h.clock.clone();
-    h.script([Reply::after(
-        move || clock.advance(time::Duration::seconds(119)),
+    h.script([Reply::late(
+        &h.clock,
+        time::Duration::seconds(119),
         Reply::Approve,
     )]);
     let result = h.call("set_counter", json!({"value": 7})).await;
@@ -423,13 +419,9 @@ async fn a_write_over_the_principal_cap_is_refused(era: Era) {
 async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
-    let fixture = h.fixture.clone();
     // While the user looks at "before 0, after 7", the counter gets locked: the change that
     // passed the rules when the user was asked fails them at the apply, which says stale.
-    h.script([Reply::after(
-        move || fixture.state.lock().locked = true,
-        Reply::Approve,
-    )]);
+    h.approve_after(move |fixture| fixture.state.lock().locked = true);
     let result = h.call("set_counter", json!({"value": 7})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(text_of(&result), STALE_MESSAGE);

@@ -183,6 +183,13 @@ impl Harness {
         self.scripted.script(replies);
     }
 
+    /// Scripts the client to approve the next question after `meanwhile` has changed the inner
+    /// server while the person looks at the question.
+    pub fn approve_after(&self, meanwhile: impl FnOnce(&Fixture) + Send + 'static) {
+        let fixture = self.fixture.clone();
+        self.script([Reply::after(move || meanwhile(&fixture), Reply::Approve)]);
+    }
+
     pub fn state(&self) -> State {
         self.fixture.snapshot()
     }
@@ -223,11 +230,7 @@ impl Harness {
     /// Calls `set_counter` with `{"value": 7}`; while the question is open somebody else sets
     /// the counter to 3, then the client approves. Returns the result.
     pub async fn set_counter_gone_stale(&self) -> CallToolResult {
-        let fixture = self.fixture.clone();
-        self.script([Reply::after(
-            move || fixture.state.lock().counter = 3,
-            Reply::Approve,
-        )]);
+        self.approve_after(move |fixture| fixture.state.lock().counter = 3);
         self.call("set_counter", json!({"value": 7})).await
     }
 
