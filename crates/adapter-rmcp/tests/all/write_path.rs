@@ -352,11 +352,17 @@ async fn a_request_nobody_can_be_named_for_is_refused(era: Era) {
     assert_eq!(unwrapped(&read), json!({"counter": 0}));
 }
 
-/// A store that holds one live entry per principal.
-fn capped_at_one(era: Era) -> impl std::future::Future<Output = Harness> {
-    Harness::custom(era, Options::default(), |b| {
+/// A store that holds one live entry per principal, and this principal's one entry taken by a
+/// token to delete row `a`; the audit is cleared after the token.
+async fn capped_at_one_token_held(era: Era) -> Harness {
+    let h = Harness::custom(era, Options::default(), |b| {
         b.store(Arc::new(MemoryStore::with_caps(1, 1_000)))
     })
+    .await;
+    h.fixture.state.lock().rows.insert("a".into(), 1);
+    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    h.audit.clear();
+    h
 }
 
 fn cap_reason() -> String {
@@ -373,12 +379,8 @@ fn says_too_many(result: &rmcp::model::CallToolResult) {
 
 #[apply(both_eras)]
 async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
-    let h = capped_at_one(era).await;
-    h.fixture.state.lock().rows.insert("a".into(), 1);
-    // The one live entry: a token.
-    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let h = capped_at_one_token_held(era).await;
     let before = h.state();
-    h.audit.clear();
     h.script([Reply::Approve]);
     let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
@@ -402,12 +404,9 @@ async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
 async fn a_write_over_the_principal_cap_is_refused(era: Era) {
     // Below 2026-07-28 this needs the pending approval to go through the store (review
     // finding 1): until then the write is applied and this test fails in the legacy era.
-    let h = capped_at_one(era).await;
-    h.fixture.state.lock().rows.insert("a".into(), 1);
-    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let h = capped_at_one_token_held(era).await;
     let before = h.state();
     let asked_before = h.asked().len();
-    h.audit.clear();
     let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
     says_too_many(&result);
