@@ -7,10 +7,11 @@ use std::sync::atomic::Ordering;
 
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION, PromptInput, WriteGuardBuilder};
 use rmcp::model::*;
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Era, Reply, State, assert_deleted_once, assert_row_deleted, delete_with_token,
+    Era, Reply, State, assert_deleted_once, assert_row_deleted, both_eras, delete_with_token,
     prepare_token_on, text_of,
 };
 use crate::wrapped::{Harness, Wrapped, no_such_row};
@@ -82,14 +83,7 @@ impl Harness {
     }
 }
 
-both_eras!(
-    the_intent_question_shows_the_target_preview,
-    the_intent_question_is_the_target_prompt_after_the_preparing_sentence,
-    the_target_preview_never_sees_a_confirmation_token,
-    a_target_preview_that_says_no_refuses_without_asking,
-    a_target_preview_that_errors_refuses_without_asking,
-);
-
+#[apply(both_eras)]
 async fn the_intent_question_shows_the_target_preview(era: Era) {
     let h = start(era, |b| b).await;
     let token = h.prepare_token(json!({"name": "a"})).await;
@@ -129,6 +123,7 @@ async fn the_intent_question_shows_the_target_preview(era: Era) {
     assert!(asked[1].contains("  (value): 1 -> null"), "{}", asked[1]);
 }
 
+#[apply(both_eras)]
 async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(era: Era) {
     let h = start(era, |b| {
         b.prompt("delete_row", |input: &PromptInput<'_>| {
@@ -160,6 +155,7 @@ async fn the_intent_question_is_the_target_prompt_after_the_preparing_sentence(e
     assert!(!h.state().rows.contains_key("b"));
 }
 
+#[apply(both_eras)]
 async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
     let h = start(era, |b| b).await;
     // A stray token among the target arguments is neither shown, previewed nor bound.
@@ -180,6 +176,7 @@ async fn the_target_preview_never_sees_a_confirmation_token(era: Era) {
     assert_row_deleted(&result, &h.state(), "a");
 }
 
+#[apply(both_eras)]
 async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
     let h = start(era, |b| b).await;
     let before = h.state();
@@ -206,6 +203,7 @@ async fn a_target_preview_that_says_no_refuses_without_asking(era: Era) {
     assert_eq!(h.audit.last().unwrap().outcome, Outcome::TokenRejected);
 }
 
+#[apply(both_eras)]
 async fn a_target_preview_that_errors_refuses_without_asking(era: Era) {
     let h = start(era, |b| b).await;
     let before = h.state();

@@ -4,15 +4,17 @@
 
 use mcp_write_guard_rmcp::{Outcome, PromptInput, default_prompt};
 use proptest::prelude::*;
+use rstest_reuse::apply;
 use serde_json::{Map, Value, json};
 
-use crate::common::{Era, Harness, Reply, text_of};
+use crate::common::{Era, Harness, Reply, both_eras, text_of};
 
 /// `add_row` is an additive write that takes no confirmation token. The question leaves a
 /// `confirmationToken` member out (it is the token of a token-gated tool), so on this tool the
 /// model's member, holding whatever it likes, would reach the tool without the person seeing
 /// it. The call is refused before any preview or question: nothing applied, nobody asked, one
 /// `bad_arguments` record. Without the member the same call is asked and applied.
+#[apply(both_eras)]
 async fn a_confirmation_token_on_a_tool_that_takes_none_is_refused_unseen(era: Era) {
     let h = Harness::start(era).await;
     h.script([Reply::Approve]);
@@ -42,8 +44,6 @@ async fn a_confirmation_token_on_a_tool_that_takes_none_is_refused_unseen(era: E
     assert_eq!(h.state().rows.get("a"), Some(&1));
     assert_eq!(h.asked().len(), 1);
 }
-
-both_eras!(a_confirmation_token_on_a_tool_that_takes_none_is_refused_unseen);
 
 fn risky_char() -> impl Strategy<Value = char> {
     prop_oneof![

@@ -3,11 +3,12 @@
 //! the call carries the same approval id, so asked → decided → applied can be joined.
 
 use mcp_write_guard_rmcp::{AuditRecord, AuditSink, Channel, JsonLinesSink, Outcome, TracingSink};
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::common::{
-    Era, Harness, Options, Reply, assert_row_deleted, delete_with_token, logs::Captured,
+    Era, Harness, Options, Reply, assert_row_deleted, both_eras, delete_with_token, logs::Captured,
     start_time, text_of,
 };
 
@@ -34,14 +35,7 @@ fn one_approval_id(records: &[AuditRecord]) -> String {
     first.to_string()
 }
 
-both_eras!(
-    an_approved_write_is_asked_approved_and_applied_under_one_id,
-    a_declined_write_is_asked_then_declined_under_one_id,
-    a_stale_write_is_asked_approved_then_stale_under_one_id,
-    redacted_arguments_leave_only_their_digest_and_no_question_text,
-    a_confirmation_token_never_reaches_the_records,
-);
-
+#[apply(both_eras)]
 async fn an_approved_write_is_asked_approved_and_applied_under_one_id(era: Era) {
     let h = Harness::start(era).await;
     h.assert_set_counter_applied().await;
@@ -74,6 +68,7 @@ async fn an_approved_write_is_asked_approved_and_applied_under_one_id(era: Era) 
     assert!(records.iter().all(|r| r.principal == records[0].principal));
 }
 
+#[apply(both_eras)]
 async fn a_declined_write_is_asked_then_declined_under_one_id(era: Era) {
     let h = Harness::start(era).await;
     h.assert_set_counter_refused(Reply::Decline, Outcome::Declined, Some("declined"))
@@ -83,6 +78,7 @@ async fn a_declined_write_is_asked_then_declined_under_one_id(era: Era) {
     one_approval_id(&records);
 }
 
+#[apply(both_eras)]
 async fn a_stale_write_is_asked_approved_then_stale_under_one_id(era: Era) {
     let h = Harness::start(era).await;
     let result = h.set_counter_gone_stale().await;
@@ -96,6 +92,7 @@ async fn a_stale_write_is_asked_approved_then_stale_under_one_id(era: Era) {
     one_approval_id(&records);
 }
 
+#[apply(both_eras)]
 async fn redacted_arguments_leave_only_their_digest_and_no_question_text(era: Era) {
     let h = Harness::custom(era, Options::default(), |b| {
         b.redact("set_counter", "value")
@@ -117,6 +114,7 @@ async fn redacted_arguments_leave_only_their_digest_and_no_question_text(era: Er
     assert!(!serialised.contains("424242"), "{serialised}");
 }
 
+#[apply(both_eras)]
 async fn a_confirmation_token_never_reaches_the_records(era: Era) {
     let h = Harness::custom(era, Options::default(), |b| b.preview("delete_row")).await;
     h.fixture.state.lock().rows.insert("a".into(), 1);

@@ -2,24 +2,21 @@
 //! the guard never passes their word on as a success it cannot vouch for.
 
 use mcp_write_guard_rmcp::{Outcome, STALE_MESSAGE};
+use rstest_reuse::apply;
 use serde_json::json;
 
 use crate::common::{
-    Era,
+    Era, both_eras,
     counter::{Committed, CounterHarness},
     gated::shown_change,
     text_of,
 };
 
-both_eras!(
-    a_tool_that_never_compares_is_not_vouched_for,
-    a_tool_that_ignores_a_stale_check_is_not_vouched_for,
-);
-
 const NOT_COMPARED: &str = "the tool did not compare the approved preview";
 
 /// `careless_set` applies without calling `check`: whether or not the data moved, the answer
 /// is an error that claims no success, and the audit says `apply-failed`.
+#[apply(both_eras)]
 async fn a_tool_that_never_compares_is_not_vouched_for(era: Era) {
     for moved_to in [None, Some(2)] {
         let h = CounterHarness::start(era, 0).await;
@@ -77,6 +74,7 @@ async fn a_tool_that_never_compares_is_not_vouched_for(era: Era) {
 /// `stubborn_set` calls `check`, is told the data moved, and returns success anyway: it broke
 /// the contract, so the guard claims neither success nor "nothing saved" (it may have
 /// written), records `apply-failed`, and the tool's success does not reach the model.
+#[apply(both_eras)]
 async fn a_tool_that_ignores_a_stale_check_is_not_vouched_for(era: Era) {
     for commits in [false, true] {
         let h = CounterHarness::start(era, 0).await;

@@ -6,17 +6,13 @@ use std::sync::atomic::Ordering;
 
 use mcp_write_guard_rmcp::{INPUT_KEY, Outcome, PREPARE_ADMIN_ACTION};
 use rmcp::model::{CallToolResponse, CallToolResult, InputResponses};
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 
-use crate::common::{Era, Reply, params, text_of};
+use crate::common::{Era, Reply, both_eras, params, text_of};
 use crate::wrapped::{Harness, INNER_TEXT, Wrapped};
 
-both_eras!(
-    a_preview_protocol_error_stays_in_the_audit_record,
-    an_apply_protocol_error_stays_in_the_audit_record,
-    prepare_admin_action_with_an_unreadable_tool_list_is_a_refusal,
-);
-
+#[apply(both_eras)]
 async fn a_preview_protocol_error_stays_in_the_audit_record(era: Era) {
     let h = Harness::start(era, Wrapped::default(), |b| b).await;
     let before = h.state();
@@ -32,6 +28,7 @@ async fn a_preview_protocol_error_stays_in_the_audit_record(era: Era) {
     assert!(h.scripted.asked().is_empty());
 }
 
+#[apply(both_eras)]
 async fn an_apply_protocol_error_stays_in_the_audit_record(era: Era) {
     let server = Wrapped::default();
     server.knobs.apply_error.store(true, Ordering::SeqCst);
@@ -53,6 +50,7 @@ async fn an_apply_protocol_error_stays_in_the_audit_record(era: Era) {
     assert_eq!(h.audit.last().unwrap().reason.as_deref(), Some(INNER_TEXT));
 }
 
+#[apply(both_eras)]
 async fn prepare_admin_action_with_an_unreadable_tool_list_is_a_refusal(era: Era) {
     let server = Wrapped::default();
     server.knobs.hide_get_tool.store(true, Ordering::SeqCst);

@@ -25,11 +25,12 @@ use rmcp::{
     service::{PeerRequestOptions, RequestHandle, RxJsonRpcMessage, TxJsonRpcMessage},
     transport::{Transport, async_rw::AsyncRwTransport},
 };
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
 use crate::common::{
-    Era, Options, connect,
+    Era, Options, both_eras, connect,
     counter::{approve_round, first_round},
     custom::{NotifyingSink, guard_builder},
     fixture::{Fixture, State},
@@ -607,6 +608,7 @@ async fn ten_approving_retries_of_one_question_apply_once() {
 
 /// 5. Other arguments, or another principal, are another question: neither takes the first
 ///    question's approval; the change is applied only by its own principal's call.
+#[apply(both_eras)]
 async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
     let g = Guarded::new(None);
     let (alice, alice_dialog) = g.connect(era).await;
@@ -711,8 +713,6 @@ async fn another_change_or_principal_does_not_take_the_approval(era: Era) {
     );
     assert_eq!(bob_dialog.asked().len(), usize::from(era == Era::Legacy));
 }
-
-both_eras!(another_change_or_principal_does_not_take_the_approval);
 
 /// 6. Below 2026-07-28: while a call waits for the person it sends `notifications/progress`
 ///    under its request's `progressToken`.

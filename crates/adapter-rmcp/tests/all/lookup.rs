@@ -4,11 +4,12 @@
 
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::Outcome;
+use rstest_reuse::apply;
 use serde_json::json;
 
 use crate::common::{
-    Connected, Era, Reply, TOKEN_FLOW_APPLIED, assert_deleted_once, call_on, delete_with_token,
-    fixture::Fixture, paged::Paged, prepare_token_on, text_of, unwrapped,
+    Connected, Era, Reply, TOKEN_FLOW_APPLIED, assert_deleted_once, both_eras, call_on,
+    delete_with_token, fixture::Fixture, paged::Paged, prepare_token_on, text_of, unwrapped,
 };
 
 /// Two tools a page: `get_counter, list_rows | add_row, set_counter | delete_row`.
@@ -36,14 +37,7 @@ impl Setup {
     }
 }
 
-both_eras!(
-    a_token_gated_tool_on_the_last_page_is_classified_as_a_write,
-    prepare_admin_action_and_the_write_find_a_tool_on_the_last_page,
-    a_previewed_write_on_a_later_page_is_asked_and_applied,
-    a_read_on_the_first_page_is_wrapped,
-    an_unknown_tool_is_looked_for_on_every_page,
-);
-
+#[apply(both_eras)]
 async fn a_token_gated_tool_on_the_last_page_is_classified_as_a_write(era: Era) {
     let s = Setup::start(era).await;
     s.scripted.script([Reply::Approve]);
@@ -67,6 +61,7 @@ async fn a_token_gated_tool_on_the_last_page_is_classified_as_a_write(era: Era) 
     );
 }
 
+#[apply(both_eras)]
 async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Era) {
     let s = Setup::start(era).await;
     let token = prepare_token_on(&s.client, &s.scripted, "delete_row", json!({"name": "a"})).await;
@@ -101,6 +96,7 @@ async fn prepare_admin_action_and_the_write_find_a_tool_on_the_last_page(era: Er
     );
 }
 
+#[apply(both_eras)]
 async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
     let s = Setup::start(era).await;
     s.scripted.script([Reply::Approve]);
@@ -124,6 +120,7 @@ async fn a_previewed_write_on_a_later_page_is_asked_and_applied(era: Era) {
     );
 }
 
+#[apply(both_eras)]
 async fn a_read_on_the_first_page_is_wrapped(era: Era) {
     let s = Setup::start(era).await;
     s.server.fixture.state.lock().counter = 4;
@@ -132,6 +129,7 @@ async fn a_read_on_the_first_page_is_wrapped(era: Era) {
     assert!(s.audit.records().is_empty(), "reads are not decisions");
 }
 
+#[apply(both_eras)]
 async fn an_unknown_tool_is_looked_for_on_every_page(era: Era) {
     let s = Setup::start(era).await;
     let calls_before = s.server.list_calls();

@@ -12,7 +12,6 @@
     missing_docs
 )]
 
-#[macro_use]
 mod common;
 mod wrapped;
 

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use mcp_write_guard_rmcp::{AuditRecord, Outcome, STALE_MESSAGE};
 use proptest::{collection::vec, prelude::*};
 use rmcp::model::CallToolResult;
+use rstest::rstest;
+use rstest_reuse::{apply, template};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
@@ -18,12 +20,13 @@ use crate::common::{
     params, text_of, unwrapped,
 };
 
-// One test per era, on a multi-threaded runtime so that concurrent calls really overlap.
-both_eras!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    ten_approvals_of_the_same_increment_apply_once,
-    another_clients_write_between_ask_and_apply_makes_it_stale,
-);
+/// `both_eras` on a multi-threaded runtime, so that concurrent calls really overlap.
+#[template]
+#[rstest]
+#[case::legacy(Era::Legacy)]
+#[case::rounds(Era::InputRounds)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+fn both_eras_multi_thread(#[case] era: Era) {}
 
 const N: usize = 10;
 
@@ -35,6 +38,7 @@ fn count(outcomes: &[Outcome], outcome: Outcome) -> usize {
 /// question) approve the same `+1` at once, all shown "0 -> 1": below 2026-07-28 every answer is
 /// held until all ten questions were asked, then all are approved at once; at 2026-07-28 the ten
 /// questions are collected, then the ten retries are sent together.
+#[apply(both_eras_multi_thread)]
 async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
     let h = CounterHarness::start(era, 0).await;
     let args = json!({"delta": 1});
@@ -158,6 +162,7 @@ async fn ten_approvals_of_the_same_increment_apply_once(era: Era) {
 
 /// Another client's approved write to the same counter lands while this person looks at
 /// "0 -> 1": this one is stale and saves nothing; the other one stands.
+#[apply(both_eras_multi_thread)]
 async fn another_clients_write_between_ask_and_apply_makes_it_stale(era: Era) {
     let h = CounterHarness::start(era, 0).await;
     let (other, other_client) = h.second_connection().await;

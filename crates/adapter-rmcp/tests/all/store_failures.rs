@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use mcp_write_guard_core::Store;
 use mcp_write_guard_rmcp::{Outcome, test_util::FailingStore};
+use rstest_reuse::apply;
 use serde_json::json;
 
-use crate::common::{Era, Reply, prepare_token_on, unwrapped};
+use crate::common::{Era, Reply, both_eras, prepare_token_on, unwrapped};
 use crate::wrapped::{Harness, Wrapped};
 
 async fn start(era: Era) -> (Harness, Arc<FailingStore>) {
@@ -26,13 +27,7 @@ fn assert_store_failed(h: &Harness, reason: &str) {
     assert!(recorded.contains(reason), "{recorded}");
 }
 
-both_eras!(
-    an_additive_write_is_refused_while_the_store_is_down,
-    a_token_gated_delete_is_refused_while_the_store_is_down,
-    prepare_admin_action_is_refused_while_the_store_is_down,
-    a_store_that_fails_while_the_user_is_asked_writes_nothing,
-);
-
+#[apply(both_eras)]
 async fn an_additive_write_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
     store.set_down(true);
@@ -49,6 +44,7 @@ async fn an_additive_write_is_refused_while_the_store_is_down(era: Era) {
     assert_eq!(unwrapped(&read), json!({"counter": 0}));
 }
 
+#[apply(both_eras)]
 async fn a_token_gated_delete_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
     let token = prepare_token_on(&h.client, &h.scripted, "delete_row", json!({"name": "a"})).await;
@@ -70,6 +66,7 @@ async fn a_token_gated_delete_is_refused_while_the_store_is_down(era: Era) {
     assert_eq!(h.state().applies, 0);
 }
 
+#[apply(both_eras)]
 async fn prepare_admin_action_is_refused_while_the_store_is_down(era: Era) {
     let (h, store) = start(era).await;
     store.set_down(true);
@@ -78,6 +75,7 @@ async fn prepare_admin_action_is_refused_while_the_store_is_down(era: Era) {
     assert_store_failed(&h, "approval store unavailable");
 }
 
+#[apply(both_eras)]
 async fn a_store_that_fails_while_the_user_is_asked_writes_nothing(era: Era) {
     let (h, store) = start(era).await;
     let before = h.state();

@@ -10,29 +10,28 @@ use rmcp::{
     ServerHandler, ServiceExt,
     model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, Tool},
 };
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::common::{
-    ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, connect, fixture::INJECTION,
-    notes::Notes, start_time, text_of, unwrapped,
+    Client, ERAS, Era, Fixture, Harness, Options, Reply, ScriptedClient, both_eras, connect,
+    fixture::INJECTION, notes::Notes, start_time, text_of, unwrapped,
 };
 use crate::wrapped::Wrapped;
 
-both_eras!(
-    server_info_prompts_resources_and_completions_pass_through,
-    tools_list_is_rewritten,
-    reads_are_wrapped_and_trusted_reads_are_not,
-    the_text_prefix_can_be_turned_off,
-    a_tool_router_server_is_guarded,
-    unknown_tools_are_protocol_errors,
-);
-
-async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
+/// The guarded fixture and, to compare with, a client of a bare fixture in the same era.
+async fn guarded_and_bare(era: Era) -> (Harness, Client) {
     let h = Harness::start(era).await;
     let bare = connect(Fixture::default(), era, ScriptedClient::new())
         .await
         .unwrap();
+    (h, bare)
+}
+
+#[apply(both_eras)]
+async fn server_info_prompts_resources_and_completions_pass_through(era: Era) {
+    let (h, bare) = guarded_and_bare(era).await;
 
     let guarded_info = h.client.peer_info().unwrap();
     let bare_info = bare.peer_info().unwrap();
@@ -122,11 +121,9 @@ fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
     tools.iter().find(|t| t.name == name).unwrap()
 }
 
+#[apply(both_eras)]
 async fn tools_list_is_rewritten(era: Era) {
-    let h = Harness::start(era).await;
-    let bare = connect(Fixture::default(), era, ScriptedClient::new())
-        .await
-        .unwrap();
+    let (h, bare) = guarded_and_bare(era).await;
     let guarded = h.client.list_all_tools().await.unwrap();
     let original = bare.list_all_tools().await.unwrap();
     assert_eq!(guarded.len(), original.len() + 1);
@@ -181,6 +178,7 @@ async fn tools_list_is_rewritten(era: Era) {
     assert!(h.guard.get_tool(PREPARE_ADMIN_ACTION).is_some());
 }
 
+#[apply(both_eras)]
 async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
     let h = Harness::start(era).await;
     h.fixture.state.lock().counter = 4;
@@ -213,6 +211,7 @@ async fn reads_are_wrapped_and_trusted_reads_are_not(era: Era) {
     assert_eq!(unwrapped(&counter), json!({"counter": 0}));
 }
 
+#[apply(both_eras)]
 async fn the_text_prefix_can_be_turned_off(era: Era) {
     let h = Harness::custom(era, Options::default(), |b| b.text_prefix(false)).await;
     let rows = h.call("list_rows", json!({})).await;
@@ -225,6 +224,7 @@ async fn the_text_prefix_can_be_turned_off(era: Era) {
     assert!(mcp_write_guard_envelope::unwrap(&parsed).is_some());
 }
 
+#[apply(both_eras)]
 async fn a_tool_router_server_is_guarded(era: Era) {
     let notes = Notes::default();
     let audit = MemorySink::new();
@@ -291,6 +291,7 @@ async fn a_tool_router_server_is_guarded(era: Era) {
     assert_eq!(text_of(&list), "eggs", "a trusted read is not wrapped");
 }
 
+#[apply(both_eras)]
 async fn unknown_tools_are_protocol_errors(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();

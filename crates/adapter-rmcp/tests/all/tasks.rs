@@ -6,9 +6,12 @@ use std::sync::atomic::Ordering;
 
 use mcp_write_guard_rmcp::Outcome;
 use rmcp::model::TASKS_EXTENSION_ID;
+use rstest_reuse::apply;
 use serde_json::json;
 
-use crate::common::{Era, Reply, ScriptedClient, a_write_of_each_kind, text_of, unwrapped};
+use crate::common::{
+    Era, Reply, ScriptedClient, a_write_of_each_kind, both_eras, text_of, unwrapped,
+};
 use crate::wrapped::{Harness, Wrapped};
 
 /// The wrapped fixture (with the tasks extension if `server_tasks`) behind a guard, and a
@@ -24,11 +27,7 @@ async fn setup(era: Era, server_tasks: bool) -> Harness {
     .await
 }
 
-both_eras!(
-    a_write_that_may_become_a_task_is_refused_before_asking,
-    without_server_tasks_the_same_client_writes_as_usual,
-);
-
+#[apply(both_eras)]
 async fn a_write_that_may_become_a_task_is_refused_before_asking(era: Era) {
     let s = setup(era, true).await;
     s.scripted
@@ -63,6 +62,7 @@ async fn a_write_that_may_become_a_task_is_refused_before_asking(era: Era) {
     assert!(s.audit.records().is_empty());
 }
 
+#[apply(both_eras)]
 async fn without_server_tasks_the_same_client_writes_as_usual(era: Era) {
     let s = setup(era, false).await;
     s.scripted.script([Reply::Approve]);

@@ -3,27 +3,13 @@
 
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::{Outcome, PREPARE_ADMIN_ACTION};
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Era, Harness, Reply, TOKEN_FLOW_APPLIED, assert_deleted_once, assert_row_deleted,
+    Era, Harness, Reply, TOKEN_FLOW_APPLIED, assert_deleted_once, assert_row_deleted, both_eras,
     delete_with_token, prepare_token_on, text_of,
 };
-
-both_eras!(
-    the_full_admin_flow_asks_twice_and_deletes_once,
-    a_missing_token_is_refused_without_asking,
-    a_malformed_token_is_refused_without_asking,
-    a_forged_token_is_refused_without_asking,
-    a_token_for_other_arguments_is_refused_without_asking,
-    a_token_for_another_principal_is_refused_without_asking,
-    a_token_at_300_seconds_is_refused_without_asking,
-    a_reused_token_is_refused_without_asking,
-    a_token_spent_twice_at_once_applies_once,
-    a_token_is_not_spent_when_the_user_declines,
-    prepare_admin_action_refuses_tools_without_tokens,
-    prepare_admin_action_declined_issues_nothing,
-);
 
 async fn with_rows(era: Era) -> Harness {
     let h = Harness::start(era).await;
@@ -56,6 +42,7 @@ async fn delete_is_refused_unasked(h: &Harness, arguments: Value, reason: &str) 
     );
 }
 
+#[apply(both_eras)]
 async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -88,12 +75,14 @@ async fn the_full_admin_flow_asks_twice_and_deletes_once(era: Era) {
     assert_eq!(h.outcomes(), TOKEN_FLOW_APPLIED);
 }
 
+#[apply(both_eras)]
 async fn a_missing_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     delete_is_refused_unasked(&h, json!({"name": "a"}), "missing").await;
     assert!(h.asked().is_empty());
 }
 
+#[apply(both_eras)]
 async fn a_malformed_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let malformed = json!({"name": "a", "confirmationToken": "please"});
@@ -101,6 +90,7 @@ async fn a_malformed_token_is_refused_without_asking(era: Era) {
     assert!(h.asked().is_empty());
 }
 
+#[apply(both_eras)]
 async fn a_forged_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     // Well-formed, but never issued.
@@ -117,6 +107,7 @@ async fn a_forged_token_is_refused_without_asking(era: Era) {
     );
 }
 
+#[apply(both_eras)]
 async fn a_token_for_other_arguments_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -124,6 +115,7 @@ async fn a_token_for_other_arguments_is_refused_without_asking(era: Era) {
     assert!(h.state().rows.contains_key("b"));
 }
 
+#[apply(both_eras)]
 async fn a_token_for_another_principal_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let (other, other_scripted) = h.second_connection().await;
@@ -134,6 +126,7 @@ async fn a_token_for_another_principal_is_refused_without_asking(era: Era) {
     assert!(issued_to.is_some());
 }
 
+#[apply(both_eras)]
 async fn a_token_at_300_seconds_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -149,6 +142,7 @@ async fn a_token_at_300_seconds_is_refused_without_asking(era: Era) {
     assert_row_deleted(&result, &h.state(), "a");
 }
 
+#[apply(both_eras)]
 async fn a_reused_token_is_refused_without_asking(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -164,6 +158,7 @@ async fn a_reused_token_is_refused_without_asking(era: Era) {
 /// Two identical calls with one token at once are one question (same principal, tool and
 /// arguments): one applies and spends the token; the other is refused, either because the
 /// approval was used (it shared the question) or because the token was spent.
+#[apply(both_eras)]
 async fn a_token_spent_twice_at_once_applies_once(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -197,6 +192,7 @@ async fn a_token_spent_twice_at_once_applies_once(era: Era) {
     }
 }
 
+#[apply(both_eras)]
 async fn a_token_is_not_spent_when_the_user_declines(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -211,6 +207,7 @@ async fn a_token_is_not_spent_when_the_user_declines(era: Era) {
     assert_row_deleted(&approved, &h.state(), "a");
 }
 
+#[apply(both_eras)]
 async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
@@ -260,6 +257,7 @@ async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {
     assert!(h.asked().is_empty());
 }
 
+#[apply(both_eras)]
 async fn prepare_admin_action_declined_issues_nothing(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();

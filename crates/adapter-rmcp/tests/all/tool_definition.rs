@@ -10,21 +10,13 @@ use std::sync::Arc;
 use mcp_write_guard_core::token::TOKEN_REFUSAL_MESSAGE;
 use mcp_write_guard_rmcp::Outcome;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use rstest_reuse::apply;
 use serde_json::json;
 
 use crate::common::{
-    Era, Harness, Reply, assert_row_deleted, delete_with_token, fixture::object, text_of, unwrapped,
+    Era, Harness, assert_row_deleted, both_eras, delete_with_token, fixture::object, text_of,
+    unwrapped,
 };
-
-both_eras!(
-    a_tool_redefined_while_the_person_is_asked_is_not_applied,
-    a_tool_withdrawn_while_the_person_is_asked_is_not_applied,
-    an_unchanged_definition_still_applies_exactly_once,
-    a_token_for_a_tool_redefined_since_it_was_issued_is_refused,
-    a_target_redefined_while_the_intent_is_asked_gets_no_token,
-    a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing,
-    a_tool_the_server_refuses_is_refused_before_anyone_is_asked,
-);
 
 /// One way an upstream server may redefine a tool while the person is asked.
 type Edit = fn(&mut Tool);
@@ -77,15 +69,12 @@ fn assert_tool_changed(h: &Harness, result: &CallToolResult, before: &crate::com
 /// The person approves `set_counter {value: 5}` while the server redefines it: refused, nothing
 /// written, the approval used up. The same change again is a new question about the tool as it
 /// is now, and applies once.
+#[apply(both_eras)]
 async fn a_tool_redefined_while_the_person_is_asked_is_not_applied(era: Era) {
     for (what, edit) in EDITS {
         let h = Harness::start(era).await;
         let before = h.state();
-        let server = h.fixture.clone();
-        h.script([Reply::after(
-            move || server.redefine("set_counter", edit),
-            Reply::Approve,
-        )]);
+        h.approve_after(move |server| server.redefine("set_counter", edit));
         let result = h.call("set_counter", json!({"value": 5})).await;
         assert_tool_changed(&h, &result, &before);
         assert_eq!(
@@ -115,14 +104,11 @@ async fn a_tool_redefined_while_the_person_is_asked_is_not_applied(era: Era) {
 }
 
 /// The server stops offering the tool while the person is asked: refused as `gone`.
+#[apply(both_eras)]
 async fn a_tool_withdrawn_while_the_person_is_asked_is_not_applied(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || server.withdraw("set_counter"),
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| server.withdraw("set_counter"));
     let result = h.call("set_counter", json!({"value": 5})).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, Some("gone"));
     assert_eq!(
@@ -137,23 +123,20 @@ async fn a_tool_withdrawn_while_the_person_is_asked_is_not_applied(era: Era) {
 
 /// No regression: a definition handed out anew but equal (a new allocation, its keys in another
 /// order) is the same definition; the change applies exactly once.
+#[apply(both_eras)]
 async fn an_unchanged_definition_still_applies_exactly_once(era: Era) {
     let h = Harness::start(era).await;
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || {
-            server.redefine("set_counter", |tool| {
-                let reversed: JsonObject = tool
-                    .input_schema
-                    .iter()
-                    .rev()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                tool.input_schema = Arc::new(reversed);
-            });
-        },
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| {
+        server.redefine("set_counter", |tool| {
+            let reversed: JsonObject = tool
+                .input_schema
+                .iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            tool.input_schema = Arc::new(reversed);
+        });
+    });
     let result = h.call("set_counter", json!({"value": 5})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(
@@ -187,6 +170,7 @@ fn rewrite_delete_row(tool: &mut Tool) {
 /// A token issued for `delete_row`, then the server redefines `delete_row`: the act is refused
 /// like any token that does not fit (the same text), before anyone is asked, nothing deleted.
 /// Defined as it was again, the same token spends.
+#[apply(both_eras)]
 async fn a_token_for_a_tool_redefined_since_it_was_issued_is_refused(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
@@ -214,14 +198,11 @@ async fn a_token_for_a_tool_redefined_since_it_was_issued_is_refused(era: Era) {
 
 /// The person approves the intent (`prepare_admin_action` for `delete_row`) while the server
 /// redefines `delete_row`: no token is issued.
+#[apply(both_eras)]
 async fn a_target_redefined_while_the_intent_is_asked_gets_no_token(era: Era) {
     let h = with_rows(era).await;
     let before = h.state();
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || server.redefine("delete_row", rewrite_delete_row),
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| server.redefine("delete_row", rewrite_delete_row));
     let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);
     assert_eq!(
@@ -241,15 +222,12 @@ async fn a_target_redefined_while_the_intent_is_asked_gets_no_token(era: Era) {
 /// A token issued, the act asked, and the server redefines `delete_row` while the person is
 /// asked about the act: refused before the token is spent, nothing deleted. The token is not
 /// spent, but it was issued for the old definition: with the new one it is refused too.
+#[apply(both_eras)]
 async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era: Era) {
     let h = with_rows(era).await;
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     let before = h.state();
-    let server = h.fixture.clone();
-    h.script([Reply::after(
-        move || server.redefine("delete_row", rewrite_delete_row),
-        Reply::Approve,
-    )]);
+    h.approve_after(move |server| server.redefine("delete_row", rewrite_delete_row));
     let args = delete_with_token("a", &token);
     let result = h.call("delete_row", args.clone()).await;
     h.assert_refused(&result, &before, Outcome::ToolChanged, None);
@@ -278,6 +256,7 @@ async fn a_token_gated_tool_redefined_while_the_act_is_asked_spends_nothing(era:
 /// matches its pin): a write is refused before a preview or a question, with the server's words
 /// and one `refused-by-server` record; a read is refused without reaching the inner server; the
 /// other tools are untouched.
+#[apply(both_eras)]
 async fn a_tool_the_server_refuses_is_refused_before_anyone_is_asked(era: Era) {
     const WHY: &str = "The tool `set_counter` changed since it was pinned; nothing was done.";
     let h = crate::common::Harness::custom(era, crate::common::Options::default(), |builder| {

@@ -10,38 +10,17 @@ use mcp_write_guard_rmcp::{
 };
 use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::PeerRequestOptions;
+use rstest_reuse::apply;
 use serde_json::json;
 
 use crate::common::{
-    Era, Harness, Options, Reply, SilentClient, a_write_of_each_kind, connect,
+    Era, Harness, Options, Reply, SilentClient, a_write_of_each_kind, both_eras, connect,
     custom::{NotifyingSink, guard_builder},
     fixture::{APPLY_ERROR, Fixture, State},
     start_time, text_of, unwrapped,
 };
 
-both_eras!(
-    approve_applies_exactly_the_previewed_change,
-    decline_writes_nothing,
-    cancel_writes_nothing,
-    accept_with_approve_false_writes_nothing,
-    accept_without_approve_writes_nothing,
-    a_failing_approval_handler_writes_nothing,
-    an_answer_after_120_seconds_writes_nothing,
-    a_client_without_elicitation_is_refused,
-    a_client_without_elicitation_may_write_only_with_the_danger_option,
-    writes_disabled_refuses_without_asking,
-    a_failing_preview_is_returned_and_nobody_is_asked,
-    a_stale_preview_is_refused,
-    an_apply_that_fails_after_approval_is_reported,
-    a_write_without_preview_is_asked_with_its_arguments,
-    oversized_and_overdeep_arguments_are_refused,
-    a_request_nobody_can_be_named_for_is_refused,
-    a_second_token_over_the_principal_cap_is_refused,
-    a_write_over_the_principal_cap_is_refused,
-    a_rule_that_fails_at_the_apply_is_stale,
-    an_apply_error_after_approval_is_recorded,
-);
-
+#[apply(both_eras)]
 async fn approve_applies_exactly_the_previewed_change(era: Era) {
     let h = Harness::start(era).await;
     let result = h.assert_set_counter_applied().await;
@@ -67,6 +46,7 @@ async fn approve_applies_exactly_the_previewed_change(era: Era) {
     assert!(records.iter().all(|r| r.principal.is_some()));
 }
 
+#[apply(both_eras)]
 async fn decline_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
     h.assert_set_counter_refused(Reply::Decline, Outcome::Declined, Some("declined"))
@@ -74,12 +54,14 @@ async fn decline_writes_nothing(era: Era) {
     assert_eq!(h.asked().len(), 1);
 }
 
+#[apply(both_eras)]
 async fn cancel_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
     h.assert_set_counter_refused(Reply::Cancel, Outcome::Cancelled, Some("cancelled"))
         .await;
 }
 
+#[apply(both_eras)]
 async fn accept_with_approve_false_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
     h.assert_set_counter_refused(
@@ -90,6 +72,7 @@ async fn accept_with_approve_false_writes_nothing(era: Era) {
     .await;
 }
 
+#[apply(both_eras)]
 async fn accept_without_approve_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
@@ -110,6 +93,7 @@ async fn accept_without_approve_writes_nothing(era: Era) {
     assert_eq!(h.state().applies, 0);
 }
 
+#[apply(both_eras)]
 async fn a_failing_approval_handler_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
@@ -142,20 +126,17 @@ async fn a_failing_approval_handler_writes_nothing(era: Era) {
     }
 }
 
+#[apply(both_eras)]
 async fn an_answer_after_120_seconds_writes_nothing(era: Era) {
     let h = Harness::start(era).await;
-    let clock = h.clock.clone();
-    let late = Reply::after(
-        move || clock.advance(time::Duration::seconds(120)),
-        Reply::Approve,
-    );
+    let late = Reply::late(&h.clock, time::Duration::seconds(120), Reply::Approve);
     h.assert_set_counter_refused(late, Outcome::Expired, Some("expired"))
         .await;
 
     // One second earlier is still in time.
-    let clock = h.clock.clone();
-    h.script([Reply::after(
-        move || clock.advance(time::Duration::seconds(119)),
+    h.script([Reply::late(
+        &h.clock,
+        time::Duration::seconds(119),
         Reply::Approve,
     )]);
     let result = h.call("set_counter", json!({"value": 7})).await;
@@ -163,6 +144,7 @@ async fn an_answer_after_120_seconds_writes_nothing(era: Era) {
     assert_eq!(h.state().counter, 7);
 }
 
+#[apply(both_eras)]
 async fn a_client_without_elicitation_is_refused(era: Era) {
     let h = Harness::with(era, Options::without_elicitation()).await;
     let before = h.state();
@@ -179,6 +161,7 @@ async fn a_client_without_elicitation_is_refused(era: Era) {
     assert_eq!(unwrapped(&read), json!({"counter": 0}));
 }
 
+#[apply(both_eras)]
 async fn a_client_without_elicitation_may_write_only_with_the_danger_option(era: Era) {
     let h = Harness::custom(era, Options::without_elicitation(), |b| {
         b.danger(AllowWritesWithoutElicitation)
@@ -194,6 +177,7 @@ async fn a_client_without_elicitation_may_write_only_with_the_danger_option(era:
     );
 }
 
+#[apply(both_eras)]
 async fn writes_disabled_refuses_without_asking(era: Era) {
     let h = Harness::with(era, Options::writes_disabled()).await;
     let before = h.state();
@@ -228,6 +212,7 @@ fn assert_refused_unasked(
     assert_eq!(h.state().previews, 0);
 }
 
+#[apply(both_eras)]
 async fn a_failing_preview_is_returned_and_nobody_is_asked(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
@@ -244,6 +229,7 @@ async fn a_failing_preview_is_returned_and_nobody_is_asked(era: Era) {
     assert_eq!(h.outcomes(), vec![Outcome::PreviewFailed]);
 }
 
+#[apply(both_eras)]
 async fn a_stale_preview_is_refused(era: Era) {
     let h = Harness::start(era).await;
     // While the user looks at "before 0, after 7", somebody else sets the counter to 3.
@@ -283,11 +269,13 @@ async fn approved_but_the_apply_fails(
     (h, result)
 }
 
+#[apply(both_eras)]
 async fn an_apply_that_fails_after_approval_is_reported(era: Era) {
     let (_, result) = approved_but_the_apply_fails(era, |state| state.fail_apply = true).await;
     assert!(text_of(&result).contains("database is locked"));
 }
 
+#[apply(both_eras)]
 async fn a_write_without_preview_is_asked_with_its_arguments(era: Era) {
     let h = Harness::start(era).await;
     h.script([Reply::Approve]);
@@ -304,6 +292,7 @@ async fn a_write_without_preview_is_asked_with_its_arguments(era: Era) {
     assert_eq!(unwrapped(&result), json!({"added": "apples", "value": 12}));
 }
 
+#[apply(both_eras)]
 async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
@@ -331,6 +320,7 @@ async fn oversized_and_overdeep_arguments_are_refused(era: Era) {
     assert_eq!(h.state().previews, 0);
 }
 
+#[apply(both_eras)]
 async fn a_request_nobody_can_be_named_for_is_refused(era: Era) {
     let h = Harness::custom(era, Options::default(), |b| {
         b.principal(Arc::new(|_: &PrincipalRequest<'_>| -> Option<Principal> {
@@ -362,11 +352,17 @@ async fn a_request_nobody_can_be_named_for_is_refused(era: Era) {
     assert_eq!(unwrapped(&read), json!({"counter": 0}));
 }
 
-/// A store that holds one live entry per principal.
-fn capped_at_one(era: Era) -> impl std::future::Future<Output = Harness> {
-    Harness::custom(era, Options::default(), |b| {
+/// A store that holds one live entry per principal, and this principal's one entry taken by a
+/// token to delete row `a`; the audit is cleared after the token.
+async fn capped_at_one_token_held(era: Era) -> Harness {
+    let h = Harness::custom(era, Options::default(), |b| {
         b.store(Arc::new(MemoryStore::with_caps(1, 1_000)))
     })
+    .await;
+    h.fixture.state.lock().rows.insert("a".into(), 1);
+    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    h.audit.clear();
+    h
 }
 
 fn cap_reason() -> String {
@@ -381,13 +377,10 @@ fn says_too_many(result: &rmcp::model::CallToolResult) {
     );
 }
 
+#[apply(both_eras)]
 async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
-    let h = capped_at_one(era).await;
-    h.fixture.state.lock().rows.insert("a".into(), 1);
-    // The one live entry: a token.
-    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let h = capped_at_one_token_held(era).await;
     let before = h.state();
-    h.audit.clear();
     h.script([Reply::Approve]);
     let result = h.prepare("delete_row", json!({"name": "a"})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
@@ -407,15 +400,13 @@ async fn a_second_token_over_the_principal_cap_is_refused(era: Era) {
     assert!(!token.is_empty());
 }
 
+#[apply(both_eras)]
 async fn a_write_over_the_principal_cap_is_refused(era: Era) {
     // Below 2026-07-28 this needs the pending approval to go through the store (review
     // finding 1): until then the write is applied and this test fails in the legacy era.
-    let h = capped_at_one(era).await;
-    h.fixture.state.lock().rows.insert("a".into(), 1);
-    let _token = h.prepare_token("delete_row", json!({"name": "a"})).await;
+    let h = capped_at_one_token_held(era).await;
     let before = h.state();
     let asked_before = h.asked().len();
-    h.audit.clear();
     let result = h.approve_and_call("set_counter", json!({"value": 7})).await;
     h.assert_refused(&result, &before, Outcome::StoreFailed, Some(&cap_reason()));
     says_too_many(&result);
@@ -423,16 +414,13 @@ async fn a_write_over_the_principal_cap_is_refused(era: Era) {
     assert!(!h.outcomes().contains(&Outcome::Approved));
 }
 
+#[apply(both_eras)]
 async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
     let h = Harness::start(era).await;
     let before = h.state();
-    let fixture = h.fixture.clone();
     // While the user looks at "before 0, after 7", the counter gets locked: the change that
     // passed the rules when the user was asked fails them at the apply, which says stale.
-    h.script([Reply::after(
-        move || fixture.state.lock().locked = true,
-        Reply::Approve,
-    )]);
+    h.approve_after(move |fixture| fixture.state.lock().locked = true);
     let result = h.call("set_counter", json!({"value": 7})).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert_eq!(text_of(&result), STALE_MESSAGE);
@@ -448,6 +436,7 @@ async fn a_rule_that_fails_at_the_apply_is_stale(era: Era) {
     h.assert_stale_trail();
 }
 
+#[apply(both_eras)]
 async fn an_apply_error_after_approval_is_recorded(era: Era) {
     let (h, _) = approved_but_the_apply_fails(era, |state| state.apply_error = true).await;
     let reason = h.audit.last().unwrap().reason.unwrap();

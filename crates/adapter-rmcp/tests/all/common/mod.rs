@@ -183,6 +183,13 @@ impl Harness {
         self.scripted.script(replies);
     }
 
+    /// Scripts the client to approve the next question after `meanwhile` has changed the inner
+    /// server while the person looks at the question.
+    pub fn approve_after(&self, meanwhile: impl FnOnce(&Fixture) + Send + 'static) {
+        let fixture = self.fixture.clone();
+        self.script([Reply::after(move || meanwhile(&fixture), Reply::Approve)]);
+    }
+
     pub fn state(&self) -> State {
         self.fixture.snapshot()
     }
@@ -223,11 +230,7 @@ impl Harness {
     /// Calls `set_counter` with `{"value": 7}`; while the question is open somebody else sets
     /// the counter to 3, then the client approves. Returns the result.
     pub async fn set_counter_gone_stale(&self) -> CallToolResult {
-        let fixture = self.fixture.clone();
-        self.script([Reply::after(
-            move || fixture.state.lock().counter = 3,
-            Reply::Approve,
-        )]);
+        self.approve_after(move |fixture| fixture.state.lock().counter = 3);
         self.call("set_counter", json!({"value": 7})).await
     }
 
@@ -433,26 +436,12 @@ pub fn unwrapped(result: &CallToolResult) -> Value {
         .clone()
 }
 
-/// Declares one test per protocol era from an `async fn(Era)`: `both_eras!(a, b)` on the
-/// default runtime, or `both_eras!(#[tokio::test(flavor = "multi_thread")] a, b)` with the
-/// test attribute given.
-#[macro_export]
-macro_rules! both_eras {
-    (#[$test:meta] $($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[$test]
-                async fn legacy() {
-                    super::$name($crate::common::Era::Legacy).await;
-                }
-                #[$test]
-                async fn rounds() {
-                    super::$name($crate::common::Era::InputRounds).await;
-                }
-            }
-        )*
-    };
-    ($($name:ident),* $(,)?) => {
-        $crate::both_eras!(#[tokio::test] $($name),*);
-    };
-}
+/// Runs a test once per protocol era, as `case_1_legacy` and `case_2_rounds`, each on its own
+/// default tokio runtime: `#[apply(both_eras)]` on an `async fn name(era: Era)`. (race.rs has
+/// its own template for a multi-threaded runtime.)
+#[rstest_reuse::template]
+#[rstest::rstest]
+#[case::legacy(Era::Legacy)]
+#[case::rounds(Era::InputRounds)]
+#[tokio::test]
+fn both_eras(#[case] era: Era) {}
