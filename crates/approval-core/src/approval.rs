@@ -9,6 +9,7 @@ use crate::canonical::{ArgLimits, canonical_json};
 use crate::definition::{ToolChanged, ToolDefinition, check_definition};
 use crate::ids::{ApprovalId, ArgsDigest, DefinitionDigest, Principal, ToolName};
 use crate::policy::ApprovalPolicy;
+use crate::record::{self, LiveRecord};
 use crate::secret::PageId;
 
 /// A question put to the user: who asked, which tool (and its definition as the guard saw it),
@@ -81,28 +82,27 @@ impl PendingApproval {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        id: ApprovalId,
-        principal: Principal,
-        tool: ToolName,
-        definition: DefinitionDigest,
-        args: CapturedArgs,
-        preview: Value,
-        asked_at: OffsetDateTime,
-        expires_at: OffsetDateTime,
-    ) -> Self {
-        Self {
-            id,
-            principal,
-            tool,
-            definition,
-            args,
-            preview,
-            asked_at,
-            expires_at,
-            page: None,
-        }
+    /// The approval a stored record holds, as [`Approvals::store_approval`] and the round trips
+    /// wrote it; `None` when the record holds none or any part of it does not read back.
+    ///
+    /// [`Approvals::store_approval`]: crate::Approvals::store_approval
+    pub(crate) fn restore(live: LiveRecord) -> Option<Self> {
+        let stored = *live.approval?;
+        let page = match stored.page {
+            Some(page) => Some(page.parse().ok()?),
+            None => None,
+        };
+        Some(Self {
+            id: stored.id.parse().ok()?,
+            args: CapturedArgs::restore(stored.arguments, live.digest).ok()?,
+            principal: live.principal,
+            tool: live.tool,
+            definition: live.definition,
+            preview: stored.preview,
+            asked_at: record::from_ns(live.issued_at_ns).ok()?,
+            expires_at: record::from_ns(live.expires_at_ns).ok()?,
+            page,
+        })
     }
 
     /// The same approval, asked about on `page` (see [`Approvals::open_page`](crate::Approvals::open_page)).

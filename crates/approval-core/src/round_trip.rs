@@ -6,11 +6,10 @@ use std::fmt;
 use time::OffsetDateTime;
 
 use crate::approval::PendingApproval;
-use crate::args::CapturedArgs;
 use crate::binding::Binding;
 use crate::bound::{self, Caller, Refusal};
 use crate::ids::{ApprovalId, StateId};
-use crate::record::{self, LiveRecord, StoredApproval};
+use crate::record::StoredApproval;
 use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
 /// The one text every round-trip refusal renders to, whatever the reason.
@@ -190,7 +189,7 @@ pub(crate) async fn peek_approval<S: Store + ?Sized>(
     let key = id.with_text(|text| StoreKey::from_str(RecordKind::Approval, text));
     let caller = Caller::new(call, call.args.digest());
     let live = bound::peek(store, &key, caller, now).await?;
-    restore(live).ok_or(RoundTripRejection::Store)
+    PendingApproval::restore(live).ok_or(RoundTripRejection::Store)
 }
 
 async fn put_pending<S: Store + ?Sized>(
@@ -226,31 +225,7 @@ async fn take_pending<S: Store + ?Sized>(
 ) -> Result<PendingApproval, RoundTripRejection> {
     let caller = Caller::new(call, call.args.digest());
     let live = bound::take(store, key, caller, now).await?;
-    restore(live).ok_or(RoundTripRejection::Store)
-}
-
-fn restore(live: LiveRecord) -> Option<PendingApproval> {
-    let stored = *live.approval?;
-    let id: ApprovalId = stored.id.parse().ok()?;
-    let args = CapturedArgs::restore(stored.arguments, live.digest).ok()?;
-    let page = match stored.page {
-        Some(page) => Some(page.parse().ok()?),
-        None => None,
-    };
-    let pending = PendingApproval::from_parts(
-        id,
-        live.principal,
-        live.tool,
-        live.definition,
-        args,
-        stored.preview,
-        record::from_ns(live.issued_at_ns).ok()?,
-        record::from_ns(live.expires_at_ns).ok()?,
-    );
-    Some(match page {
-        Some(page) => pending.on_page(page),
-        None => pending,
-    })
+    PendingApproval::restore(live).ok_or(RoundTripRejection::Store)
 }
 
 #[cfg(test)]
@@ -258,9 +233,11 @@ mod tests {
     use super::*;
     use crate::Binding;
     use crate::answer::{AnswerAction, Decision, DenyReason};
+    use crate::args::CapturedArgs;
     use crate::clock::Clock;
     use crate::ids::{Principal, ToolName};
     use crate::policy::ApprovalPolicy;
+    use crate::record;
     use crate::store::MemoryStore;
     use crate::test_support::sid;
     use crate::test_support::{BrokenStore, Fixture, args, fixture, ready};
