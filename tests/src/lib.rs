@@ -33,7 +33,7 @@ pub use results::{
     structured, text,
 };
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};
-pub use tokens::{cancel_order_args, cancel_order_token};
+pub use tokens::{cancel_args, cancel_order_token};
 
 /// The question the store asks for `adjust_stock` of TLS-002 (seeded at 3) by -2, "damaged in
 /// transit".

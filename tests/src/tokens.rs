@@ -31,6 +31,6 @@ pub async fn cancel_order_token(
 
 /// The arguments of a `cancel_order` call for `order_id` with `reason` that carry the
 /// confirmation `token`.
-pub fn cancel_order_args(order_id: i64, reason: &str, token: &str) -> Value {
+pub fn cancel_args(order_id: i64, reason: &str, token: &str) -> Value {
     json!({"orderId": order_id, "reason": reason, "confirmationToken": token})
 }

@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 use store_server::Db;
 use tempfile::TempDir;
 use workspace_tests::{
-    Client, Failure, FileView, HttpReply, Movement, RawHttp, SigningKey, call, cancel_order_args,
+    Client, Failure, FileView, HttpReply, Movement, RawHttp, SigningKey, call, cancel_args,
     cancel_order_token, connect_over, is_error, text,
 };
 
@@ -707,12 +707,7 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
         assert_eq!(alice_user.asked().len(), 1, "{era:?}");
         let before = file.snapshot()?;
 
-        let stolen = call(
-            &bob,
-            "cancel_order",
-            cancel_order_args(order, reason, &token),
-        )
-        .await?;
+        let stolen = call(&bob, "cancel_order", cancel_args(order, reason, &token)).await?;
 
         assert!(is_error(&stolen), "{era:?}: {stolen:?}");
         assert_eq!(text(&stolen), TOKEN_REFUSAL_MESSAGE, "{era:?}");
@@ -739,12 +734,7 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
         );
 
         // Checking the token spent nothing: Alice can still use it, once.
-        let cancelled = call(
-            &alice,
-            "cancel_order",
-            cancel_order_args(order, reason, &token),
-        )
-        .await?;
+        let cancelled = call(&alice, "cancel_order", cancel_args(order, reason, &token)).await?;
         assert!(!is_error(&cancelled), "{era:?}: {}", text(&cancelled));
         assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));
         assert_eq!(file.stock("TLS-001")?, 12, "{era:?}");

@@ -12,7 +12,7 @@ use mcp_write_guard_rmcp::{CHAIN_START, JsonLinesSink};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use store_server::{AdjustStockArgs, Mode};
-use workspace_tests::{Failure, call, cancel_order_args, cancel_order_token, is_error};
+use workspace_tests::{Failure, call, cancel_args, cancel_order_token, is_error};
 
 use crate::store::{Store, connect};
 
@@ -65,7 +65,7 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
     assert!(is_error(&stale), "{stale:?}");
     let reason = "customer changed their mind";
     let token = cancel_order_token(&client, order, reason).await?;
-    let spend = cancel_order_args(order, reason, &token);
+    let spend = cancel_args(order, reason, &token);
     let cancelled = call(&client, "cancel_order", spend).await?;
     assert!(!is_error(&cancelled), "{cancelled:?}");
     assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));

@@ -10,8 +10,8 @@ use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
 use workspace_tests::{
-    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, cancel_order_args,
-    cancel_order_token, connect_over, enveloped_data, is_error, message,
+    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, cancel_args, cancel_order_token,
+    connect_over, enveloped_data, is_error, message,
 };
 
 use crate::store::Store;
@@ -101,7 +101,7 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
     let stolen = call(
         &mallory_client,
         "cancel_order",
-        cancel_order_args(order, "duplicate order", &token),
+        cancel_args(order, "duplicate order", &token),
     )
     .await?;
 

@@ -12,7 +12,7 @@ use mcp_write_guard_rmcp::{
 };
 use serde_json::json;
 use workspace_tests::{
-    Client, Failure, FileView, Snapshot, call, cancel_order_args, cancel_order_token,
+    Client, Failure, FileView, Snapshot, call, cancel_args, cancel_order_token,
     declined_adjustment_question, is_error,
 };
 
@@ -215,7 +215,7 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             let (user, client) = store.person(era, [Reply::Approve, Reply::Decline]).await?;
 
             let token = cancel_order_token(&client, order, &reason).await?;
-            let args = cancel_order_args(order, &reason, &token);
+            let args = cancel_args(order, &reason, &token);
             let result = call(&client, "cancel_order", args).await?;
 
             assert!(is_error(&result), "{case}: {result:?}");

@@ -10,8 +10,8 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use store_server::{CancelOrderArgs, Mode};
 use workspace_tests::{
-    Failure, Movement, Snapshot, call, cancel_order_args, cancel_order_token, enveloped_data,
-    is_error, message, text,
+    Failure, Movement, Snapshot, call, cancel_args, cancel_order_token, enveloped_data, is_error,
+    message, text,
 };
 
 use crate::store::{Store, connect};
@@ -89,12 +89,7 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         );
 
         // Second approval: the act, worded from the database.
-        let result = call(
-            &client,
-            "cancel_order",
-            cancel_order_args(order, REASON, &token),
-        )
-        .await?;
+        let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
         assert!(!is_error(&result), "{era:?}: {result:?}");
         assert_eq!(
             user.asked()[1],
@@ -140,12 +135,7 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
 
         // Single use: the same call again is refused and nothing moves.
         let before = file.snapshot()?;
-        let again = call(
-            &client,
-            "cancel_order",
-            cancel_order_args(order, REASON, &token),
-        )
-        .await?;
+        let again = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
         let case = format!("{era:?}");
         assert_token_refused(
             &store,
@@ -208,12 +198,12 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
     let misuses: [(&str, Misuse, Decision); 4] = [
         (
             "other order",
-            |_, second, token| cancel_order_args(second, REASON, token),
+            |_, second, token| cancel_args(second, REASON, token),
             token_rejected("other-arguments"),
         ),
         (
             "other reason",
-            |first, _, token| cancel_order_args(first, "found a cheaper one", token),
+            |first, _, token| cancel_args(first, "found a cheaper one", token),
             token_rejected("other-arguments"),
         ),
         (
@@ -223,7 +213,7 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
         ),
         (
             "forged token",
-            |first, _, _| cancel_order_args(first, REASON, "0b7f1f8e-6a8e-4c1e-9d55-3f1f4d1a2b3c"),
+            |first, _, _| cancel_args(first, REASON, "0b7f1f8e-6a8e-4c1e-9d55-3f1f4d1a2b3c"),
             token_rejected("unknown"),
         ),
     ];
@@ -275,22 +265,12 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
     let client = store.connect(&user).await?;
     let token = cancel_order_token(&client, order, REASON).await?;
 
-    let stale = call(
-        &client,
-        "cancel_order",
-        cancel_order_args(order, REASON, &token),
-    )
-    .await?;
+    let stale = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
     assert!(is_error(&stale));
     assert_eq!(text(&stale), mcp_write_guard_rmcp::STALE_MESSAGE);
     let before = file.snapshot()?;
 
-    let replay = call(
-        &client,
-        "cancel_order",
-        cancel_order_args(order, REASON, &token),
-    )
-    .await?;
+    let replay = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
 
     assert_token_refused(
         &store,
@@ -315,12 +295,7 @@ async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
     let before = file.snapshot()?;
 
     store.clock.advance(time::Duration::seconds(301));
-    let result = call(
-        &client,
-        "cancel_order",
-        cancel_order_args(order, REASON, &token),
-    )
-    .await?;
+    let result = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
 
     assert_token_refused(
         &store,
@@ -348,7 +323,7 @@ async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Fa
     let result = call(
         &mallory_client,
         "cancel_order",
-        cancel_order_args(order, REASON, &token),
+        cancel_args(order, REASON, &token),
     )
     .await?;
 
