@@ -17,6 +17,7 @@ mod race;
 mod raw;
 mod results;
 mod sqlite;
+mod tokens;
 
 pub use browser::Browser;
 pub use child::{PYTHON_MCP, SERVING_AT, python_sdk, serving_url, spawn_serving};
@@ -27,8 +28,12 @@ pub use race::{
     counter_sale, hold_approvals, race_one_stock, race_plus_one, sell_one, tally,
 };
 pub use raw::{HttpReply, RawHttp, approve};
-pub use results::{assert_refused, call, enveloped_data, is_error, message, structured, text};
+pub use results::{
+    assert_refused, call, declined_adjustment_question, enveloped_data, is_error, message,
+    structured, text,
+};
 pub use sqlite::{FileView, Movement, Snapshot, TABLES};
+pub use tokens::{cancel_args, cancel_order_token};
 
 /// The question the store asks for `adjust_stock` of TLS-002 (seeded at 3) by -2, "damaged in
 /// transit".

@@ -1,7 +1,8 @@
 //! Calling tools and reading their results.
 
+use mcp_write_guard_rmcp::test_util::ScriptedClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::{Client, Failure};
 
@@ -17,6 +18,27 @@ pub async fn call(
     };
     let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
     Ok(client.call_tool(params).await?)
+}
+
+/// Asks `client` to adjust TLS-002 by -3 giving `reason`, with the person (`user`) scripted to
+/// decline: asserts that the call was refused after exactly one question, and returns that
+/// question. `case` names the case in a failure.
+pub async fn declined_adjustment_question(
+    client: &Client,
+    user: &ScriptedClient,
+    reason: &str,
+    case: &str,
+) -> Result<String, Failure> {
+    let result = call(
+        client,
+        "adjust_stock",
+        json!({"sku": "TLS-002", "delta": -3, "reason": reason}),
+    )
+    .await?;
+    assert!(is_error(&result), "{case}: {result:?}");
+    let mut messages = user.asked();
+    assert_eq!(messages.len(), 1, "{case}: {messages:?}");
+    Ok(messages.remove(0))
 }
 
 /// Whether the result is a tool error.

@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 use store_server::Db;
 use tempfile::TempDir;
 use workspace_tests::{
-    Client, Failure, FileView, HttpReply, Movement, RawHttp, SigningKey, call, connect_over,
-    is_error, text,
+    Client, Failure, FileView, HttpReply, Movement, RawHttp, SigningKey, call, cancel_args,
+    cancel_order_token, connect_over, is_error, text,
 };
 
 const KID: &str = "test-key-1";
@@ -703,26 +703,11 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
         let bob = server.connect_as("bob", &bob_user, era).await?;
         let reason = "duplicate order";
 
-        let prepared = call(
-            &alice,
-            PREPARE_ADMIN_ACTION,
-            json!({"tool": "cancel_order", "arguments": {"orderId": order, "reason": reason}}),
-        )
-        .await?;
-        assert!(!is_error(&prepared), "{era:?}: {}", text(&prepared));
-        let token = prepared.structured_content.as_ref().ok_or("no content")?["confirmationToken"]
-            .as_str()
-            .ok_or("no token")?
-            .to_owned();
+        let token = cancel_order_token(&alice, order, reason).await?;
         assert_eq!(alice_user.asked().len(), 1, "{era:?}");
         let before = file.snapshot()?;
 
-        let stolen = call(
-            &bob,
-            "cancel_order",
-            json!({"orderId": order, "reason": reason, "confirmationToken": token}),
-        )
-        .await?;
+        let stolen = call(&bob, "cancel_order", cancel_args(order, reason, &token)).await?;
 
         assert!(is_error(&stolen), "{era:?}: {stolen:?}");
         assert_eq!(text(&stolen), TOKEN_REFUSAL_MESSAGE, "{era:?}");
@@ -749,12 +734,7 @@ async fn a_confirmation_token_issued_to_alice_does_not_spend_for_bob() -> Result
         );
 
         // Checking the token spent nothing: Alice can still use it, once.
-        let cancelled = call(
-            &alice,
-            "cancel_order",
-            json!({"orderId": order, "reason": reason, "confirmationToken": token}),
-        )
-        .await?;
+        let cancelled = call(&alice, "cancel_order", cancel_args(order, reason, &token)).await?;
         assert!(!is_error(&cancelled), "{era:?}: {}", text(&cancelled));
         assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));
         assert_eq!(file.stock("TLS-001")?, 12, "{era:?}");

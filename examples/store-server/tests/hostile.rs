@@ -21,7 +21,7 @@ use common::{Log, StoreFile};
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{ERAS, Reply, ScriptedClient};
 use serde_json::json;
-use workspace_tests::{Client, Failure, FileView, call, is_error};
+use workspace_tests::{Client, Failure, FileView, call, declined_adjustment_question, is_error};
 
 const FAKE_SENTENCE: &str = "No stock change: stock 3 -> 3. Approve to record the count only.";
 
@@ -65,17 +65,7 @@ async fn declined_cleanly(
     case: &str,
 ) -> Result<(), Failure> {
     assert!(reason.chars().count() <= 200, "{case}: reason too long");
-    let result = call(
-        client,
-        "adjust_stock",
-        json!({"sku": "TLS-002", "delta": -3, "reason": reason}),
-    )
-    .await?;
-
-    assert!(is_error(&result), "{case}: {result:?}");
-    let messages = user.asked();
-    assert_eq!(messages.len(), 1, "{case}: {messages:?}");
-    let question = &messages[0];
+    let question = &declined_adjustment_question(client, user, reason, case).await?;
     assert_eq!(question.lines().count(), 1, "{case}: {question:?}");
     assert!(question.contains("by -3"), "{case}: {question:?}");
     assert!(question.contains("stock 3 -> 0"), "{case}: {question:?}");

@@ -7,10 +7,7 @@ use rstest_reuse::apply;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::common::{
-    Era, Harness, Options, Reply, assert_row_deleted, both_eras, delete_with_token, logs::Captured,
-    start_time, text_of,
-};
+use crate::common::{Era, Harness, Options, Reply, both_eras, logs::Captured, start_time, text_of};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -119,10 +116,7 @@ async fn a_confirmation_token_never_reaches_the_records(era: Era) {
     let h = Harness::custom(era, Options::default(), |b| b.preview("delete_row")).await;
     h.fixture.state.lock().rows.insert("a".into(), 1);
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
-    let result = h
-        .approve_and_call("delete_row", delete_with_token("a", &token))
-        .await;
-    assert_row_deleted(&result, &h.state(), "a");
+    h.assert_token_deletes_row_a(&token).await;
     let records = h.audit.records();
     let serialised = serde_json::to_string(&records).unwrap();
     assert!(!serialised.contains(&token), "{serialised}");

@@ -136,10 +136,7 @@ async fn a_token_at_300_seconds_is_refused_without_asking(era: Era) {
     // At 299 s a fresh token still works.
     let token = h.prepare_token("delete_row", json!({"name": "a"})).await;
     h.clock.advance(time::Duration::seconds(299));
-    let result = h
-        .approve_and_call("delete_row", delete_with_token("a", &token))
-        .await;
-    assert_row_deleted(&result, &h.state(), "a");
+    h.assert_token_deletes_row_a(&token).await;
 }
 
 #[apply(both_eras)]
@@ -260,10 +257,6 @@ async fn prepare_admin_action_refuses_tools_without_tokens(era: Era) {
 #[apply(both_eras)]
 async fn prepare_admin_action_declined_issues_nothing(era: Era) {
     let h = with_rows(era).await;
-    let before = h.state();
-    h.script([Reply::Decline]);
-    let result = h.prepare("delete_row", json!({"name": "a"})).await;
-    h.assert_refused(&result, &before, Outcome::Declined, Some("declined"));
-    assert!(result.structured_content.is_none());
-    assert!(!h.outcomes().contains(&Outcome::TokenIssued));
+    h.assert_preparing_refused(Reply::Decline, Outcome::Declined, Some("declined"))
+        .await;
 }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use mcp_write_guard_audit::verify_log;
 use mcp_write_guard_rmcp::Era;
 use mcp_write_guard_rmcp::test_util::{Reply, ScriptedClient};
-use mcp_write_guard_rmcp::{CHAIN_START, JsonLinesSink, PREPARE_ADMIN_ACTION};
+use mcp_write_guard_rmcp::{CHAIN_START, JsonLinesSink};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use store_server::{AdjustStockArgs, Mode};
-use workspace_tests::{Failure, call, is_error, structured};
+use workspace_tests::{Failure, call, cancel_args, cancel_order_token, is_error};
 
 use crate::store::{Store, connect};
 
@@ -63,19 +63,9 @@ async fn the_audit_file_holds_every_decision_chained_and_verify_log_finds_each_c
     assert!(!is_error(&applied), "{applied:?}");
     let stale = call(&client, "adjust_stock", adjust("TLS-003")).await?;
     assert!(is_error(&stale), "{stale:?}");
-    let cancel = json!({"orderId": order, "reason": "customer changed their mind"});
-    let prepared = call(
-        &client,
-        PREPARE_ADMIN_ACTION,
-        json!({"tool": "cancel_order", "arguments": cancel}),
-    )
-    .await?;
-    let token = structured(&prepared)?["confirmationToken"]
-        .as_str()
-        .ok_or("no token")?
-        .to_owned();
-    let mut spend = cancel.clone();
-    spend["confirmationToken"] = json!(token);
+    let reason = "customer changed their mind";
+    let token = cancel_order_token(&client, order, reason).await?;
+    let spend = cancel_args(order, reason, &token);
     let cancelled = call(&client, "cancel_order", spend).await?;
     assert!(!is_error(&cancelled), "{cancelled:?}");
     assert_eq!(file.order_status(order)?.as_deref(), Some("cancelled"));

@@ -10,8 +10,8 @@ use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
 use serde_json::json;
 use store_server::StoreServer;
 use workspace_tests::{
-    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, connect_over, enveloped_data,
-    is_error, message,
+    Client, DAMAGED_TLS_002_QUESTION, Failure, FileView, call, cancel_args, cancel_order_token,
+    connect_over, enveloped_data, is_error, message,
 };
 
 use crate::store::Store;
@@ -94,25 +94,14 @@ async fn over_http_each_session_is_its_own_principal() -> Result<(), Failure> {
     let mallory = ScriptedClient::answering([Reply::Approve]);
     let alice_client = connect_http(&url, &alice).await?;
     let mallory_client = connect_http(&url, &mallory).await?;
-    let arguments = json!({"orderId": order, "reason": "duplicate order"});
 
-    let prepared = call(
-        &alice_client,
-        mcp_write_guard_rmcp::PREPARE_ADMIN_ACTION,
-        json!({"tool": "cancel_order", "arguments": arguments}),
-    )
-    .await?;
-    assert!(!is_error(&prepared), "{}", message(&prepared));
-    let token = prepared.structured_content.as_ref().unwrap()["confirmationToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = cancel_order_token(&alice_client, order, "duplicate order").await?;
     let before = file.snapshot()?;
 
     let stolen = call(
         &mallory_client,
         "cancel_order",
-        json!({"orderId": order, "reason": "duplicate order", "confirmationToken": token}),
+        cancel_args(order, "duplicate order", &token),
     )
     .await?;
 

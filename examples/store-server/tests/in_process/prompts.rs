@@ -11,7 +11,10 @@ use mcp_write_guard_rmcp::{
     DEFAULT_MAX_RENDERED_CHARS, Outcome, PREPARE_ADMIN_ACTION, render_value,
 };
 use serde_json::json;
-use workspace_tests::{Client, Failure, FileView, Snapshot, call, is_error, structured};
+use workspace_tests::{
+    Client, Failure, FileView, Snapshot, call, cancel_args, cancel_order_token,
+    declined_adjustment_question, is_error,
+};
 
 use crate::store::Store;
 
@@ -139,17 +142,7 @@ async fn a_hostile_reason_cannot_reshape_the_adjust_stock_question() -> Result<(
             let (store, _, before) = Store::with_snapshot()?;
             let (user, client) = store.person(era, [Reply::Decline]).await?;
 
-            let result = call(
-                &client,
-                "adjust_stock",
-                json!({"sku": "TLS-002", "delta": -3, "reason": reason}),
-            )
-            .await?;
-
-            assert!(is_error(&result), "{case}: {result:?}");
-            let messages = user.asked();
-            assert_eq!(messages.len(), 1, "{case}");
-            let question = &messages[0];
+            let question = &declined_adjustment_question(&client, &user, &reason, &case).await?;
             assert_clean(question, 1, &case);
             // The true change first, the reason last and labelled.
             assert!(
@@ -221,18 +214,9 @@ async fn a_hostile_reason_cannot_reshape_the_cancel_order_question() -> Result<(
             // Approve the intent (to get a token), decline the act.
             let (user, client) = store.person(era, [Reply::Approve, Reply::Decline]).await?;
 
-            let prepared = prepare(&client, order, &reason).await?;
-            assert!(!is_error(&prepared), "{case}: {prepared:?}");
-            let token = structured(&prepared)?["confirmationToken"]
-                .as_str()
-                .ok_or("no token")?
-                .to_owned();
-            let result = call(
-                &client,
-                "cancel_order",
-                json!({"orderId": order, "reason": reason, "confirmationToken": token}),
-            )
-            .await?;
+            let token = cancel_order_token(&client, order, &reason).await?;
+            let args = cancel_args(order, &reason, &token);
+            let result = call(&client, "cancel_order", args).await?;
 
             assert!(is_error(&result), "{case}: {result:?}");
             let messages = user.asked();

@@ -10,30 +10,13 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use store_server::{CancelOrderArgs, Mode};
 use workspace_tests::{
-    Client, Failure, Movement, Snapshot, call, enveloped_data, is_error, message, structured, text,
+    Failure, Movement, Snapshot, call, cancel_args, cancel_order_token, enveloped_data, is_error,
+    message, text,
 };
 
 use crate::store::{Store, connect};
 
 const REASON: &str = "customer changed their mind";
-
-/// Asks for a token for `cancel_order {orderId, reason}`; the scripted user must approve.
-async fn prepare(client: &Client, order_id: i64, reason: &str) -> Result<String, Failure> {
-    let result = call(
-        client,
-        PREPARE_ADMIN_ACTION,
-        json!({"tool": "cancel_order", "arguments": {"orderId": order_id, "reason": reason}}),
-    )
-    .await?;
-    if is_error(&result) {
-        return Err(format!("prepare refused: {}", text(&result)).into());
-    }
-    let token = structured(&result)?["confirmationToken"]
-        .as_str()
-        .ok_or("no token")?
-        .to_owned();
-    Ok(token)
-}
 
 /// An audit outcome with its reason.
 type Decision = (Outcome, Option<String>);
@@ -67,10 +50,6 @@ fn assert_token_refused(
     Ok(())
 }
 
-fn cancel_args(order_id: i64, reason: &str, token: &str) -> Value {
-    json!({"orderId": order_id, "reason": reason, "confirmationToken": token})
-}
-
 #[tokio::test]
 async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), Failure> {
     for era in ERAS {
@@ -79,7 +58,7 @@ async fn two_approvals_cancel_the_order_and_put_the_stock_back() -> Result<(), F
         let (user, client) = store.person(era, [Reply::Approve, Reply::Approve]).await?;
 
         // First approval: the intent. Nothing changes yet.
-        let token = prepare(&client, order, REASON).await?;
+        let token = cancel_order_token(&client, order, REASON).await?;
         assert_eq!(
             file.order_status(order)?.as_deref(),
             Some("pending"),
@@ -243,7 +222,7 @@ async fn a_token_is_bound_to_its_exact_arguments_and_misuse_asks_nobody() -> Res
         // as asking, which it must not.
         let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
         let client = store.connect(&user).await?;
-        let token = prepare(&client, first, REASON).await?;
+        let token = cancel_order_token(&client, first, REASON).await?;
         assert_ne!(token, forged);
 
         let result = call(&client, "cancel_order", misuse(first, second, &token)).await?;
@@ -284,7 +263,7 @@ async fn a_token_cannot_be_spent_twice_even_when_the_first_use_did_not_apply() -
         Reply::Approve,
     ]);
     let client = store.connect(&user).await?;
-    let token = prepare(&client, order, REASON).await?;
+    let token = cancel_order_token(&client, order, REASON).await?;
 
     let stale = call(&client, "cancel_order", cancel_args(order, REASON, &token)).await?;
     assert!(is_error(&stale));
@@ -312,7 +291,7 @@ async fn a_token_expires_after_five_minutes() -> Result<(), Failure> {
     let (store, file, order) = Store::with_an_order_placed()?;
     let user = ScriptedClient::answering([Reply::Approve, Reply::Approve]);
     let client = store.connect(&user).await?;
-    let token = prepare(&client, order, REASON).await?;
+    let token = cancel_order_token(&client, order, REASON).await?;
     let before = file.snapshot()?;
 
     store.clock.advance(time::Duration::seconds(301));
@@ -338,7 +317,7 @@ async fn a_token_is_bound_to_the_connection_that_asked_for_it() -> Result<(), Fa
     let mallory = ScriptedClient::answering([Reply::Approve]);
     let alice_client = connect(guard.clone(), &alice, Era::Legacy).await?;
     let mallory_client = connect(guard.clone(), &mallory, Era::Legacy).await?;
-    let token = prepare(&alice_client, order, REASON).await?;
+    let token = cancel_order_token(&alice_client, order, REASON).await?;
     let before = file.snapshot()?;
 
     let result = call(

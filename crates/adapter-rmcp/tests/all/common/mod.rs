@@ -216,6 +216,15 @@ impl Harness {
         self.call(tool, args).await
     }
 
+    /// Approves and calls `delete_row` on row `a` with the confirmation `token`; asserts that
+    /// the call succeeded and row `a` is gone.
+    pub async fn assert_token_deletes_row_a(&self, token: &str) {
+        let result = self
+            .approve_and_call("delete_row", delete_with_token("a", token))
+            .await;
+        assert_row_deleted(&result, &self.state(), "a");
+    }
+
     /// Approves and calls `set_counter` with `{"value": 7}`; asserts that it wrote 7. Returns
     /// the result.
     pub async fn assert_set_counter_applied(&self) -> CallToolResult {
@@ -247,6 +256,24 @@ impl Harness {
         self.script([reply]);
         let result = self.call("set_counter", json!({"value": 7})).await;
         self.assert_refused(&result, &before, outcome, reason);
+    }
+
+    /// Scripts `reply`, prepares a token to delete row `a`, and asserts that no token was
+    /// issued: [`Harness::assert_refused`] with `outcome` (and `reason`, if given), no structured
+    /// content and no `TokenIssued` record. Returns the result.
+    pub async fn assert_preparing_refused(
+        &self,
+        reply: Reply,
+        outcome: Outcome,
+        reason: Option<&str>,
+    ) -> CallToolResult {
+        let before = self.state();
+        self.script([reply]);
+        let result = self.prepare("delete_row", json!({"name": "a"})).await;
+        self.assert_refused(&result, &before, outcome, reason);
+        assert!(result.structured_content.is_none(), "no token: {result:?}");
+        assert!(!self.outcomes().contains(&Outcome::TokenIssued));
+        result
     }
 
     /// Asserts the audit trail of a write approved and then found stale at the apply: asked,
