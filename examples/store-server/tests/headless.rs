@@ -445,11 +445,14 @@ async fn declined_on_the_page_the_retry_is_refused() -> Result<(), Failure> {
 /// nothing is written; the expired page takes no answer.
 #[tokio::test]
 async fn an_approval_whose_clock_ran_out_is_not_applied() -> Result<(), Failure> {
-    const TTL: std::time::Duration = std::time::Duration::from_secs(4);
+    // Long enough for the page to be opened and answered on a busy machine (a 4 s clock ran
+    // out before the click under load), short enough to wait out.
+    const TTL: std::time::Duration = std::time::Duration::from_secs(8);
     let browser = Browser::start().await?;
     for era in ERAS {
         let hooks = Receiver::start().await?;
-        let h = Headless::start_with(era, &hooks.url, &["--approval-ttl", "4"]).await?;
+        let ttl = TTL.as_secs().to_string();
+        let h = Headless::start_with(era, &hooks.url, &["--approval-ttl", &ttl]).await?;
         let asked_at = tokio::time::Instant::now();
         let link = h.ask_first(&hooks, era).await?;
         let answered = h.answer_in(&browser, &link, "approve", (3, 2)).await?;
