@@ -42,21 +42,11 @@ impl Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(err) = mcp_write_guard_serve::init_logging() {
-        eprintln!("store-server: {err}");
-        return ExitCode::FAILURE;
-    }
-    let served = cli.config().and_then(|config| {
+    mcp_write_guard_serve::run_logged("store-server", || {
+        let config = cli.config()?;
         let runtime = config.serve.runtime()?;
         runtime.block_on(store_server::run(config))
-    });
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("{err}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 #[cfg(test)]
