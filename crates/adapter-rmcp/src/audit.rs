@@ -25,7 +25,7 @@
 //! approval trail that cannot say what was approved does not do its job; redact what your
 //! tools take that is secret or personal.
 
-use std::{collections::HashSet, fmt, sync::Arc};
+use std::{collections::HashSet, sync::Arc};
 
 use mcp_write_guard_core::{
     ApprovalId, PendingApproval, Principal,
@@ -383,9 +383,11 @@ impl Asked {
 }
 
 /// Which arguments the audit records must not show: per tool and argument name, or by a rule.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, derive_more::Debug)]
 pub(crate) struct Redaction {
     pairs: HashSet<(String, String)>,
+    /// `Debug` shows how many.
+    #[debug("{}", rules.len())]
     rules: Vec<RedactRule>,
 }
 
@@ -405,15 +407,6 @@ impl Redaction {
     pub(crate) fn redacts(&self, tool: &str, argument: &str) -> bool {
         self.pairs.contains(&(tool.to_owned(), argument.to_owned()))
             || self.rules.iter().any(|rule| rule(tool, argument))
-    }
-}
-
-impl fmt::Debug for Redaction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Redaction")
-            .field("pairs", &self.pairs)
-            .field("rules", &self.rules.len())
-            .finish()
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    fmt,
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicU8},
@@ -33,47 +32,49 @@ use crate::{
 /// read wrapped; no previews; the default prompt; a 2-minute approval clock; 5-minute tokens;
 /// an in-memory store; the system clock; the `tracing` audit sink; one principal per
 /// connection; clients without elicitation refused.
+#[derive(derive_more::Debug)]
 pub struct WriteGuardBuilder<S> {
+    #[debug(skip)]
     inner: S,
     server_name: Option<String>,
     writes_env: String,
     writes_enabled: Option<bool>,
+    #[debug(skip)]
     envelope: EnvelopePolicy,
     previews: HashSet<String>,
+    #[debug(skip)]
     prompts: HashMap<String, PromptFn>,
     policy: ApprovalPolicy,
+    #[debug(skip)]
     store: Option<Arc<dyn Store>>,
+    #[debug(skip)]
     clock: Arc<dyn Clock>,
+    #[debug(skip)]
     audit: Arc<dyn AuditSink>,
+    #[debug(skip)]
     redaction: Redaction,
+    #[debug(skip)]
     principal: Arc<dyn PrincipalResolver>,
+    #[debug(skip)]
     write_scope: Option<String>,
     allow_without_elicitation: bool,
+    #[debug(skip)]
     check_dry_previews: bool,
+    #[debug(skip)]
     refuse_calls: Option<crate::guard::RefuseCalls>,
     #[cfg(feature = "approval-page")]
+    #[debug(skip)]
     approval_page: Option<crate::page::ApprovalPage>,
     #[cfg(feature = "approval-page")]
+    #[debug(skip)]
     notifier: Option<Arc<dyn crate::notify::Notifier>>,
+    #[debug(skip)]
     progress_every: std::time::Duration,
 }
 
 /// How often a call that waits for the person's answer sends `notifications/progress` by
 /// default (when its request carried a `progressToken`).
 pub const DEFAULT_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-impl<S> fmt::Debug for WriteGuardBuilder<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WriteGuardBuilder")
-            .field("server_name", &self.server_name)
-            .field("writes_env", &self.writes_env)
-            .field("writes_enabled", &self.writes_enabled)
-            .field("previews", &self.previews)
-            .field("policy", &self.policy)
-            .field("allow_without_elicitation", &self.allow_without_elicitation)
-            .finish_non_exhaustive()
-    }
-}
 
 impl<S: ServerHandler> WriteGuard<S> {
     /// Starts configuring a guard around `inner`.

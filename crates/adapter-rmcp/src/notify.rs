@@ -36,13 +36,13 @@
 //! }
 //! ```
 
-use std::fmt;
-
 use mcp_write_guard_core::{ApprovalId, store::BoxFuture};
 use time::OffsetDateTime;
 
 /// What a notifier tells a person about one question.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// `Debug` leaves out the prompt and the URL (a credential).
+#[derive(Clone, PartialEq, Eq, derive_more::Debug)]
 #[non_exhaustive]
 pub struct Notice {
     /// The question's approval id: every audit record about it carries the same id.
@@ -52,23 +52,13 @@ pub struct Notice {
     /// The tool the person is asked about (for `prepare_admin_action`, the target tool).
     pub tool: String,
     /// The question exactly as the guard words it (every argument through the one renderer).
+    #[debug(skip)]
     pub prompt: String,
     /// The approval page's URL: a credential. Send it only where the person reads it.
+    #[debug(skip)]
     pub url: String,
     /// When the question expires: an answer at or after it is a denial.
     pub expires_at: OffsetDateTime,
-}
-
-impl fmt::Debug for Notice {
-    /// Leaves the URL out: it is a credential.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Notice")
-            .field("approval_id", &self.approval_id)
-            .field("server", &self.server)
-            .field("tool", &self.tool)
-            .field("expires_at", &self.expires_at)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Notice {
@@ -119,5 +109,30 @@ impl NotifyError {
     /// The reason given.
     pub fn reason(&self) -> &str {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::notice;
+
+    #[test]
+    fn debug_leaves_out_the_url_and_the_prompt() {
+        let notice = notice("https://approve.example/approvals/pagesecret");
+        for shown in [format!("{notice:?}"), format!("{notice:#?}")] {
+            for hidden in ["pagesecret", "approve.example", "TLS-002", "prompt", "url"] {
+                assert!(!shown.contains(hidden), "{hidden}: {shown}");
+            }
+        }
+        let shown = format!("{notice:?}");
+        assert!(
+            shown.starts_with("Notice { approval_id: ApprovalId(0b7f3a52-"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(r#", server: "inventory", tool: "adjust_stock", expires_at: "#),
+            "{shown}"
+        );
+        assert!(shown.ends_with(", .. }"), "{shown}");
     }
 }

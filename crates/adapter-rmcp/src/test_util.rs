@@ -13,6 +13,7 @@
 //!   the era the server agreed to.
 //! - [`FailingStore`]: an approval store that can be switched down.
 //! - [`ManualClock`]: mcp-write-guard-core's fake clock, so approvals and tokens expire without sleeping.
+//! - [`notice`]: a [`Notice`] for a notifier's tests.
 //!
 //! # Example
 //!
@@ -110,7 +111,23 @@ use tokio::sync::{Notify, watch};
 
 pub use mcp_write_guard_core::ManualClock;
 
-use crate::Era;
+use crate::{Era, notify::Notice};
+
+/// A notice about adjusting TLS-002's stock on server `inventory`, with the page at `url`: the
+/// same approval id, prompt and expiry every time, for a notifier's tests.
+#[allow(clippy::expect_used)] // fixed values that parse
+pub fn notice(url: &str) -> Notice {
+    Notice::new(
+        "0b7f3a52-2c1e-4f4e-9a51-3c6d2e8f9a10"
+            .parse()
+            .expect("a version 4 UUID"),
+        "inventory",
+        "adjust_stock",
+        "Adjust \"TLS-002\": stock 3 -> 1?",
+        url,
+        OffsetDateTime::from_unix_timestamp(1_767_225_720).expect("a time in range"),
+    )
+}
 
 /// Both protocol eras, for a test that runs once in each.
 pub const ERAS: [Era; 2] = [Era::Legacy, Era::InputRounds];

@@ -48,25 +48,14 @@ impl fmt::Display for Secret {
 ///
 /// 256 random bits from the operating system, never derived from anything; shown as 64
 /// lowercase hex digits, the only form [`FromStr`] accepts. `Debug` does not print it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, derive_more::Display, derive_more::Debug)]
+#[debug("PageId(..)")]
 pub struct PageId(Secret);
 
 impl PageId {
     /// A fresh page id: 256 bits from the operating system.
     pub(crate) fn random() -> Result<Self, StoreError> {
         Secret::random().map(Self)
-    }
-}
-
-impl fmt::Display for PageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for PageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("PageId(..)")
     }
 }
 
@@ -81,7 +70,8 @@ impl FromStr for PageId {
 /// The token a page's form carries, bound to that page: a `POST` without the page's own token
 /// is refused and changes nothing. 256 random bits; compared in constant time. `Debug` does not
 /// print it.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, derive_more::Display, derive_more::Debug)]
+#[debug("CsrfToken(..)")]
 pub struct CsrfToken(Secret);
 
 impl CsrfToken {
@@ -100,18 +90,6 @@ impl CsrfToken {
     pub fn matches(&self, presented: &str) -> bool {
         Secret::parse(presented, "csrf token")
             .is_ok_and(|other| bool::from(self.0.0.ct_eq(&other.0)))
-    }
-}
-
-impl fmt::Display for CsrfToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for CsrfToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CsrfToken(..)")
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`WebhookNotifier`]: the HTTP delivery, its bounds and its retries.
 
-use std::{error::Error as _, fmt, path::Path, sync::Arc, time::Duration};
+use std::{error::Error as _, path::Path, sync::Arc, time::Duration};
 
 use mcp_write_guard_rmcp::approval::{Clock, SystemClock, store::BoxFuture};
 use mcp_write_guard_rmcp::notify::{Notice, Notifier, NotifyError};
@@ -38,26 +38,22 @@ const MAX_DETAIL_CHARS: usize = 200;
 ///
 /// [`notify`](Notifier::notify) runs on the caller's Tokio runtime, which must have its timer
 /// enabled (rmcp servers' runtimes do).
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct WebhookNotifier {
+    #[debug(skip)]
     client: reqwest::Client,
+    /// Its path or query may carry a token: not in `Debug`.
+    #[debug(skip)]
     url: Url,
     /// `scheme://host:port`, for `Debug` and failure reasons.
     endpoint: String,
+    /// Keyed with the secret: not in `Debug`.
+    #[debug(skip)]
     mac: HmacSha256,
     timeout: Duration,
     retries: u32,
+    #[debug(skip)]
     clock: Arc<dyn Clock>,
-}
-
-impl fmt::Debug for WebhookNotifier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WebhookNotifier")
-            .field("endpoint", &self.endpoint)
-            .field("timeout", &self.timeout)
-            .field("retries", &self.retries)
-            .finish_non_exhaustive()
-    }
 }
 
 impl WebhookNotifier {

@@ -79,14 +79,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn notice() -> Notice {
-        Notice::new(
-            "0b7f3a52-2c1e-4f4e-9a51-3c6d2e8f9a10".parse().unwrap(),
-            "inventory",
-            "adjust_stock",
-            "Adjust \"TLS-002\": stock 3 -> 1?",
-            "https://approve.example/a/abc?t=1&u=2",
-            OffsetDateTime::from_unix_timestamp(1_767_225_720).unwrap(),
-        )
+        mcp_write_guard_rmcp::test_util::notice("https://approve.example/a/abc?t=1&u=2")
     }
 
     #[test]

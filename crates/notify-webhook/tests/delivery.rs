@@ -27,14 +27,7 @@ const PATH_AND_QUERY: &str = "/hooks/pathtoken?auth=querytoken";
 const GENEROUS: Duration = Duration::from_secs(10);
 
 fn notice() -> Notice {
-    Notice::new(
-        "0b7f3a52-2c1e-4f4e-9a51-3c6d2e8f9a10".parse().unwrap(),
-        "inventory",
-        "adjust_stock",
-        "Adjust \"TLS-002\": stock 3 -> 1?",
-        "https://approve.example/p/0b7f3a52?k=opaque",
-        OffsetDateTime::from_unix_timestamp(1_767_225_720).unwrap(),
-    )
+    mcp_write_guard_rmcp::test_util::notice("https://approve.example/p/0b7f3a52?k=opaque")
 }
 
 /// One request as the receiver saw it.

@@ -151,22 +151,15 @@ async fn run(cli: Cli, serve: &mcp_write_guard_serve::ServeConfig) -> Result<(),
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(err) = mcp_write_guard_serve::init_logging() {
-        eprintln!("mcp-write-guard-proxy: {err}");
-        return ExitCode::FAILURE;
-    }
-    let serve = cli.serve.clone().config(DEFAULT_STORE_PREFIX);
-    let served = serve.map_err(|e| e.to_string()).and_then(|serve| {
+    mcp_write_guard_serve::run_logged("mcp-write-guard-proxy", || {
+        let serve = cli
+            .serve
+            .clone()
+            .config(DEFAULT_STORE_PREFIX)
+            .map_err(|e| e.to_string())?;
         let runtime = serve.runtime().map_err(|e| e.to_string())?;
         runtime.block_on(run(cli, &serve))
-    });
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("{err}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 #[cfg(test)]

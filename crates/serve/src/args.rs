@@ -447,7 +447,11 @@ mod tests {
     }
 
     #[test]
-    fn redis_keys_go_under_the_binarys_prefix_unless_told() {
+    fn the_store_is_memory_or_redis_under_the_binarys_prefix_unless_told() {
+        assert_eq!(
+            parse(&["--store", "memory"]).unwrap().store,
+            StoreBackend::Memory
+        );
         assert_eq!(
             parse(&["--store", "redis://127.0.0.1:6379/2"])
                 .unwrap()

@@ -30,6 +30,6 @@ pub use error::Error;
 pub use http::{
     HTTP_PATH, HttpOptions, http_router, http_router_with, serve_http, serve_http_with,
 };
-pub use log::init_logging;
+pub use log::{init_logging, run_logged};
 pub use serve::{Prepared, Service, Started, serve};
 pub use stdio::serve_stdio;

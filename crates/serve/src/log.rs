@@ -1,6 +1,29 @@
-//! [`init_logging`]: the log on stderr, one line per event, in a form no client text can imitate.
+//! [`init_logging`]: the log on stderr, one line per event, in a form no client text can imitate;
+//! [`run_logged`]: a serving binary's `main` around it.
+
+use std::{fmt, process::ExitCode};
 
 use tracing_subscriber::{EnvFilter, util::SubscriberInitExt as _};
+
+/// A serving binary's `main` once its flags are parsed: [`init_logging`], then `serve`; an
+/// error `serve` returns is logged and the exit code is failure. When the log cannot be set
+/// up, says so on stderr after `binary` (the binary's name) and does not serve.
+pub fn run_logged<E: fmt::Display>(
+    binary: &str,
+    serve: impl FnOnce() -> Result<(), E>,
+) -> ExitCode {
+    if let Err(err) = init_logging() {
+        eprintln!("{binary}: {err}");
+        return ExitCode::FAILURE;
+    }
+    match serve() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Sends every log event to stderr as one line, `TIME LEVEL TARGET: MESSAGE FIELDS`, without
 /// colours, at the level `RUST_LOG` names (default `info`). Call it once, first thing in

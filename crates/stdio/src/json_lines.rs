@@ -4,7 +4,7 @@
 use std::{
     borrow::Cow,
     collections::HashSet,
-    fmt, io,
+    io,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -131,34 +131,47 @@ const KEEP_LINE_CAPACITY: usize = 1024 * 1024;
 /// # Ok(())
 /// # }
 /// ```
+#[derive(derive_more::Debug)]
 pub struct JsonLines<R, W> {
+    #[debug(skip)]
     read: BufReader<R>,
     /// The line being read, without its line break. It survives a cancelled `receive`, which
     /// then resumes the same line.
+    #[debug(skip)]
     line: Vec<u8>,
     max_line_bytes: usize,
     /// Skipping the rest of a line that was too long, up to its line break.
+    #[debug(skip)]
     skipping: bool,
     /// An error answer decided but not yet handed to the writer.
+    #[debug(skip)]
     answer: Option<Vec<u8>>,
     /// An answer was handed to the writer but not yet flushed.
+    #[debug(skip)]
     flush_owed: bool,
     lifecycle: Lifecycle,
+    #[debug(skip)]
     write: Arc<Mutex<Writer<W>>>,
     /// Set when a write failed: nobody reads what the server sends any more.
+    #[debug(skip)]
     broken: Arc<AtomicBool>,
     /// Messages handed to [`Transport::send`] and not yet written.
+    #[debug(skip)]
     unwritten: Arc<Unwritten>,
     max_unwritten: usize,
     max_unwritten_bytes: usize,
     /// The ids of the requests passed to rmcp and not yet answered (nor cancelled).
+    #[debug(skip)]
     in_flight: HashSet<RequestId>,
+    #[debug(skip)]
     max_in_flight: usize,
     /// The ids of the last [`REMEMBERED_CANCELLED`] cancelled requests, oldest first: rmcp
     /// answers a request by its id, so a new request with the id of a cancelled one whose
     /// handler still runs could be given the old one's answer.
+    #[debug(skip)]
     cancelled: HashSet<RequestId>,
     /// The same ids, oldest first, to forget the oldest.
+    #[debug(skip)]
     cancelled_order: std::collections::VecDeque<RequestId>,
 }
 
@@ -208,17 +221,6 @@ impl Unwritten {
             }
             written.await;
         }
-    }
-}
-
-impl<R, W> fmt::Debug for JsonLines<R, W> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JsonLines")
-            .field("max_line_bytes", &self.max_line_bytes)
-            .field("max_unwritten", &self.max_unwritten)
-            .field("max_unwritten_bytes", &self.max_unwritten_bytes)
-            .field("lifecycle", &self.lifecycle)
-            .finish_non_exhaustive()
     }
 }
 

@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-use std::fmt;
 use std::time::Duration;
 
 use mcp_write_guard_core::{
@@ -94,25 +93,19 @@ return v[3]
 /// A [`Store`] on one Redis server, shared by every replica that uses the same prefix.
 ///
 /// Cloning is cheap: clones share one connection (multiplexed, reconnecting by itself).
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct RedisStore {
+    #[debug(skip)]
     connection: ConnectionManager,
     prefix: String,
     per_principal_cap: usize,
     timeout: Duration,
+    #[debug(skip)]
     replicas: Option<(usize, Duration)>,
+    #[debug(skip)]
     insert: Script,
+    #[debug(skip)]
     take: Script,
-}
-
-impl fmt::Debug for RedisStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisStore")
-            .field("prefix", &self.prefix)
-            .field("per_principal_cap", &self.per_principal_cap)
-            .field("timeout", &self.timeout)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Why a [`RedisStore`] could not be made.
@@ -474,6 +467,26 @@ mod tests {
             .prefix("shop-1.eu_west")
             .connect_lazy();
         assert!(made.is_ok(), "{made:?}");
+    }
+
+    #[tokio::test]
+    async fn debug_shows_neither_the_url_nor_its_password() {
+        let made = RedisStore::builder("redis://shop:hunter2@127.0.0.1:1/2")
+            .prefix("shop-eu")
+            .per_principal_cap(8)
+            .timeout(Duration::from_millis(300))
+            .connect_lazy();
+        let Ok(store) = made else {
+            panic!("lazy connect failed: {made:?}");
+        };
+        assert_eq!(
+            format!("{store:?}"),
+            r#"RedisStore { prefix: "shop-eu", per_principal_cap: 8, timeout: 300ms, .. }"#
+        );
+        let alternate = format!("{store:#?}");
+        for hidden in ["hunter2", "127.0.0.1"] {
+            assert!(!alternate.contains(hidden), "{alternate}");
+        }
     }
 
     #[tokio::test]

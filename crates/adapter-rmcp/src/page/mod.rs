@@ -46,7 +46,7 @@
 //! [`FromAuthenticatedSubject`](crate::FromAuthenticatedSubject)), and the page then refuses
 //! anyone who is not the principal who made the call.
 
-use std::{collections::HashMap, fmt, sync::Arc};
+use std::{collections::HashMap, sync::Arc};
 
 use mcp_write_guard_core::{Clock, Store, page::PageId};
 use parking_lot::Mutex;
@@ -62,19 +62,12 @@ use crate::{
 pub const PAGE_PATH: &str = "/approvals/{id}";
 
 /// Where the approval page is reachable, and who may answer on it.
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct ApprovalPage {
     base: String,
+    /// `Debug` shows whether there is one.
+    #[debug("{}", sign_in.is_some())]
     sign_in: Option<Arc<dyn PrincipalResolver>>,
-}
-
-impl fmt::Debug for ApprovalPage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApprovalPage")
-            .field("base", &self.base)
-            .field("sign_in", &self.sign_in.is_some())
-            .finish()
-    }
 }
 
 /// The base URL of an approval page is not one a browser can open as given.
