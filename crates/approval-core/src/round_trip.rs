@@ -1,8 +1,6 @@
 //! Pending approvals kept in the store: the input-required round trip (`requestState`) and
 //! approvals held across a question to the user.
 
-use std::fmt;
-
 use time::OffsetDateTime;
 
 use crate::approval::PendingApproval;
@@ -17,9 +15,10 @@ pub const ROUND_TRIP_REFUSAL_MESSAGE: &str = "This approval request is no longer
 or does not match this call), so nothing was changed. Call the tool again to ask the user anew.";
 
 /// Why a stored approval or round-trip state was refused. Kept for the audit trail
-/// ([`as_str`](Self::as_str)); [`Display`](fmt::Display) renders [`ROUND_TRIP_REFUSAL_MESSAGE`]
+/// ([`as_str`](Self::as_str)); [`Display`](std::fmt::Display) renders [`ROUND_TRIP_REFUSAL_MESSAGE`]
 /// for every variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, derive_more::Display)]
+#[display("{ROUND_TRIP_REFUSAL_MESSAGE}")]
 /// Not `#[non_exhaustive]`: a new kind of denial must be a compile error wherever denials
 /// are turned into outcomes.
 pub enum RoundTripRejection {
@@ -59,13 +58,6 @@ impl RoundTripRejection {
     /// The text to show: the same for every reason.
     pub fn user_message(self) -> &'static str {
         ROUND_TRIP_REFUSAL_MESSAGE
-    }
-}
-
-impl fmt::Display for RoundTripRejection {
-    /// Renders [`ROUND_TRIP_REFUSAL_MESSAGE`], whatever the reason.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(ROUND_TRIP_REFUSAL_MESSAGE)
     }
 }
 

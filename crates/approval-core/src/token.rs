@@ -1,6 +1,5 @@
 //! The 5-minute, single-use admin confirmation token.
 
-use std::fmt;
 use std::sync::Arc;
 
 use time::OffsetDateTime;
@@ -21,9 +20,10 @@ A confirmation token works once, for a short time, and only for the user, tool a
 To go ahead, the user needs to approve this exact action again.";
 
 /// Why a confirmation token was not spent. Kept for the audit trail ([`as_str`](Self::as_str));
-/// shown to nobody: [`Display`](fmt::Display) and [`user_message`](Self::user_message) render the
+/// shown to nobody: [`Display`](std::fmt::Display) and [`user_message`](Self::user_message) render the
 /// same [`TOKEN_REFUSAL_MESSAGE`] for every variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, derive_more::Display)]
+#[display("{TOKEN_REFUSAL_MESSAGE}")]
 /// Not `#[non_exhaustive]`: a new kind of denial must be a compile error wherever denials
 /// are turned into outcomes.
 pub enum TokenRejection {
@@ -70,14 +70,6 @@ impl TokenRejection {
     /// The text to show: the same for every reason.
     pub fn user_message(self) -> &'static str {
         TOKEN_REFUSAL_MESSAGE
-    }
-}
-
-impl fmt::Display for TokenRejection {
-    /// Renders [`TOKEN_REFUSAL_MESSAGE`], whatever the reason. Use [`TokenRejection::as_str`] for
-    /// the audit trail.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(TOKEN_REFUSAL_MESSAGE)
     }
 }
 
