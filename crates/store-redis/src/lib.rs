@@ -54,16 +54,16 @@ if counted then
   end
 end
 redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'e', ARGV[2], 'z', counted and KEYS[2] or '', 'r', ARGV[6])
+-- The record's TTL first: Redis may time each PEXPIRE from its own clock reading, and the
+-- principal's set, timed after it, then never expires before its member.
+redis.call('PEXPIRE', KEYS[1], ttl)
 if counted then
-  redis.call('HSET', KEYS[1], 'e', ARGV[2], 'z', KEYS[2], 'r', ARGV[6])
   redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1])
   if redis.call('PTTL', KEYS[2]) < ttl then
     redis.call('PEXPIRE', KEYS[2], ttl)
   end
-else
-  redis.call('HSET', KEYS[1], 'e', ARGV[2], 'z', '', 'r', ARGV[6])
 end
-redis.call('PEXPIRE', KEYS[1], ttl)
 return 'ok'
 ";
 
