@@ -407,3 +407,32 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rmcp::ServerHandler;
+
+    use crate::WriteGuard;
+
+    struct Plain;
+    impl ServerHandler for Plain {}
+
+    #[test]
+    fn debug_shows_exactly_the_settings_that_hold_no_secret() {
+        let builder = WriteGuard::builder(Plain)
+            .server_name("shop")
+            .preview("adjust_stock")
+            .write_scope("shop:write");
+        // Exactly these fields: one added later shows up here and has to be looked at.
+        let policy = mcp_write_guard_core::ApprovalPolicy::default();
+        assert_eq!(
+            format!("{builder:?}"),
+            format!(
+                "WriteGuardBuilder {{ server_name: Some(\"shop\"), \
+                 writes_env: \"MCP_WRITES_ENABLED\", writes_enabled: None, \
+                 previews: {{\"adjust_stock\"}}, policy: {policy:?}, \
+                 allow_without_elicitation: false, .. }}"
+            )
+        );
+    }
+}
