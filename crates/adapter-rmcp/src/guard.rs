@@ -133,7 +133,6 @@ impl<S> Shared<S> {
     pub(crate) fn channels(&self) -> Channels<'_, S> {
         Channels {
             tool_calls: self.tool_calls(),
-            books: self.books(),
             prompts: &self.prompts,
             server_name: &self.server_name,
             asked_now: &self.asked_now,

@@ -90,9 +90,9 @@ impl<S: ServerHandler> Channels<'_, S> {
                 "The approval question could not be prepared, so nothing was saved.",
             )
         })?;
-        let books = self.books;
+        let books = self.books();
         if let Opened::Existing(question) = books
-            .approvals()
+            .approvals
             .open_question(&pending, books.now())
             .await
             .map_err(|error| books.store_failed(&error))?
@@ -121,8 +121,8 @@ impl<S: ServerHandler> Channels<'_, S> {
         put: Put,
         context: &RequestContext<RoleServer>,
     ) -> Result<Settled, Refusal> {
-        let books = self.books;
-        let (approvals, now) = (books.approvals(), books.now());
+        let books = self.books();
+        let (approvals, now) = (books.approvals, books.now());
         let era = elicit::era(context);
         if era == Era::InputRounds {
             let state = approvals

@@ -25,6 +25,7 @@ use crate::{
 /// approval policy and its audit trail (with what it redacts).
 #[derive(Clone, Copy)]
 pub(crate) struct Books<'g> {
+    /// The approvals, tokens, questions and pages in the store.
     pub(crate) approvals: Approvals<'g, dyn Store>,
     pub(crate) clock: &'g dyn Clock,
     pub(crate) policy: &'g ApprovalPolicy,
@@ -33,16 +34,6 @@ pub(crate) struct Books<'g> {
 }
 
 impl<'g> Books<'g> {
-    /// The approvals, tokens, questions and pages in the store.
-    pub(super) fn approvals(self) -> Approvals<'g, dyn Store> {
-        self.approvals
-    }
-
-    /// The approval policy.
-    pub(super) fn policy(self) -> &'g ApprovalPolicy {
-        self.policy
-    }
-
     /// The clock's time now.
     pub(super) fn now(self) -> OffsetDateTime {
         self.clock.now()

@@ -80,7 +80,7 @@ impl<S: ServerHandler> ToolCalls<'_, S> {
             args,
             preview,
             self.books.now(),
-            self.books.policy(),
+            self.books.policy,
         );
         Ok(Captured {
             call: call.with_approval(pending.id()),
@@ -209,10 +209,10 @@ impl<S: ServerHandler> ToolCalls<'_, S> {
         };
         let definition = tools::definition_digest(found)
             .map_err(|error| Refusal::unreadable_definition(name, &error))?;
-        let target_args =
-            CapturedArgs::capture(Some(&input.arguments), &self.books.policy().limits).map_err(
-                |error| refuse_admin(format!("the tool's arguments were not accepted ({error})")),
-            )?;
+        let target_args = CapturedArgs::capture(Some(&input.arguments), &self.books.policy.limits)
+            .map_err(|error| {
+                refuse_admin(format!("the tool's arguments were not accepted ({error})"))
+            })?;
         Ok(AdminTarget {
             tool: ToolName::new(name.as_str()),
             args: target_args,

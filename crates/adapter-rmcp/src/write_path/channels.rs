@@ -12,7 +12,6 @@ use crate::prompt::PromptFn;
 /// What the steps that ask a person borrow of the guard.
 pub(crate) struct Channels<'g, S> {
     pub(crate) tool_calls: ToolCalls<'g, S>,
-    pub(crate) books: Books<'g>,
     /// The tools' own wording of their questions.
     pub(crate) prompts: &'g HashMap<String, PromptFn>,
     /// The name the person reads in a notice.
@@ -33,4 +32,11 @@ pub(crate) struct Channels<'g, S> {
     /// The questions a notice was delivered for on this process.
     #[cfg(feature = "approval-page")]
     pub(crate) notices_sent: &'g super::NoticesSent,
+}
+
+impl<'g, S> Channels<'g, S> {
+    /// The books, the ones the tool calls keep.
+    pub(crate) fn books(&self) -> Books<'g> {
+        self.tool_calls.books
+    }
 }

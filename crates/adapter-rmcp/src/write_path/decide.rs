@@ -45,11 +45,11 @@ impl<S: ServerHandler> Channels<'_, S> {
             args,
             ..
         } = admitted;
-        let books = self.books;
+        let books = self.books();
         let binding = Binding::new(&principal, &call.tool, &args);
         let taken = match parse_state(&retry.state) {
             Ok(state) => {
-                let approvals = books.approvals();
+                let approvals = books.approvals;
                 approvals.take_round_trip(state, binding, books.now()).await
             }
             Err(malformed) => Err(malformed),
@@ -81,7 +81,7 @@ async fn retried_question(
     pending: &PendingApproval,
     responses: Option<InputResponses>,
 ) -> Result<Question, Refusal> {
-    let (approvals, now) = (books.approvals(), books.now());
+    let (approvals, now) = (books.approvals, books.now());
     let (principal, args) = (pending.principal(), pending.args());
     let found = books
         .find(Binding::new(principal, &call.tool, args))

@@ -153,8 +153,8 @@ impl<S: ServerHandler> Channels<'_, S> {
         prompt: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<Result<OnPage, Settled>, Refusal> {
-        let books = self.books;
-        let (approvals, now) = (books.approvals(), books.now());
+        let books = self.books();
+        let (approvals, now) = (books.approvals, books.now());
         let tool_shown = subject.tool.as_str().to_owned();
         let pending = approvals
             .open_page(pending, subject, now)
@@ -196,14 +196,14 @@ impl<S: ServerHandler> Channels<'_, S> {
         notifier: &dyn Notifier,
         context: &RequestContext<RoleServer>,
     ) -> Refusal {
-        let books = self.books;
+        let books = self.books();
         let era = elicit::era(context);
         books.record_asked(call, &opened.pending, &opened.message, era, Channel::Page);
         let notice = self.notice(&opened.pending, opened.tool_shown, opened.message, url);
         let told = deliver(books, call, &notice, notifier).await;
         if told.outcome == Outcome::NotifyFailed {
             books
-                .approvals()
+                .approvals
                 .withdraw_page(&opened.page, books.now())
                 .await;
             books.forget(&opened.pending).await;
@@ -260,18 +260,18 @@ impl<S: ServerHandler> Channels<'_, S> {
         error: &Error,
     ) -> Refusal {
         if let (Some(notice), Some(notifier)) = (notice, self.notifier.cloned()) {
-            if !self.notices_sent.first(question, self.books.now()) {
+            if !self.notices_sent.first(question, self.books().now()) {
                 return Refusal::awaiting(question.expires_at());
             }
-            let told = deliver(self.books, call, &notice, &*notifier).await;
+            let told = deliver(self.books(), call, &notice, &*notifier).await;
             if told.outcome != Outcome::NotifyFailed {
                 return told;
             }
             self.notices_sent.forget(question);
-            end_question(self.books, question, principal).await;
+            end_question(self.books(), question, principal).await;
             return told;
         }
-        end_question(self.books, question, principal).await;
+        end_question(self.books(), question, principal).await;
         Refusal::ask_failed(error)
     }
 }
@@ -346,7 +346,7 @@ async fn end_question(books: Books<'_>, question: &Question, principal: &Princip
     let now = books.now();
     let cancelled = GivenAnswer::new(AnswerAction::Cancel, None, AnswerChannel::Form, now);
     let _first_answer = books
-        .approvals()
+        .approvals
         .answer_question(question, principal, cancelled, now)
         .await;
 }

@@ -264,7 +264,7 @@ impl<S: ServerHandler> Channels<'_, S> {
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Settled>, Refusal> {
         let (call, principal, args) = (&admitted.call, &admitted.principal, &admitted.args);
-        let books = self.books;
+        let books = self.books();
         let found = books
             .find(Binding::new(principal, &call.tool, args))
             .await?;
@@ -314,7 +314,7 @@ impl<S: ServerHandler> Channels<'_, S> {
             && refusal.outcome != Outcome::AwaitingAnswer
             && !context.ct.is_cancelled()
         {
-            self.books.close(on.binding(), approval).await;
+            self.books().close(on.binding(), approval).await;
         }
         #[cfg(feature = "approval-page")]
         if let (Some(page), Some(pages)) = (page, self.pages) {
@@ -363,11 +363,11 @@ impl<S: ServerHandler> Channels<'_, S> {
         let headless = !self.can_be_asked(context);
         let mut poll = tokio::time::interval(POLL_EVERY);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let left = question.expires_at() - self.books.now();
+        let left = question.expires_at() - self.books().now();
         let deadline =
             tokio::time::Instant::now() + Duration::try_from(left).unwrap_or(Duration::ZERO);
         let asked_here = asking.is_some();
-        let open = question_status(&question, self.books.now()) == QuestionStatus::Open;
+        let open = question_status(&question, self.books().now()) == QuestionStatus::Open;
         let mut waiting = None;
         if open && !asked_here && era == Era::Legacy && !headless {
             let waiting_now = self.waiting_now;
@@ -399,15 +399,15 @@ impl<S: ServerHandler> Channels<'_, S> {
         question: &Question,
         link: Option<&str>,
     ) -> Option<Result<Settled, Refusal>> {
-        match question_status(question, self.books.now()) {
+        match question_status(question, self.books().now()) {
             QuestionStatus::Approved => {
                 if let Some(id) = link {
                     elicit::complete(on.context, id).await;
                 }
-                Some(take_approved(self.books, on, question).await)
+                Some(take_approved(self.books(), on, question).await)
             }
             QuestionStatus::Refused(reason) => {
-                self.books.withdraw(question).await;
+                self.books().withdraw(question).await;
                 if on.context.ct.is_cancelled() {
                     // Nobody reads this refusal: the next call of the change is told.
                     return Some(Err(Refusal::awaiting(question.expires_at())));
@@ -436,8 +436,8 @@ impl<S: ServerHandler> Channels<'_, S> {
         }
         // Only a question still open, as the store has it now, is put again.
         let question = wait.question.clone();
-        wait.question = self.books.reread(question, on.principal).await?;
-        if question_status(&wait.question, self.books.now()) != QuestionStatus::Open {
+        wait.question = self.books().reread(question, on.principal).await?;
+        if question_status(&wait.question, self.books().now()) != QuestionStatus::Open {
             return Ok(Unasked::Recheck);
         }
         wait.asked_here = true;
@@ -476,13 +476,13 @@ impl<S: ServerHandler> Channels<'_, S> {
                     .await?;
             }
             () = self.page_answered(question) => {
-                *question = self.books.reread(question.clone(), principal).await?;
+                *question = self.books().reread(question.clone(), principal).await?;
             }
-            _ = poll.tick() => *question = self.books.reread(question.clone(), principal).await?,
+            _ = poll.tick() => *question = self.books().reread(question.clone(), principal).await?,
             () = progress.tick() => progress.send(&context.peer).await,
             () = tokio::time::sleep_until(*deadline) => {
                 if !listening {
-                    self.books.withdraw(question).await;
+                    self.books().withdraw(question).await;
                     return Err(Refusal::denied(DenyReason::Expired));
                 }
             }
@@ -521,7 +521,7 @@ impl<S: ServerHandler> Channels<'_, S> {
         let _ = link;
         // Still in flight until the answer is kept: a call of the same change that looks
         // meanwhile waits for it rather than asking again.
-        let heard = heard(self.books, on, question.clone(), answer, gave_up).await;
+        let heard = heard(self.books(), on, question.clone(), answer, gave_up).await;
         drop(asked);
         heard
     }
@@ -533,13 +533,13 @@ impl<S: ServerHandler> Channels<'_, S> {
         on: Settling<'_>,
         question: &Question,
     ) -> Result<CallToolResponse, Refusal> {
-        let books = self.books;
+        let books = self.books();
         let now = books.now();
         let pending = books.peek(on.binding(), question.approval(), now).await?;
         // Counted: each time the same question is put again holds a place in the principal's
         // cap, so calls of one open question cannot fill the store.
         let state = books
-            .approvals()
+            .approvals
             .open_round_trip(&pending, now)
             .await
             .map_err(|error| books.store_failed(&error))?;
@@ -554,7 +554,7 @@ impl<S: ServerHandler> Channels<'_, S> {
         on: Settling<'a>,
         question: &Question,
     ) -> Result<Asking<'a>, Refusal> {
-        let books = self.books;
+        let books = self.books();
         let now = books.now();
         let pending = books.peek(on.binding(), question.approval(), now).await?;
         let Some(time_left) = pending.time_left(now) else {
@@ -684,7 +684,7 @@ async fn heard(
     let now = books.now();
     let given = GivenAnswer::new(answer.action, answer.content, AnswerChannel::Form, now);
     let counted = books
-        .approvals()
+        .approvals
         .answer_question(&question, on.principal, given, now)
         .await
         .map_err(|error| books.store_failed(&error))?;
