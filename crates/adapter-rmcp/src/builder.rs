@@ -389,7 +389,7 @@ impl<S: ServerHandler> WriteGuardBuilder<S> {
                 warned_stateless: AtomicBool::new(false),
                 config_mistakes: std::sync::OnceLock::new(),
                 any_gated: AtomicU8::new(GATED_UNKNOWN),
-                classified: crate::tools::Classified::default(),
+                known_tools: crate::tools::KnownTools::default(),
                 #[cfg(feature = "approval-page")]
                 notifier: self.notifier.filter(|_| self.approval_page.is_some()),
                 #[cfg(feature = "approval-page")]

@@ -79,9 +79,9 @@ pub(crate) struct Shared<S> {
     /// (which cannot read the list itself) agrees with it: [`GATED_UNKNOWN`], [`GATED_YES`] or
     /// [`GATED_NO`].
     pub(crate) any_gated: AtomicU8,
-    /// The classifications of the tools calls named, while the inner server hands out the same
-    /// tool.
-    pub(crate) classified: tools::Classified,
+    /// The classifications and definition digests of the tools calls named, while the inner
+    /// server hands out the same tool.
+    pub(crate) known_tools: tools::KnownTools,
     /// The approval page, when one is configured.
     #[cfg(feature = "approval-page")]
     pub(crate) pages: Option<Arc<crate::page::Pages>>,
@@ -126,6 +126,7 @@ impl<S> Shared<S> {
             envelope: &self.envelope,
             server_name: &self.server_name,
             books: self.books(),
+            known_tools: &self.known_tools,
         }
     }
 

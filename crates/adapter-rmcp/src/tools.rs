@@ -73,16 +73,13 @@ pub(crate) fn definition_digest(tool: &Tool) -> Result<DefinitionDigest, Definit
 
 /// Whether `current`, the tool as the inner server hands it out just before the apply (`None`:
 /// it has no such tool any more), is the one `approved` was approved for (mcp-write-guard-core
-/// decides).
+/// decides), its digest read through `known`.
 pub(crate) fn check_definition(
+    known: &KnownTools,
     approved: &Approved,
     current: Option<&Tool>,
 ) -> Result<(), ToolChanged> {
-    let Some(tool) = current else {
-        return approved.check_definition(None);
-    };
-    let annotations = annotations_json(tool).map_err(ToolChanged::Unreadable)?;
-    approved.check_definition(Some(&definition_view(tool, annotations.as_ref())))
+    approved.check_definition_digest(current.map(|tool| known.digest(tool)))
 }
 
 /// Classifies an rmcp tool.
@@ -95,50 +92,105 @@ pub(crate) fn classify_tool(tool: &Tool) -> Classification {
     ))
 }
 
-/// The classification of the tools a `tools/call` named, kept while the inner server hands out
-/// the very same tool: an entry counts only for a tool of the same name, the same annotations
-/// and the same input schema allocation (the entry holds a clone of the schema's `Arc`, so the
-/// allocation cannot be freed and reused for another schema, and a schema that changes is a new
-/// allocation). A read then costs a comparison instead of a walk through its schema. At most
-/// [`Self::MAX`] entries; beyond, tools are classified each call.
+/// What the guard derived from the tools a `tools/call` named (the classification, and for a
+/// write the definition's digest), kept while the inner server hands out the very same tool: an
+/// entry counts only for a tool of the same name, title, description and annotations and the
+/// same input and output schema allocations (the entry holds clones of the schemas' `Arc`s, so an
+/// allocation cannot be changed, or freed and reused for another schema, while the entry lives;
+/// a schema that changes is a new allocation). Those are every member the classification reads
+/// and the digest counts ([`ToolDefinition`]). A read then costs a comparison instead of a walk
+/// through its schema, and a write a comparison instead of two canonical forms of its
+/// definition. At most [`Self::MAX`] entries; beyond, tools are read each call.
 #[derive(Debug, Default)]
-pub(crate) struct Classified {
-    entries: parking_lot::Mutex<Vec<Entry>>,
+pub(crate) struct KnownTools {
+    entries: parking_lot::Mutex<Vec<Known>>,
 }
 
-/// A tool as it was classified: its name, schema and annotations, and its classification.
-type Entry = (
-    Cow<'static, str>,
-    Arc<JsonObject>,
-    Option<ToolAnnotations>,
-    Classification,
-);
+/// A tool as the guard read it, and what it derived from it.
+#[derive(Debug)]
+struct Known {
+    name: Cow<'static, str>,
+    title: Option<String>,
+    description: Option<Cow<'static, str>>,
+    input_schema: Arc<JsonObject>,
+    output_schema: Option<Arc<JsonObject>>,
+    annotations: Option<ToolAnnotations>,
+    class: Classification,
+    /// The definition's digest, once a write of the tool needed it.
+    digest: Option<Result<DefinitionDigest, DefinitionError>>,
+}
 
-impl Classified {
+impl Known {
+    fn new(tool: &Tool, class: Classification) -> Self {
+        Self {
+            name: tool.name.clone(),
+            title: tool.title.clone(),
+            description: tool.description.clone(),
+            input_schema: Arc::clone(&tool.input_schema),
+            output_schema: tool.output_schema.clone(),
+            annotations: tool.annotations.clone(),
+            class,
+            digest: None,
+        }
+    }
+
+    /// Whether `tool` is the very tool this entry was read from.
+    fn is(&self, tool: &Tool) -> bool {
+        let same_output = match (&self.output_schema, &tool.output_schema) {
+            (None, None) => true,
+            (Some(kept), Some(now)) => Arc::ptr_eq(kept, now),
+            _ => false,
+        };
+        self.name == tool.name
+            && Arc::ptr_eq(&self.input_schema, &tool.input_schema)
+            && same_output
+            && self.annotations == tool.annotations
+            && self.title == tool.title
+            && self.description == tool.description
+    }
+}
+
+impl KnownTools {
     const MAX: usize = 256;
 
     /// `tool`'s classification, from the entry of the same tool or classified now.
-    pub(crate) fn of(&self, tool: &Tool) -> Classification {
-        let same = |(name, schema, annotations, _): &&Entry| {
-            *name == tool.name
-                && Arc::ptr_eq(schema, &tool.input_schema)
-                && *annotations == tool.annotations
-        };
-        if let Some((.., class)) = self.entries.lock().iter().find(same) {
-            return *class;
+    pub(crate) fn class(&self, tool: &Tool) -> Classification {
+        if let Some(known) = self.entries.lock().iter().find(|known| known.is(tool)) {
+            return known.class;
         }
         let class = classify_tool(tool);
-        let mut entries = self.entries.lock();
-        entries.retain(|(name, ..)| *name != tool.name);
-        if entries.len() < Self::MAX {
-            entries.push((
-                tool.name.clone(),
-                Arc::clone(&tool.input_schema),
-                tool.annotations.clone(),
-                class,
-            ));
-        }
+        self.keep(Known::new(tool, class));
         class
+    }
+
+    /// The digest of `tool`'s definition ([`definition_digest`]), from the entry of the same
+    /// tool or computed now.
+    pub(crate) fn digest(&self, tool: &Tool) -> Result<DefinitionDigest, DefinitionError> {
+        let kept = self
+            .entries
+            .lock()
+            .iter()
+            .find(|known| known.is(tool))
+            .map(|known| (known.digest.clone(), known.class));
+        if let Some((Some(digest), _)) = kept {
+            return digest;
+        }
+        let digest = definition_digest(tool);
+        let class = kept.map_or_else(|| classify_tool(tool), |(_, class)| class);
+        self.keep(Known {
+            digest: Some(digest.clone()),
+            ..Known::new(tool, class)
+        });
+        digest
+    }
+
+    /// Keeps `known` in place of any entry of the same name, while there is room.
+    fn keep(&self, known: Known) {
+        let mut entries = self.entries.lock();
+        entries.retain(|kept| kept.name != known.name);
+        if entries.len() < Self::MAX {
+            entries.push(known);
+        }
     }
 }
 
@@ -310,48 +362,154 @@ mod tests {
 
     #[test]
     fn a_kept_classification_counts_only_for_the_very_same_tool() {
-        let classified = Classified::default();
+        let known = KnownTools::default();
         let read = tool(
             "get_count",
             json!({"type": "object"}),
             Some(ToolAnnotations::new().read_only(true)),
         );
-        assert_eq!(classified.of(&read).class, ToolClass::Read);
-        assert_eq!(classified.of(&read.clone()).class, ToolClass::Read);
-        assert_eq!(classified.entries.lock().len(), 1);
+        assert_eq!(known.class(&read).class, ToolClass::Read);
+        assert_eq!(known.class(&read.clone()).class, ToolClass::Read);
+        assert_eq!(known.entries.lock().len(), 1);
         // Same name and schema, the annotations now say write: classified anew.
         let mut write = read.clone();
         write.annotations = Some(ToolAnnotations::new().read_only(false));
-        assert!(classified.of(&write).class.is_write());
+        assert!(known.class(&write).class.is_write());
         // Same name and annotations, a schema that now takes a token: classified anew, even
         // though the old schema's entry was for a read.
         let mut gated = read.clone();
         gated.input_schema = Arc::new(as_object(json!({
             "type": "object", "properties": {"confirmationToken": {"type": "string"}}
         })));
-        let class = classified.of(&gated);
+        let class = known.class(&gated);
         assert!(class.token_gated && class.class.is_write(), "{class:?}");
         // An equal schema in another allocation is classified again, to the same answer.
         let mut copy = read.clone();
         copy.input_schema = Arc::new((*read.input_schema).clone());
-        assert_eq!(classified.of(&copy).class, ToolClass::Read);
-        assert_eq!(classified.entries.lock().len(), 1, "one entry per name");
+        assert_eq!(known.class(&copy).class, ToolClass::Read);
+        assert_eq!(known.entries.lock().len(), 1, "one entry per name");
     }
 
     #[test]
     fn the_kept_classifications_are_bounded_and_beyond_them_tools_are_classified_each_call() {
-        let classified = Classified::default();
-        for i in 0..Classified::MAX + 50 {
+        let known = KnownTools::default();
+        for i in 0..KnownTools::MAX + 50 {
             let name: &'static str = Box::leak(format!("tool_{i}").into_boxed_str());
             let read = tool(
                 name,
                 json!({}),
                 Some(ToolAnnotations::new().read_only(true)),
             );
-            assert_eq!(classified.of(&read).class, ToolClass::Read);
+            assert_eq!(known.class(&read).class, ToolClass::Read);
             let write = tool(name, json!({}), None);
-            assert!(classified.of(&write).class.is_write());
+            assert!(known.class(&write).class.is_write());
         }
-        assert_eq!(classified.entries.lock().len(), Classified::MAX);
+        assert_eq!(known.entries.lock().len(), KnownTools::MAX);
+    }
+
+    #[test]
+    fn a_kept_digest_counts_only_for_the_very_same_definition() {
+        let known = KnownTools::default();
+        let write = tool("set_count", json!({"type": "object"}), None);
+        let digest = known.digest(&write).unwrap();
+        assert_eq!(Ok(digest), definition_digest(&write));
+        assert_eq!(known.digest(&write.clone()), Ok(digest), "kept");
+        assert!(known.entries.lock()[0].digest.is_some());
+        // Each member the digest counts, changed: a new digest, the one computed afresh.
+        let mut retitled = write.clone();
+        retitled.title = Some("Set".into());
+        let mut redescribed = write.clone();
+        redescribed.description = Some("Sets every count.".into());
+        let mut output = write.clone();
+        output.output_schema = Some(Arc::new(as_object(json!({"type": "object"}))));
+        let mut reannotated = write.clone();
+        reannotated.annotations = Some(ToolAnnotations::new().destructive(false));
+        let mut reschemed = write.clone();
+        reschemed.input_schema = Arc::new(as_object(json!({"type": "object", "required": []})));
+        for changed in [retitled, redescribed, output, reannotated, reschemed] {
+            let now = known.digest(&changed);
+            assert_eq!(now, definition_digest(&changed));
+            assert_ne!(now, Ok(digest), "{changed:?}");
+            assert_eq!(
+                known.digest(&write),
+                Ok(digest),
+                "the first again, read afresh"
+            );
+        }
+        // A classification kept first gets its digest on the first write.
+        let read = tool(
+            "get_count",
+            json!({}),
+            Some(ToolAnnotations::new().read_only(true)),
+        );
+        assert_eq!(known.class(&read).class, ToolClass::Read);
+        assert_eq!(known.digest(&read), definition_digest(&read));
+        assert_eq!(known.class(&read).class, ToolClass::Read);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// One step of a server's tool list as the guard sees it, for a tool named `t`: the same
+        /// tool again, or one member replaced.
+        #[derive(Debug, Clone)]
+        enum Step {
+            Same,
+            Title(Option<String>),
+            Description(Option<String>),
+            /// A new input schema allocation, with these contents.
+            Input(bool),
+            /// An output schema: none, a new allocation, or the one held before.
+            Output(Option<bool>),
+            ReadOnly(Option<bool>),
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            prop_oneof![
+                Just(Step::Same),
+                proptest::option::of("[ab]{0,2}").prop_map(Step::Title),
+                proptest::option::of("[ab]{0,2}").prop_map(Step::Description),
+                any::<bool>().prop_map(Step::Input),
+                proptest::option::of(any::<bool>()).prop_map(Step::Output),
+                proptest::option::of(any::<bool>()).prop_map(Step::ReadOnly),
+            ]
+        }
+
+        fn schema(gated: bool) -> Arc<JsonObject> {
+            let property = if gated { "confirmationToken" } else { "n" };
+            Arc::new(as_object(
+                json!({"type": "object", "properties": {property: {"type": "string"}}}),
+            ))
+        }
+
+        proptest! {
+            /// Whatever the inner server hands out, in whatever order, what the guard keeps
+            /// answers exactly what reading the tool afresh answers.
+            #[test]
+            fn kept_answers_are_fresh_answers(steps in proptest::collection::vec(step(), 1..24)) {
+                let known = KnownTools::default();
+                let mut tool = Tool::new("t", "d", as_object(json!({})));
+                let spare = Arc::new(as_object(json!({"type": "object"})));
+                for step in steps {
+                    match step {
+                        Step::Same => {}
+                        Step::Title(title) => tool.title = title,
+                        Step::Description(d) => tool.description = d.map(Into::into),
+                        Step::Input(gated) => tool.input_schema = schema(gated),
+                        Step::Output(None) => tool.output_schema = None,
+                        Step::Output(Some(true)) => tool.output_schema = Some(Arc::clone(&spare)),
+                        Step::Output(Some(false)) => {
+                            tool.output_schema = Some(Arc::new(as_object(json!({"n": 1}))));
+                        }
+                        Step::ReadOnly(hint) => {
+                            tool.annotations = hint.map(|h| ToolAnnotations::new().read_only(h));
+                        }
+                    }
+                    prop_assert_eq!(known.class(&tool), classify_tool(&tool));
+                    prop_assert_eq!(known.digest(&tool), definition_digest(&tool));
+                }
+            }
+        }
     }
 }

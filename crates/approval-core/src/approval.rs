@@ -6,7 +6,9 @@ use time::OffsetDateTime;
 use crate::answer::{AnswerAction, Decision, DenyReason, decide_answer};
 use crate::args::CapturedArgs;
 use crate::canonical::{ArgLimits, canonical_json};
-use crate::definition::{ToolChanged, ToolDefinition, check_definition};
+use crate::definition::{
+    DefinitionError, ToolChanged, ToolDefinition, check_definition, check_definition_digest,
+};
 use crate::ids::{ApprovalId, ArgsDigest, DefinitionDigest, Principal, ToolName};
 use crate::policy::ApprovalPolicy;
 use crate::record::{self, LiveRecord};
@@ -284,6 +286,18 @@ impl Approved {
         current: Option<&ToolDefinition<'_>>,
     ) -> Result<(), ToolChanged> {
         check_definition(self.pending.definition, current)
+    }
+
+    /// [`Self::check_definition`] for a caller that holds the current definition's digest
+    /// already ([`check_definition_digest`]).
+    ///
+    /// # Errors
+    /// [`ToolChanged`]: the tool is gone, its definition differs, or it has no digest.
+    pub fn check_definition_digest(
+        &self,
+        current: Option<Result<DefinitionDigest, DefinitionError>>,
+    ) -> Result<(), ToolChanged> {
+        check_definition_digest(self.pending.definition, current)
     }
 
     /// The arguments captured when the user was asked: apply exactly these.

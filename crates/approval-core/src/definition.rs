@@ -242,13 +242,22 @@ pub fn check_definition(
     approved: DefinitionDigest,
     current: Option<&ToolDefinition<'_>>,
 ) -> Result<(), ToolChanged> {
-    let Some(current) = current else {
-        return Err(ToolChanged::Gone);
-    };
-    match current.digest() {
-        Ok(now) if now == approved => Ok(()),
-        Ok(now) => Err(ToolChanged::Changed { approved, now }),
-        Err(error) => Err(ToolChanged::Unreadable(error)),
+    check_definition_digest(approved, current.map(ToolDefinition::digest))
+}
+
+/// [`check_definition`] for a caller that holds the current definition's digest already (an
+/// adapter that keeps the digest of a definition it has not seen change): `current` is
+/// [`ToolDefinition::digest`] of the tool's definition just before the apply (`None`: the server
+/// no longer offers the tool). The same judgement, fail closed in the same cases.
+pub fn check_definition_digest(
+    approved: DefinitionDigest,
+    current: Option<Result<DefinitionDigest, DefinitionError>>,
+) -> Result<(), ToolChanged> {
+    match current {
+        None => Err(ToolChanged::Gone),
+        Some(Ok(now)) if now == approved => Ok(()),
+        Some(Ok(now)) => Err(ToolChanged::Changed { approved, now }),
+        Some(Err(error)) => Err(ToolChanged::Unreadable(error)),
     }
 }
 
@@ -343,6 +352,23 @@ mod tests {
         );
         assert_eq!(refused.as_str(), "unreadable");
         assert_eq!(ToolChanged::Gone.as_str(), "gone");
+        // The same judgement from digests held already.
+        assert_eq!(
+            check_definition_digest(approved, Some(Ok(approved))),
+            Ok(())
+        );
+        assert_eq!(
+            check_definition_digest(approved, None),
+            Err(ToolChanged::Gone)
+        );
+        assert_eq!(
+            check_definition_digest(approved, Some(unreadable.digest())),
+            Err(refused.clone())
+        );
+        assert_eq!(
+            check_definition_digest(approved, Some(other.digest())),
+            check_definition(approved, Some(&other))
+        );
         let changed = check_definition(approved, Some(&other)).unwrap_err();
         assert_eq!(changed.as_str(), "changed");
         assert_eq!(

@@ -53,7 +53,7 @@ impl<S: ServerHandler> ToolCalls<'_, S> {
             .find_tool(approved.tool().as_str(), &context)
             .await
             .map_err(|error| Refusal::lookup_failed(&error.message))?;
-        tools::check_definition(&approved, found.as_ref())
+        tools::check_definition(self.known_tools, &approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(approved.tool(), &changed))?;
         if class.token_gated {
             self.books.spend(&approved).await.map_err(Refusal::token)?;
@@ -76,7 +76,7 @@ impl<S: ServerHandler> ToolCalls<'_, S> {
         let input = admin_input(approved.args())?;
         let found = self.find_admin_target(&input.tool, context).await?;
         let name = ToolName::new(input.tool.as_str());
-        tools::check_definition(approved, found.as_ref())
+        tools::check_definition(self.known_tools, approved, found.as_ref())
             .map_err(|changed| Refusal::tool_changed(&name, &changed))?;
         let target = self.admin_target_of(input, found.as_ref())?;
         issue_admin_token(self.books, call, approved, &target).await

@@ -207,7 +207,9 @@ impl<S: ServerHandler> ToolCalls<'_, S> {
                 "the tool {name:?} does not take a confirmation token"
             )));
         };
-        let definition = tools::definition_digest(found)
+        let definition = self
+            .known_tools
+            .digest(found)
             .map_err(|error| Refusal::unreadable_definition(name, &error))?;
         let target_args = CapturedArgs::capture(Some(&input.arguments), &self.books.policy.limits)
             .map_err(|error| {

@@ -193,13 +193,13 @@ impl<S: ServerHandler> WriteGuard<S> {
                 None,
             ));
         };
-        let class = self.shared.classified.of(&tool);
+        let class = self.shared.known_tools.class(&tool);
         if let Some(refused) = self.refused_by_server(&tool, &request, class) {
             return Ok(refused);
         }
         if class.class.is_write() {
             // The definition the question will bind (and a token must have been issued for).
-            let seen = tools::definition_digest(&tool);
+            let seen = self.shared.known_tools.digest(&tool);
             return Ok(Box::pin(self.write(request, class, Some(seen), context)).await);
         }
         self.read(request, class, context).await

@@ -14,6 +14,7 @@ use rmcp::{
 };
 
 use super::{books::Books, wrap::wrap_result};
+use crate::tools::KnownTools;
 
 /// The most pages the guard reads from the inner server when it has to look through the whole
 /// tool list (a server whose `get_tool` says nothing, or a paginated list).
@@ -30,6 +31,8 @@ pub(crate) struct ToolCalls<'g, S> {
     pub(crate) envelope: &'g EnvelopePolicy,
     pub(crate) server_name: &'g str,
     pub(crate) books: Books<'g>,
+    /// What the guard derived from the tools calls named (classification, definition digest).
+    pub(crate) known_tools: &'g KnownTools,
 }
 
 impl<S: ServerHandler> ToolCalls<'_, S> {
