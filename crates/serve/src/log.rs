@@ -58,27 +58,32 @@ pub fn init_logging() -> Result<(), tracing_subscriber::util::TryInitError> {
 /// own, and a line that passes for an audit record can only come from the audit sink (README,
 /// "Reading the audit records in the log").
 fn one_line_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use std::fmt::Write as _;
     use tracing_subscriber::field::MakeExt as _;
     tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
-        let shown = format!("{value:?}");
-        let shown: String = shown
-            .chars()
-            .flat_map(|c| {
-                let escaped: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
-                } else {
-                    vec![c]
-                };
-                escaped
-            })
-            .collect();
-        if field.name() == "message" {
-            write!(writer, "{shown}")
-        } else {
-            write!(writer, "{}={shown}", field.name())
+        if field.name() != "message" {
+            write!(writer, "{}=", field.name())?;
         }
+        write!(NoControl(writer), "{value:?}")
     })
     .delimited(" ")
+}
+
+/// Writes what it is given to the inner writer, each control character as its escape (`\n`,
+/// `\u{1b}`, as [`char::escape_default`] writes it) and everything else as it is: no copy of the
+/// value in between.
+struct NoControl<'a, W>(&'a mut W);
+
+impl<W: fmt::Write> fmt::Write for NoControl<'_, W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut plain = 0;
+        for (at, c) in s.char_indices().filter(|(_, c)| c.is_control()) {
+            self.0.write_str(&s[plain..at])?;
+            write!(self.0, "{}", c.escape_default())?;
+            plain = at + c.len_utf8();
+        }
+        self.0.write_str(&s[plain..])
+    }
 }
 
 /// Each event as `TIME LEVEL TARGET: MESSAGE FIELDS`, one line, without the span list (whose
@@ -103,5 +108,57 @@ where
         write!(writer, " {:>5} {}: ", meta.level(), meta.target())?;
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use proptest::prelude::*;
+
+    use super::NoControl;
+
+    fn no_control(text: &str) -> String {
+        let mut out = String::new();
+        write!(NoControl(&mut out), "{text}").unwrap();
+        out
+    }
+
+    #[test]
+    fn control_characters_are_written_as_escapes() {
+        assert_eq!(
+            no_control("a\nb\u{1b}[2K\tc\r\u{7f}\u{85}é"),
+            r"a\nb\u{1b}[2K\tc\r\u{7f}\u{85}é"
+        );
+        assert_eq!(no_control(""), "");
+        assert_eq!(no_control("\n"), r"\n");
+    }
+
+    proptest! {
+        /// Whatever a value holds, it is written on one line, and exactly as escaping each
+        /// control character one by one writes it.
+        #[test]
+        fn any_text_is_written_on_one_line_with_its_control_characters_escaped(
+            text in any::<String>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let expected: String = text
+                .chars()
+                .flat_map(|c| {
+                    if c.is_control() { c.escape_default().collect() } else { vec![c] }
+                })
+                .collect();
+            // Written in two pieces, as a `Debug` implementation writes a value in several.
+            let boundaries: Vec<usize> =
+                text.char_indices().map(|(at, _)| at).chain([text.len()]).collect();
+            let (head, tail) = text.split_at(boundaries[cut.index(boundaries.len())]);
+            let mut out = String::new();
+            let mut writer = NoControl(&mut out);
+            writer.write_str(head).unwrap();
+            writer.write_str(tail).unwrap();
+            prop_assert_eq!(&out, &expected);
+            prop_assert!(!out.chars().any(char::is_control));
+        }
     }
 }
