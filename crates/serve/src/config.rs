@@ -443,7 +443,8 @@ impl ServeConfig {
 
     /// The tokio runtime to serve these settings on. Over stdio one client talks to one
     /// connection, strictly in turn: one thread serves it without handing each message between
-    /// threads (blocking work, such as a database call, still runs on the blocking pool). Over
+    /// threads (blocking work goes to the blocking pool, unless the server chooses to run it in
+    /// place, as the reference store-server does with its database calls here). Over
     /// HTTP, many clients at once: a thread per core.
     ///
     /// # Errors

@@ -63,7 +63,8 @@ impl std::fmt::Debug for Mode<'_> {
 /// The store's database: one SQLite connection behind a mutex, and the clock writes read.
 ///
 /// Every method takes the lock for the duration of one synchronous SQLite call and releases it
-/// before returning; callers on an async runtime run them on a blocking thread.
+/// before returning; callers on an async runtime run them on a blocking thread, or in place where
+/// one thread serves one client ([`DbCalls`](crate::DbCalls)).
 pub struct Db {
     conn: Mutex<Connection>,
     clock: Arc<dyn Clock>,

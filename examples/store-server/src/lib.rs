@@ -121,7 +121,7 @@ pub use rules::{
     check_adjustment, check_cancellation, check_order, check_reason, line_total, order_total,
     plan_adjustment, plan_cancellation, plan_order, stock_after,
 };
-pub use server::{SERVER_NAME, StoreServer};
+pub use server::{DbCalls, SERVER_NAME, StoreServer};
 pub use sql::INJECTION_TEXT;
 pub use wire::{
     AdjustStockArgs, CancelOrderArgs, CreateOrderArgs, MovementList, Order, OrderCancellation,
@@ -246,8 +246,13 @@ pub async fn run(config: Config) -> Result<(), Error> {
         );
     };
     let service = Service::new(TERMINAL_HINT, &log_start);
-    prepared
-        .serve(guard_builder(StoreServer::new(db)), &service)
-        .await?;
+    // One thread serving one client in turn (stdio): the database calls run where the
+    // request is; many clients (HTTP, several threads): on the blocking pool.
+    let calls = match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => DbCalls::InPlace,
+        _ => DbCalls::BlockingPool,
+    };
+    let server = StoreServer::new(db).with_db_calls(calls);
+    prepared.serve(guard_builder(server), &service).await?;
     Ok(())
 }
