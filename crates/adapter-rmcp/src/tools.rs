@@ -93,14 +93,15 @@ pub(crate) fn classify_tool(tool: &Tool) -> Classification {
 }
 
 /// What the guard derived from the tools a `tools/call` named (the classification, and for a
-/// write the definition's digest), kept while the inner server hands out the very same tool: an
-/// entry counts only for a tool of the same name, title, description and annotations and the
-/// same input and output schema allocations (the entry holds clones of the schemas' `Arc`s, so an
-/// allocation cannot be changed, or freed and reused for another schema, while the entry lives;
-/// a schema that changes is a new allocation). Those are every member the classification reads
-/// and the digest counts ([`ToolDefinition`]). A read then costs a comparison instead of a walk
-/// through its schema, and a write a comparison instead of two canonical forms of its
-/// definition. At most [`Self::MAX`] entries; beyond, tools are read each call.
+/// write the definition's digest), kept while the inner server hands out the very same tool. The
+/// classification counts for a tool of the same name and annotations and the same input schema
+/// allocation (every member it reads); the digest only for one that also has the same title and
+/// description and the same output schema allocation (every member it counts,
+/// [`ToolDefinition`]). The entry holds clones of the schemas' `Arc`s, so an allocation cannot
+/// be changed, or freed and reused for another schema, while the entry lives; a schema that
+/// changes is a new allocation. A read then costs a comparison instead of a walk through its
+/// schema, and a write a comparison instead of two canonical forms of its definition. One entry
+/// per name, at most [`Self::MAX`]; beyond, tools are read each call.
 #[derive(Debug, Default)]
 pub(crate) struct KnownTools {
     entries: parking_lot::Mutex<Vec<Known>>,
@@ -134,17 +135,24 @@ impl Known {
         }
     }
 
-    /// Whether `tool` is the very tool this entry was read from.
+    /// Whether `tool` has the name, annotations and input schema this entry was read from:
+    /// every member the classification reads.
+    fn classifies(&self, tool: &Tool) -> bool {
+        self.name == tool.name
+            && Arc::ptr_eq(&self.input_schema, &tool.input_schema)
+            && self.annotations == tool.annotations
+    }
+
+    /// Whether `tool` is the very tool this entry was read from: every member the digest
+    /// counts.
     fn is(&self, tool: &Tool) -> bool {
         let same_output = match (&self.output_schema, &tool.output_schema) {
             (None, None) => true,
             (Some(kept), Some(now)) => Arc::ptr_eq(kept, now),
             _ => false,
         };
-        self.name == tool.name
-            && Arc::ptr_eq(&self.input_schema, &tool.input_schema)
+        self.classifies(tool)
             && same_output
-            && self.annotations == tool.annotations
             && self.title == tool.title
             && self.description == tool.description
     }
@@ -155,9 +163,11 @@ impl KnownTools {
 
     /// `tool`'s classification, from the entry of the same tool or classified now.
     pub(crate) fn class(&self, tool: &Tool) -> Classification {
-        if let Some(known) = self.entries.lock().iter().find(|known| known.is(tool)) {
+        let entries = self.entries.lock();
+        if let Some(known) = entries.iter().find(|known| known.classifies(tool)) {
             return known.class;
         }
+        drop(entries);
         let class = classify_tool(tool);
         self.keep(Known::new(tool, class));
         class
