@@ -247,8 +247,11 @@ pub fn check_definition(
 
 /// [`check_definition`] for a caller that holds the current definition's digest already (an
 /// adapter that keeps the digest of a definition it has not seen change): `current` is
-/// [`ToolDefinition::digest`] of the tool's definition just before the apply (`None`: the server
-/// no longer offers the tool). The same judgement, fail closed in the same cases.
+/// [`ToolDefinition::digest`] of the tool's definition as the server hands it out just before
+/// the apply, read again then (`None`: the server no longer offers the tool). The judgement is
+/// only as fresh as that digest: the caller must read the definition again, and may reuse a
+/// digest only for a definition it knows to be the very same. The same judgement as
+/// [`check_definition`], fail closed in the same cases.
 pub fn check_definition_digest(
     approved: DefinitionDigest,
     current: Option<Result<DefinitionDigest, DefinitionError>>,

@@ -226,6 +226,17 @@ impl Config {
     }
 }
 
+/// Where the database calls run when `serve` is served on a runtime of `flavor`: one thread
+/// serving one client in turn (stdio on a current-thread runtime, as `main` builds it), in
+/// place; many clients (HTTP), or stdio on a runtime with several threads, on the blocking pool.
+fn db_calls(serve: &ServeConfig, flavor: tokio::runtime::RuntimeFlavor) -> DbCalls {
+    if serve.http.is_none() && flavor == tokio::runtime::RuntimeFlavor::CurrentThread {
+        DbCalls::InPlace
+    } else {
+        DbCalls::BlockingPool
+    }
+}
+
 /// Opens the database and serves the guarded store as `config` says, until the client
 /// disconnects (stdio) or the process gets Ctrl-C (HTTP).
 ///
@@ -246,13 +257,27 @@ pub async fn run(config: Config) -> Result<(), Error> {
         );
     };
     let service = Service::new(TERMINAL_HINT, &log_start);
-    // One thread serving one client in turn (stdio): the database calls run where the
-    // request is; many clients (HTTP, several threads): on the blocking pool.
-    let calls = match tokio::runtime::Handle::current().runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::CurrentThread => DbCalls::InPlace,
-        _ => DbCalls::BlockingPool,
-    };
-    let server = StoreServer::new(db).with_db_calls(calls);
+    let flavor = tokio::runtime::Handle::current().runtime_flavor();
+    let server = StoreServer::new(db).with_db_calls(db_calls(&config.serve, flavor));
     prepared.serve(guard_builder(server), &service).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::runtime::RuntimeFlavor::{CurrentThread, MultiThread};
+
+    use super::*;
+
+    /// In place only for stdio on one thread; HTTP's clients never wait for one another's
+    /// database calls on a runtime thread, whatever the runtime.
+    #[test]
+    fn database_calls_run_in_place_only_for_stdio_on_one_thread() {
+        let stdio = ServeConfig::default();
+        let http = ServeConfig::default().with_http(([127, 0, 0, 1], 0).into());
+        assert_eq!(db_calls(&stdio, CurrentThread), DbCalls::InPlace);
+        assert_eq!(db_calls(&stdio, MultiThread), DbCalls::BlockingPool);
+        assert_eq!(db_calls(&http, CurrentThread), DbCalls::BlockingPool);
+        assert_eq!(db_calls(&http, MultiThread), DbCalls::BlockingPool);
+    }
 }

@@ -72,10 +72,17 @@ pub enum DbCalls {
     /// On the thread of the request that makes it. For a server whose one thread serves one
     /// client in turn (stdio on a current-thread runtime, [`crate::run`]'s choice there): the
     /// calls are one at a time anyway, and handing each to another thread and back costs more
-    /// than most calls take (BENCHMARKS.md, "The database call where the request is"). The
-    /// price: while a call runs, nothing else on that thread does: the client's next messages
-    /// and the approval page (over stdio, on the same thread) wait for it, for as long as
-    /// SQLite waits for another process's lock at most (its busy timeout, five seconds).
+    /// than most calls take (BENCHMARKS.md, "The database call where the request is").
+    ///
+    /// The price: while a call runs, nothing else on that thread does. The client's next
+    /// messages, the approval page (over stdio, on the same thread), the approval store's
+    /// requests and every timer wait for it: a call's commit (with its sync to disk), and each
+    /// time SQLite waits for another process's lock, up to its busy timeout (five seconds).
+    /// Usually that is a millisecond or two. When another process holds the database's lock
+    /// for seconds, timers fire late and a request to a Redis store can time out (two seconds)
+    /// after Redis did it: an answer that came just in time can then be refused as late, or an
+    /// approval be used up with the write refused. Each ends in a refusal with nothing written;
+    /// none applies a write nobody approved.
     InPlace,
 }
 
