@@ -72,7 +72,8 @@ pub enum DbCalls {
     /// On the thread of the request that makes it. For a server whose one thread serves one
     /// client in turn (stdio on a current-thread runtime, [`crate::run`]'s choice there): the
     /// calls are one at a time anyway, and handing each to another thread and back costs more
-    /// than most calls take (BENCHMARKS.md, "The database call where the request is").
+    /// than most calls take (BENCHMARKS.md, "Approved writes through the TypeScript SDK client:
+    /// the server's own work").
     ///
     /// The price: while a call runs, nothing else on that thread does. The client's next
     /// messages, the approval page (over stdio, on the same thread), the approval store's
