@@ -23,7 +23,7 @@ use super::{Call, Facts, Seen, admit::Admitted, refusal::Refusal, tool_calls::To
 use crate::{
     audit::Outcome,
     step::mark_preview,
-    tools::{self, AdminActionInput, PREPARE_ADMIN_ACTION},
+    tools::{AdminActionInput, PREPARE_ADMIN_ACTION},
 };
 
 /// The tool a `prepare_admin_action` call names, with its captured arguments and the digest of
@@ -202,7 +202,7 @@ impl<S: ServerHandler> ToolCalls<'_, S> {
         found: Option<&Tool>,
     ) -> Result<AdminTarget, Refusal> {
         let name = &input.tool;
-        let Some(found) = found.filter(|tool| tools::classify_tool(tool).token_gated) else {
+        let Some(found) = found.filter(|tool| self.known_tools.class(tool).token_gated) else {
             return Err(refuse_admin(format!(
                 "the tool {name:?} does not take a confirmation token"
             )));
