@@ -1,5 +1,8 @@
-//! Redis frees what it stores by itself: a million records, once expired, leave its key count
-//! where it started, with no sweeper and no purge.
+//! Redis frees what it stores by itself: records by the hundred thousand, once expired, leave its
+//! key count where it started, with no sweeper and no purge. The default suite stores 100,000;
+//! the million takes most of a minute in a debug build (the test's own client side is most of
+//! it), so it is ignored unless asked for:
+//! `cargo test -p mcp-write-guard-redis --lib -- --ignored a_million`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +18,6 @@ use time::OffsetDateTime;
 use crate::RedisStore;
 use crate::test_util::RedisServer;
 
-const RECORDS: usize = 1_000_000;
 const PRINCIPALS: usize = 1_000;
 const IN_FLIGHT: usize = 512;
 
@@ -42,10 +44,22 @@ async fn expired_keys(connection: &mut redis::aio::MultiplexedConnection) -> u64
         .unwrap_or(0)
 }
 
-/// A million records (counted entries for a thousand principals, and tombstones), each with a
-/// one-second lifetime: Redis expires every one of them, and the principals' sorted sets, by TTL.
+/// A hundred thousand records, as below.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_expired_records_leave_the_key_count_where_it_started() {
+    expired_records_leave_the_key_count_where_it_started(100_000).await;
+}
+
+/// A million records, as below.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a million records, most of a minute in debug: see the module doc"]
 async fn a_million_expired_records_leave_the_key_count_where_it_started() {
+    expired_records_leave_the_key_count_where_it_started(1_000_000).await;
+}
+
+/// `records` records (counted entries for a thousand principals, and tombstones), each with a
+/// one-second lifetime: Redis expires every one of them, and the principals' sorted sets, by TTL.
+async fn expired_records_leave_the_key_count_where_it_started(records: usize) {
     // Its own server: DBSIZE counts every key, and no other test may add any meanwhile.
     let server = RedisServer::start();
     let client = redis::Client::open(server.url());
@@ -67,7 +81,7 @@ async fn a_million_expired_records_leave_the_key_count_where_it_started() {
     let expired_before = expired_keys(&mut admin).await;
 
     let store = RedisStore::builder(server.url())
-        .per_principal_cap(RECORDS)
+        .per_principal_cap(records)
         .timeout(Duration::from_secs(30))
         .connect()
         .await;
@@ -85,7 +99,7 @@ async fn a_million_expired_records_leave_the_key_count_where_it_started() {
         let (store, principals) = (Arc::clone(&store), Arc::clone(&principals));
         tasks.spawn(async move {
             let mut i = lane;
-            while i < RECORDS {
+            while i < records {
                 let now = OffsetDateTime::now_utc();
                 let expires_at = now + time::Duration::seconds(1);
                 let key = StoreKey::new(RecordKind::Token, format!("t{i}"));
@@ -125,8 +139,8 @@ async fn a_million_expired_records_leave_the_key_count_where_it_started() {
     // Every record expired by TTL (a principal's set may also go when its last member is
     // dropped, so it need not be counted here; DBSIZE above shows none is left).
     assert!(
-        expired >= RECORDS as u64,
-        "Redis expired only {expired} keys of {RECORDS} records"
+        expired >= records as u64,
+        "Redis expired only {expired} keys of {records} records"
     );
     let kept: Result<String, _> = redis::cmd("GET")
         .arg("unrelated")
