@@ -1,13 +1,14 @@
 // Approved writes per second, through the official TypeScript SDK client over stdio, for the
-// reference server (`store-server`) and the seed design (`ts-store`), alternately, in one run.
+// reference server (`store-server`) and the seed design (`ts-store`), side by side in one run.
 //
 // The client declares form elicitation and approves every question at once (`accept` with
 // `{"approve": true}`), so each write is its full round trip: `tools/call`, the server's
-// `elicitation/create`, the answer, the result. After W warm-up writes it times N sequential
-// `adjust_stock {"sku":"TLS-002","delta":1,"reason":"bench"}` calls (the seed's design also needs
-// `"confirm": true`), then N `get_product` reads. Each run is a new server on a new SQLite file.
-// A run fails (exit 1) if a write is refused, if the person was not asked exactly once per write,
-// or if the stock did not rise by exactly W + N.
+// `elicitation/create`, the answer, the result. Each run starts every server on a new SQLite
+// file, warms each up with W writes, then times N sequential
+// `adjust_stock {"sku":"TLS-002","delta":1,"reason":"bench"}` calls per server (the seed's design
+// also needs `"confirm": true`), then N `get_product` reads. A run fails (exit 1) if a write is
+// refused, if the person was not asked exactly once per write, or if the stock did not rise by
+// exactly W + N.
 //
 // Run it from a copy of the seed with its dependencies installed (this script imports the SDK
 // from there):
@@ -17,14 +18,16 @@
 //   node "$dir/ts-store/ts-client.mjs" --rust target/release/store-server --seed "$dir/ts-store" \
 //     --writes 2000 --runs 2
 //
-// The client is one Node process for every run, and its own code is still being optimised over
-// its first few thousand writes: the server measured first would pay for that. So each run warms
-// up with W writes (default 500), and the two servers take turns going first (run 1 the
-// reference server, run 2 the seed, ...).
+// Side by side means interleaved. The servers run at the same time, each idle while the other
+// is timed, and the N writes (then the N reads) go in batches of B, in the order A B B A A B ...
+// The machine's speed drifts over seconds (other tenants, frequency) and the one Node client
+// keeps optimising its own code over its first thousands of messages: timed one server after
+// the other, either would favour whichever server went second. Interleaved, both servers meet
+// the same machine and the same client within a few hundred milliseconds of each other.
 //
 // Options: --writes N (default 2000), --reads M (default N), --warmup W (default 500),
-// --runs R (default 2, each server R times, alternating), --dir DIR (where the databases go;
-// default the system's temporary directory), --rust PATH, --seed DIR (either or both).
+// --batch B (default 100), --runs R (default 2), --dir DIR (where the databases go; default the
+// system's temporary directory), --rust PATH, --seed DIR (either or both).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -37,7 +40,7 @@ const SKU = "TLS-002";
 const SEED_STOCK = 3;
 
 function options(argv) {
-  const o = { writes: 2000, reads: undefined, warmup: 500, runs: 2, dir: tmpdir(), rust: null, seed: null };
+  const o = { writes: 2000, reads: undefined, warmup: 500, batch: 100, runs: 2, dir: tmpdir(), rust: null, seed: null };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
@@ -45,6 +48,7 @@ function options(argv) {
       case "--writes": o.writes = Number(value); break;
       case "--reads": o.reads = Number(value); break;
       case "--warmup": o.warmup = Number(value); break;
+      case "--batch": o.batch = Number(value); break;
       case "--runs": o.runs = Number(value); break;
       case "--dir": o.dir = value; break;
       case "--rust": o.rust = value; break;
@@ -53,6 +57,10 @@ function options(argv) {
     }
   }
   o.reads ??= o.writes;
+  for (const k of ["writes", "reads", "warmup", "batch", "runs"]) {
+    if (!Number.isInteger(o[k]) || o[k] < 0) throw new Error(`--${k} must be a whole number`);
+  }
+  if (o.batch === 0) throw new Error("--batch must be at least 1");
   if (!o.rust && !o.seed) throw new Error("give --rust PATH, --seed DIR or both");
   return o;
 }
@@ -71,7 +79,8 @@ function stockOf(result) {
   return (s.data ?? s).stock;
 }
 
-async function run(server, o) {
+/// Starts `server` on a new database and connects a client that approves every question.
+async function start(server, o) {
   const dir = mkdtempSync(join(o.dir, "ts-client-"));
   const transport = new StdioClientTransport({
     command: server.command,
@@ -80,62 +89,87 @@ async function run(server, o) {
     stderr: "ignore",
   });
   const client = new Client({ name: "ts-client-bench", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
-  let asked = 0;
-  let askedAt = 0;
+  const s = { server, dir, client, asked: 0, askedAt: 0, writes: 0, writeMs: 0, reads: 0, readMs: 0, toQuestion: 0, fromAnswer: 0 };
   client.setRequestHandler(ElicitRequestSchema, async () => {
-    asked += 1;
-    askedAt = performance.now();
+    s.asked += 1;
+    s.askedAt = performance.now();
     return { action: "accept", content: { approve: true } };
   });
   await client.connect(transport);
-  const args = { sku: SKU, delta: 1, reason: "bench", ...server.extra };
-  const write = async () => {
-    const result = await client.callTool({ name: "adjust_stock", arguments: args });
-    if (result.isError) throw new Error(`${server.name}: write refused: ${result.content?.[0]?.text}`);
-  };
-  for (let i = 0; i < o.warmup; i++) await write();
-  asked = 0;
-  let toQuestion = 0;
-  let fromAnswer = 0;
+  s.args = { sku: SKU, delta: 1, reason: "bench", ...server.extra };
+  return s;
+}
+
+/// One approved write; refused is an error.
+async function write(s) {
+  const result = await s.client.callTool({ name: "adjust_stock", arguments: s.args });
+  if (result.isError) throw new Error(`${s.server.name}: write refused: ${result.content?.[0]?.text}`);
+}
+
+/// `count` timed writes, added to the session's totals.
+async function timedWrites(s, count) {
+  const asked = s.asked;
   const start = performance.now();
-  for (let i = 0; i < o.writes; i++) {
+  for (let i = 0; i < count; i++) {
     const sent = performance.now();
-    await write();
+    await write(s);
     const done = performance.now();
-    toQuestion += askedAt - sent;
-    fromAnswer += done - askedAt;
+    s.toQuestion += s.askedAt - sent;
+    s.fromAnswer += done - s.askedAt;
   }
-  const writeMs = performance.now() - start;
-  if (asked !== o.writes) throw new Error(`${server.name}: asked ${asked} times for ${o.writes} writes`);
-  const readStart = performance.now();
-  let stock = 0;
-  for (let i = 0; i < o.reads; i++) {
-    stock = stockOf(await client.callTool({ name: "get_product", arguments: { sku: SKU } }));
+  s.writeMs += performance.now() - start;
+  s.writes += count;
+  if (s.asked - asked !== count) throw new Error(`${s.server.name}: asked ${s.asked - asked} times for ${count} writes`);
+}
+
+/// `count` timed reads, each read for its stock as a client would, added to the session's totals.
+async function timedReads(s, count) {
+  const start = performance.now();
+  for (let i = 0; i < count; i++) {
+    stockOf(await s.client.callTool({ name: "get_product", arguments: { sku: SKU } }));
   }
-  const readMs = performance.now() - readStart;
-  if (o.reads === 0) stock = stockOf(await client.callTool({ name: "get_product", arguments: { sku: SKU } }));
-  await client.close();
-  rmSync(dir, { recursive: true, force: true });
+  s.readMs += performance.now() - start;
+  s.reads += count;
+}
+
+/// Checks the stock, closes the client (and so the server) and removes the database.
+async function finish(s, o) {
+  const stock = stockOf(await s.client.callTool({ name: "get_product", arguments: { sku: SKU } }));
+  await s.client.close();
+  rmSync(s.dir, { recursive: true, force: true });
   if (stock !== SEED_STOCK + o.warmup + o.writes) {
-    throw new Error(`${server.name}: stock is ${stock}, expected ${SEED_STOCK + o.warmup + o.writes}`);
+    throw new Error(`${s.server.name}: stock is ${stock}, expected ${SEED_STOCK + o.warmup + o.writes}`);
   }
   return {
-    writesPerSec: (o.writes * 1000) / writeMs,
-    readsPerSec: o.reads ? (o.reads * 1000) / readMs : NaN,
-    toQuestionUs: (toQuestion * 1000) / o.writes,
-    fromAnswerUs: (fromAnswer * 1000) / o.writes,
+    writesPerSec: (s.writes * 1000) / s.writeMs,
+    readsPerSec: s.reads ? (s.reads * 1000) / s.readMs : NaN,
+    toQuestionUs: (s.toQuestion * 1000) / s.writes,
+    fromAnswerUs: (s.fromAnswer * 1000) / s.writes,
   };
+}
+
+/// Runs `work(session, count)` for `total` in batches, the sessions taking turns A B B A A B ...
+async function interleaved(sessions, total, batch, work) {
+  for (let done = 0, k = 0; done < total; done += batch, k++) {
+    const count = Math.min(batch, total - done);
+    for (const s of k % 2 === 0 ? sessions : [...sessions].reverse()) await work(s, count);
+  }
 }
 
 const o = options(process.argv.slice(2));
 const list = servers(o);
 const results = new Map(list.map((s) => [s.name, []]));
 for (let r = 1; r <= o.runs; r++) {
-  for (const server of r % 2 === 1 ? list : [...list].reverse()) {
-    const f = await run(server, o);
-    results.get(server.name).push(f);
+  const sessions = [];
+  for (const server of list) sessions.push(await start(server, o));
+  await interleaved(sessions, o.warmup, o.batch, async (s, count) => { for (let i = 0; i < count; i++) await write(s); });
+  await interleaved(sessions, o.writes, o.batch, timedWrites);
+  await interleaved(sessions, o.reads, o.batch, timedReads);
+  for (const s of sessions) {
+    const f = await finish(s, o);
+    results.get(s.server.name).push(f);
     console.log(
-      `run ${r} ${server.name}: ${f.writesPerSec.toFixed(1)} approved writes/s ` +
+      `run ${r} ${s.server.name}: ${f.writesPerSec.toFixed(1)} approved writes/s ` +
         `(call to question ${f.toQuestionUs.toFixed(0)} µs, answer to result ${f.fromAnswerUs.toFixed(0)} µs), ` +
         `${f.readsPerSec.toFixed(1)} reads/s`,
     );
