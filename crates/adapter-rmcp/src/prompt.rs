@@ -363,7 +363,7 @@ mod tests {
                 "Approve this change? Tool: adjust_stock",
                 // The true change first, then the arguments, free text last.
                 "What changes:",
-                r#"  note: "a\nb" -> null"#,
+                r#"  note: "a\nb" -> (none)"#,
                 "  stock: 3 -> 0",
                 "Arguments:",
                 r#"  nested: {"k\n":["\u{2029}","\u{061C}"]}"#,

@@ -45,16 +45,18 @@ pub struct Change {
 /// is a path of names as [`render_key`] shows them, joined by `.` and `[i]` (a name that holds
 /// a `.` is quoted, so `{"a.b": 1}` and `{"a": {"b": 1}}` read differently); `(preview)` names
 /// a preview that is not an object and `(value)` a top-level before/after pair: in parentheses,
-/// which no name shows unquoted. A value can show ` -> ` only inside its quotes.
+/// which no name shows unquoted. A side of a pair without the field shows `(none)`, which no
+/// value shows (a removed field does not read as one set to `null`). A value can show ` -> `
+/// only inside its quotes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChangeRow {
     /// A field whose value changes.
     Change {
         /// The field's path.
         field: Rendered,
-        /// Its value before the write (`null` when it had none).
+        /// Its value before the write (`(none)` when it had no such field).
         before: Rendered,
-        /// Its value after the write (`null` when it has none).
+        /// Its value after the write (`(none)` when it has no such field).
         after: Rendered,
     },
     /// A value that describes the change without a before and after.
@@ -70,6 +72,8 @@ pub enum ChangeRow {
 const WHOLE_PREVIEW: &str = "(preview)";
 /// The field of a top-level before/after pair.
 const VALUE: &str = "(value)";
+/// The side of a before/after pair that does not have the field.
+const NONE: &str = "(none)";
 
 impl Change {
     /// The rows of `preview` (see [`Change`]); never empty: a preview with nothing
@@ -215,22 +219,24 @@ fn walk_object<'a>(map: &'a Map<String, Value>, path: &str, out: &mut Vec<Work<'
 }
 
 /// `{"before": .., "after": ..}`: two non-empty objects pair field by field (a field only one
-/// of them has is `null` in the other), anything else is one row.
+/// of them has is `(none)` in the other), anything else is one row (so `{}` against an object
+/// shows both whole: nothing is paired against nothing).
 fn pair_before_after(before: &Value, after: &Value, path: &str, out: &mut Vec<Work<'_>>) {
-    if let (Value::Object(b), Value::Object(a)) = (before, after) {
+    if let (Value::Object(b), Value::Object(a)) = (before, after)
+        && !b.is_empty()
+        && !a.is_empty()
+    {
         let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
         keys.sort();
         keys.dedup();
-        if !keys.is_empty() {
-            for key in keys {
-                out.push(Work::Row(ChangeRow::Change {
-                    field: Rendered::composed(join(path, key)),
-                    before: b.get(key).map_or_else(absent, render),
-                    after: a.get(key).map_or_else(absent, render),
-                }));
-            }
-            return;
+        for key in keys {
+            out.push(Work::Row(ChangeRow::Change {
+                field: Rendered::composed(join(path, key)),
+                before: b.get(key).map_or_else(absent, render),
+                after: a.get(key).map_or_else(absent, render),
+            }));
         }
+        return;
     }
     out.push(Work::Row(ChangeRow::Change {
         field: field(path, VALUE),
@@ -258,7 +264,7 @@ fn lower_first(s: &str) -> String {
 }
 
 fn absent() -> Rendered {
-    render(&Value::Null)
+    Rendered::composed(NONE.to_owned())
 }
 
 #[cfg(test)]
@@ -310,9 +316,34 @@ mod tests {
             rows(&json!({"before": {"a": 1, "b": 2}, "after": {"a": 1, "c": 3}})),
             vec![
                 change("a", json!(1), json!(1)),
-                change("b", json!(2), Value::Null),
-                change("c", Value::Null, json!(3)),
+                ChangeRow::Change {
+                    field: Rendered::composed("b".to_owned()),
+                    before: render(&json!(2)),
+                    after: absent(),
+                },
+                ChangeRow::Change {
+                    field: Rendered::composed("c".to_owned()),
+                    before: absent(),
+                    after: render(&json!(3)),
+                },
             ]
+        );
+        // A removed field reads as removed, not as set to null; a field set to null reads so.
+        let lines = |preview: Value| -> Vec<String> {
+            rows(&preview).iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(
+            lines(json!({"before": {"a": 1, "b": null}, "after": {"b": 2}})),
+            ["a: 1 -> (none)", "b: null -> 2"]
+        );
+        // An empty object against a non-empty one pairs nothing: both show whole.
+        assert_eq!(
+            lines(json!({"after": {}, "before": {"before": null}})),
+            [r#"(value): {"before":null} -> {}"#]
+        );
+        assert_eq!(
+            lines(json!({"before": {}, "after": {"sku": "A"}})),
+            [r#"(value): {} -> {"sku":"A"}"#]
         );
         assert_eq!(
             rows(&json!({"before": 3, "after": 4})),
