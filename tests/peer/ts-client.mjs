@@ -25,9 +25,14 @@
 // the other, either would favour whichever server went second. Interleaved, both servers meet
 // the same machine and the same client within a few hundred milliseconds of each other.
 //
+// The ceiling: `--no-work tests/peer/no-work-server.py` adds a third server that does no work (it
+// answers with the reference server's bytes, see that file). Its rate over the seed's is the
+// highest ratio any server could show through this client on this machine.
+//
 // Options: --writes N (default 2000), --reads M (default N), --warmup W (default 500),
 // --batch B (default 100), --runs R (default 2), --dir DIR (where the databases go; default the
-// system's temporary directory), --rust PATH, --seed DIR (either or both).
+// system's temporary directory), --rust PATH (again to compare two builds), --seed DIR,
+// --no-work PATH (any of them, at least one).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -38,9 +43,10 @@ import { performance } from "node:perf_hooks";
 
 const SKU = "TLS-002";
 const SEED_STOCK = 3;
+const SEED = "ts-store (seed)";
 
 function options(argv) {
-  const o = { writes: 2000, reads: undefined, warmup: 500, batch: 100, runs: 2, dir: tmpdir(), rust: null, seed: null };
+  const o = { writes: 2000, reads: undefined, warmup: 500, batch: 100, runs: 2, dir: tmpdir(), rust: [], seed: null, noWork: null };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
@@ -51,8 +57,9 @@ function options(argv) {
       case "--batch": o.batch = Number(value); break;
       case "--runs": o.runs = Number(value); break;
       case "--dir": o.dir = value; break;
-      case "--rust": o.rust = value; break;
+      case "--rust": o.rust.push(value); break;
       case "--seed": o.seed = value; break;
+      case "--no-work": o.noWork = value; break;
       default: throw new Error(`unknown option ${flag}`);
     }
   }
@@ -61,15 +68,19 @@ function options(argv) {
     if (!Number.isInteger(o[k]) || o[k] < 0) throw new Error(`--${k} must be a whole number`);
   }
   if (o.batch === 0) throw new Error("--batch must be at least 1");
-  if (!o.rust && !o.seed) throw new Error("give --rust PATH, --seed DIR or both");
+  if (!o.rust.length && !o.seed && !o.noWork) throw new Error("give --rust PATH, --seed DIR, --no-work PATH or more");
   return o;
 }
 
 /// The servers to drive: how to start each on `db`, and what its writes need.
 function servers(o) {
   const list = [];
-  if (o.rust) list.push({ name: "store-server", command: o.rust, args: (db) => ["--db", db], extra: {} });
-  if (o.seed) list.push({ name: "ts-store (seed)", command: process.execPath, args: (db) => [join(o.seed, "server.mjs"), "--db", db], extra: { confirm: true } });
+  for (const path of o.rust) {
+    const name = o.rust.length === 1 ? "store-server" : `store-server (${path})`;
+    list.push({ name, command: path, args: (db) => ["--db", db], extra: {} });
+  }
+  if (o.seed) list.push({ name: SEED, command: process.execPath, args: (db) => [join(o.seed, "server.mjs"), "--db", db], extra: { confirm: true } });
+  if (o.noWork) list.push({ name: "no work (ceiling)", command: "python3", args: (db) => [o.noWork, "--db", db], extra: {} });
   return list;
 }
 
@@ -174,8 +185,11 @@ for (let r = 1; r <= o.runs; r++) {
         `${f.readsPerSec.toFixed(1)} reads/s`,
     );
   }
-  if (list.length === 2) {
-    const [a, b] = list.map((s) => results.get(s.name)[r - 1]);
-    console.log(`run ${r} ratio store-server / seed: writes ${(a.writesPerSec / b.writesPerSec).toFixed(2)}, reads ${(a.readsPerSec / b.readsPerSec).toFixed(2)}`);
+  if (o.seed) {
+    const seed = results.get(SEED)[r - 1];
+    for (const s of list.filter((s) => s.name !== SEED)) {
+      const a = results.get(s.name)[r - 1];
+      console.log(`run ${r} ratio ${s.name} / seed: writes ${(a.writesPerSec / seed.writesPerSec).toFixed(2)}, reads ${(a.readsPerSec / seed.readsPerSec).toFixed(2)}`);
+    }
   }
 }
