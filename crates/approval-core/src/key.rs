@@ -4,6 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use sha2::{Digest, Sha256};
+
 /// What a stored record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKind {
@@ -33,9 +35,9 @@ impl RecordKind {
     }
 }
 
-/// The key of a stored record: its kind and its opaque id. Its `Debug` hides the id of a token
-/// or a page (the id is the bearer value itself); `Display` and [`StoreKey::id`] give it, for
-/// backends that key records by it.
+/// The key of a stored record: its kind and its opaque id. A token's or a page's id is the
+/// SHA-256 of the bearer value, never the value; its `Debug` still hides it. `Display` and
+/// [`StoreKey::id`] give the id, for backends that key records by it.
 #[derive(Clone, PartialOrd, Ord)]
 pub struct StoreKey {
     kind: RecordKind,
@@ -71,7 +73,19 @@ impl StoreKey {
         }
     }
 
+    /// The key of a record kept under a bearer value (a confirmation token's text, an approval
+    /// page's id): its id is the value's SHA-256, in lowercase hex, then `suffix`. A store, and
+    /// whoever can read it (a replica, a backup, a `SCAN`, a slow log), holds no value that
+    /// would let it spend a token or answer a page; the value is still the only way to the key.
+    pub(crate) fn of_secret(kind: RecordKind, secret: &str, suffix: &str) -> Self {
+        let digest = Sha256::digest(secret.as_bytes());
+        let mut id = hex::encode(digest);
+        id.push_str(suffix);
+        Self::new(kind, id)
+    }
+
     /// A key for a record of `kind` with the opaque `id`, shared.
+    #[cfg(test)]
     pub(crate) fn from_shared(kind: RecordKind, id: Arc<str>) -> Self {
         Self { kind, id }
     }
@@ -179,5 +193,22 @@ mod tests {
         let approval = format!("{:?}", StoreKey::new(RecordKind::Approval, "a-1"));
         assert!(approval.contains("a-1"), "{approval}");
         assert_eq!(StoreKey::new(RecordKind::Token, "t").to_string(), "token:t");
+    }
+
+    #[test]
+    fn a_secrets_key_is_its_sha256_in_hex_then_the_suffix() {
+        let key = StoreKey::of_secret(RecordKind::Token, "abc", "");
+        assert_eq!(
+            key.id(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(key.kind(), RecordKind::Token);
+        let receipt = StoreKey::of_secret(RecordKind::Page, "abc", ".receipt");
+        assert_eq!(receipt.id(), format!("{}.receipt", key.id()));
+        assert_eq!(
+            format!("{receipt:?}"),
+            format!("{:?}", StoreKey::new(RecordKind::Page, "x"))
+        );
+        assert_ne!(key, StoreKey::of_secret(RecordKind::Token, "abd", ""));
     }
 }

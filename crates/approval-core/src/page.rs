@@ -16,13 +16,14 @@
 //! [`Approvals::withdraw_page`](crate::Approvals::withdraw_page) closes a page nobody may answer any more (the client declined to open it,
 //! or the guard stopped waiting).
 //!
-//! Under the page's id, the store holds:
+//! Under the SHA-256 of the page's id (the store never holds the id itself, see
+//! [`StoreKey`]), the store holds:
 //!
 //! | key | holds | until |
 //! |---|---|---|
-//! | `page:<id>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker as long again as was left when it closed (at least a second) |
-//! | `page:<id>.receipt` | that the page was opened, and when it expires | one more lifetime after the clock |
-//! | `page:<id>.answer` | the person's answer, until the guard takes it | like the closed marker |
+//! | `page:<sha256(id)>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker as long again as was left when it closed (at least a second) |
+//! | `page:<sha256(id)>.receipt` | that the page was opened, and when it expires | one more lifetime after the clock |
+//! | `page:<sha256(id)>.answer` | the person's answer, until the guard takes it | like the closed marker |
 //!
 //! The marker and the receipt only make later refusals say "answered" or "expired" rather than
 //! "unknown"; an answer matters only while the clock runs, and is refused after it either way.
@@ -42,15 +43,15 @@ use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
 impl PageId {
     fn key(&self) -> StoreKey {
-        StoreKey::new(RecordKind::Page, self.to_string())
+        StoreKey::of_secret(RecordKind::Page, &self.to_string(), "")
     }
 
     fn receipt_key(&self) -> StoreKey {
-        StoreKey::new(RecordKind::Page, format!("{self}.receipt"))
+        StoreKey::of_secret(RecordKind::Page, &self.to_string(), ".receipt")
     }
 
     fn answer_key(&self) -> StoreKey {
-        StoreKey::new(RecordKind::Page, format!("{self}.answer"))
+        StoreKey::of_secret(RecordKind::Page, &self.to_string(), ".answer")
     }
 }
 
@@ -591,6 +592,38 @@ mod tests {
         assert!(!csrf.matches(&b.to_string()));
         assert!(!csrf.matches(""));
         assert_eq!(format!("{csrf:?}"), "CsrfToken(..)");
+    }
+
+    /// The store keys a page's records by its id's SHA-256: what it holds (or a replica of it)
+    /// gives no URL to answer the page with.
+    #[test]
+    fn the_store_holds_a_pages_digest_never_its_id() {
+        use sha2::{Digest, Sha256};
+        let f = fixture();
+        let (pending, page) = f.open();
+        let id = pending.page().unwrap().to_string();
+        let digest = hex::encode(Sha256::digest(id.as_bytes()));
+        let held = |name: String| {
+            ready(
+                f.store
+                    .get(&StoreKey::new(RecordKind::Page, name), f.clock.now()),
+            )
+            .unwrap()
+            .is_some()
+        };
+        for suffix in ["", ".receipt"] {
+            assert!(!held(format!("{id}{suffix}")), "{suffix}");
+            assert!(held(format!("{digest}{suffix}")), "{suffix}");
+        }
+        let answered = f.answer(
+            &id,
+            &page.csrf.to_string(),
+            PagePerson::NotChecked,
+            PageChoice::Approve,
+        );
+        assert!(answered.is_ok(), "{answered:?}");
+        assert!(!held(format!("{id}.answer")));
+        assert!(held(format!("{digest}.answer")));
     }
 
     #[test]

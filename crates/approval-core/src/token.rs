@@ -111,7 +111,7 @@ pub(crate) async fn issue_token<S: Store + ?Sized>(
     } = call;
     let id = TokenId::random();
     let text: Arc<str> = id.with_text(|text| Arc::from(text));
-    let key = StoreKey::from_shared(RecordKind::Token, Arc::clone(&text));
+    let key = StoreKey::of_secret(RecordKind::Token, &text, "");
     let expires_at = expiry(now, policy.token_ttl);
     let record = bound::new_record(
         principal,
@@ -181,7 +181,7 @@ async fn attempt<S: Store + ?Sized>(
     definition: DefinitionDigest,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    let key = token.with_text(|text| StoreKey::from_str(RecordKind::Token, text));
+    let key = token.with_text(|text| StoreKey::of_secret(RecordKind::Token, text, ""));
     let caller = Caller::new(call, call.args.token_digest());
     let live = match attempt {
         Attempt::Spend => bound::take(store, key, caller, now).await,
@@ -328,6 +328,27 @@ mod tests {
         f.clock.advance(Duration::seconds(600));
         assert_eq!(f.spend(token.as_str()), Err(TokenRejection::Unknown));
         assert!(f.store.is_empty());
+    }
+
+    /// The store keys a token by its text's SHA-256: nothing it holds (or a replica of it)
+    /// spends the token; the live record, then its tombstone, are under the digest.
+    #[test]
+    fn the_store_holds_a_tokens_digest_never_its_text() {
+        use sha2::{Digest, Sha256};
+        let f = fixture();
+        let token = f.issue();
+        let now = f.clock.now();
+        let digest = hex::encode(Sha256::digest(token.as_str().as_bytes()));
+        assert!(!digest.contains(token.as_str()));
+        let plain = StoreKey::new(RecordKind::Token, token.as_str());
+        let hashed = StoreKey::new(RecordKind::Token, digest);
+        let held = |key: &StoreKey| ready(f.store.get(key, now)).unwrap().is_some();
+        assert!(!held(&plain));
+        assert!(held(&hashed), "the live token");
+        assert_eq!(f.spend(token.as_str()), Ok(()));
+        assert!(!held(&plain));
+        assert!(held(&hashed), "its tombstone");
+        assert_eq!(f.spend(token.as_str()), Err(TokenRejection::AlreadySpent));
     }
 
     #[test]

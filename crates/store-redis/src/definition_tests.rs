@@ -9,6 +9,7 @@ use mcp_write_guard_core::{
     Store, ToolDefinition, ToolName,
     canonical::ArgLimits,
     ids::DefinitionDigest,
+    page::PageSubject,
     round_trip::RoundTripRejection,
     store::{Record, RecordKind, StoreKey},
     token::TokenRejection,
@@ -62,6 +63,12 @@ fn alice_deletes() -> (Principal, ToolName, CapturedArgs) {
     )
 }
 
+/// The name a token's or a page's key is given: the SHA-256 of the bearer value, in hex.
+fn sha256_hex(secret: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
 /// The record under `kind` and `id`, as the store reads it back from Redis.
 async fn stored(store: &RedisStore, kind: RecordKind, id: &str) -> Record {
     let record = store.get(&StoreKey::new(kind, id), T0).await;
@@ -109,7 +116,7 @@ async fn a_token_in_redis_spends_only_for_the_definition_it_was_issued_for() {
         Err(err) => panic!("{err}"),
     };
     // The record as Redis holds it names the definition.
-    let record = stored(&store, RecordKind::Token, token.as_str()).await;
+    let record = stored(&store, RecordKind::Token, &sha256_hex(token.as_str())).await;
     assert_eq!(as_json(&record)["definition"], json!(issued_for.to_hex()));
 
     let id = token.id();
@@ -205,4 +212,88 @@ async fn a_record_without_a_definition_grants_nothing() {
         .take_approval(id, Binding::new(&alice, &tool, &args), T0)
         .await;
     assert_eq!(taken, Err(RoundTripRejection::Store));
+}
+
+/// Every key name under the store's prefix, as anyone who can list Redis's keys sees them (`KEYS`,
+/// `SCAN`, keyspace notifications, the slow log): none holds a token's text or a page's id; the
+/// token's, the page's and its receipt's records are under the values' SHA-256.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_key_in_redis_names_a_token_or_a_page() {
+    let redis = redis_url();
+    let prefix = format!("bearer-{}", uuid::Uuid::new_v4().simple());
+    let store = match RedisStore::builder(redis.url())
+        .prefix(prefix.clone())
+        .connect()
+        .await
+    {
+        Ok(store) => store,
+        Err(err) => panic!("{err}"),
+    };
+    let (alice, tool, args) = alice_deletes();
+    let issued_for = definition("Delete one order.");
+    let token = match Approvals::new(&store)
+        .issue_token(
+            Binding::new(&alice, &tool, &args),
+            issued_for,
+            &ApprovalPolicy::default(),
+            T0,
+        )
+        .await
+    {
+        Ok(token) => token,
+        Err(err) => panic!("{err}"),
+    };
+    let (pending, _) =
+        store_approval(&store, issued_for, json!({"before": 1, "after": null})).await;
+    let subject = PageSubject::new(tool.clone(), args.arguments().clone(), None);
+    let pending = match Approvals::new(&store).open_page(pending, subject, T0).await {
+        Ok(pending) => pending,
+        Err(err) => panic!("{err}"),
+    };
+    let Some(page) = pending.page().map(ToString::to_string) else {
+        panic!("no page");
+    };
+
+    let client = match redis::Client::open(redis.url()) {
+        Ok(client) => client,
+        Err(err) => panic!("{err}"),
+    };
+    let mut connection = match client.get_multiplexed_async_connection().await {
+        Ok(connection) => connection,
+        Err(err) => panic!("{err}"),
+    };
+    let keys: Vec<String> = match redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut connection)
+        .await
+    {
+        Ok(keys) => keys,
+        Err(err) => panic!("{err}"),
+    };
+    // The principal's set lists its records' keys: its members are key names too.
+    let mut names = keys.clone();
+    for key in keys.iter().filter(|key| key.contains(":principal:")) {
+        let members: Vec<String> = match redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut connection)
+            .await
+        {
+            Ok(members) => members,
+            Err(err) => panic!("{err}"),
+        };
+        names.extend(members);
+    }
+    for name in &names {
+        assert!(!name.contains(token.as_str()), "{name}");
+        assert!(!name.contains(&page), "{name}");
+    }
+    for expected in [
+        format!("{prefix}:token:{}", sha256_hex(token.as_str())),
+        format!("{prefix}:page:{}", sha256_hex(&page)),
+        format!("{prefix}:page:{}.receipt", sha256_hex(&page)),
+    ] {
+        assert!(keys.contains(&expected), "{expected} not in {keys:?}");
+    }
 }
