@@ -309,7 +309,7 @@ uuid_id!(
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ConfirmationToken {
     id: TokenId,
-    /// The text of `id`, shared with the key the store keeps the token under.
+    /// The text of `id`, kept so that it is written once.
     value: Arc<str>,
     expires_at: time::OffsetDateTime,
 }

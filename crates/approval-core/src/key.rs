@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+/// What the id of a key named by a bearer value's digest starts with (see
+/// [`StoreKey::of_secret`]).
+const SECRET_PREFIX: &str = "sha256-";
+
 /// What a stored record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKind {
@@ -74,12 +78,17 @@ impl StoreKey {
     }
 
     /// The key of a record kept under a bearer value (a confirmation token's text, an approval
-    /// page's id): its id is the value's SHA-256, in lowercase hex, then `suffix`. A store, and
-    /// whoever can read it (a replica, a backup, a `SCAN`, a slow log), holds no value that
-    /// would let it spend a token or answer a page; the value is still the only way to the key.
+    /// page's id): its id is `sha256-`, the value's SHA-256 in lowercase hex, then `suffix`. No
+    /// key name (what `KEYS`, `SCAN` and keyspace notifications show of a store) spends a token
+    /// or answers a page; the value is still the only way to its key. The `sha256-` keeps a
+    /// digest from being taken for a value: no page id or token is spelled that way, so a
+    /// server that still keys records by the value itself (an older replica on the same store)
+    /// finds nothing under a digest it is handed as an id.
     pub(crate) fn of_secret(kind: RecordKind, secret: &str, suffix: &str) -> Self {
         let digest = Sha256::digest(secret.as_bytes());
-        let mut id = hex::encode(digest);
+        let mut id = String::with_capacity(SECRET_PREFIX.len() + 64 + suffix.len());
+        id.push_str(SECRET_PREFIX);
+        id.push_str(&hex::encode(digest));
         id.push_str(suffix);
         Self::new(kind, id)
     }
@@ -200,7 +209,7 @@ mod tests {
         let key = StoreKey::of_secret(RecordKind::Token, "abc", "");
         assert_eq!(
             key.id(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+            "sha256-ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(key.kind(), RecordKind::Token);
         let receipt = StoreKey::of_secret(RecordKind::Page, "abc", ".receipt");

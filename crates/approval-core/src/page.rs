@@ -16,14 +16,14 @@
 //! [`Approvals::withdraw_page`](crate::Approvals::withdraw_page) closes a page nobody may answer any more (the client declined to open it,
 //! or the guard stopped waiting).
 //!
-//! Under the SHA-256 of the page's id (the store never holds the id itself, see
+//! Under `sha256-` and the SHA-256 of the page's id (no key name holds the id itself, see
 //! [`StoreKey`]), the store holds:
 //!
 //! | key | holds | until |
 //! |---|---|---|
-//! | `page:<sha256(id)>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker as long again as was left when it closed (at least a second) |
-//! | `page:<sha256(id)>.receipt` | that the page was opened, and when it expires | one more lifetime after the clock |
-//! | `page:<sha256(id)>.answer` | the person's answer, until the guard takes it | like the closed marker |
+//! | `page:sha256-<hex>` | the open page, then (once answered or withdrawn) a closed marker | the clock's end; the marker as long again as was left when it closed (at least a second) |
+//! | `page:sha256-<hex>.receipt` | that the page was opened, and when it expires | one more lifetime after the clock |
+//! | `page:sha256-<hex>.answer` | the person's answer, until the guard takes it | like the closed marker |
 //!
 //! The marker and the receipt only make later refusals say "answered" or "expired" rather than
 //! "unknown"; an answer matters only while the clock runs, and is refused after it either way.
@@ -602,7 +602,11 @@ mod tests {
         let f = fixture();
         let (pending, page) = f.open();
         let id = pending.page().unwrap().to_string();
-        let digest = hex::encode(Sha256::digest(id.as_bytes()));
+        let bare = hex::encode(Sha256::digest(id.as_bytes()));
+        // The bare digest is spelled like a page id: a replica that keys pages by the id itself
+        // would look there when handed it, and must find nothing.
+        assert!(bare.parse::<PageId>().is_ok());
+        let digest = format!("sha256-{bare}");
         let held = |name: String| {
             ready(
                 f.store
@@ -613,6 +617,7 @@ mod tests {
         };
         for suffix in ["", ".receipt"] {
             assert!(!held(format!("{id}{suffix}")), "{suffix}");
+            assert!(!held(format!("{bare}{suffix}")), "{suffix}");
             assert!(held(format!("{digest}{suffix}")), "{suffix}");
         }
         let answered = f.answer(

@@ -234,8 +234,9 @@ pub(crate) fn retain_until(
     expires_at.checked_add(lifetime).unwrap_or(expires_at)
 }
 
-/// The key of the receipt of the record under `key`. Record ids are canonical UUIDs, which hold
-/// no `.`, so a receipt key is never the key of a record.
+/// The key of the receipt of the record under `key`. Record ids are canonical UUIDs or
+/// `sha256-` and a hex digest, none of which holds a `.`, so a receipt key is never the key of a
+/// record.
 pub(crate) fn receipt_key(key: &StoreKey) -> StoreKey {
     key.with_suffix(".receipt")
 }

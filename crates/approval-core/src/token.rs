@@ -338,7 +338,10 @@ mod tests {
         let f = fixture();
         let token = f.issue();
         let now = f.clock.now();
-        let digest = hex::encode(Sha256::digest(token.as_str().as_bytes()));
+        let digest = format!(
+            "sha256-{}",
+            hex::encode(Sha256::digest(token.as_str().as_bytes()))
+        );
         assert!(!digest.contains(token.as_str()));
         let plain = StoreKey::new(RecordKind::Token, token.as_str());
         let hashed = StoreKey::new(RecordKind::Token, digest);

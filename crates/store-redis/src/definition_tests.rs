@@ -63,10 +63,10 @@ fn alice_deletes() -> (Principal, ToolName, CapturedArgs) {
     )
 }
 
-/// The name a token's or a page's key is given: the SHA-256 of the bearer value, in hex.
+/// The id a token's or a page's key is given: `sha256-` and the bearer value's SHA-256, in hex.
 fn sha256_hex(secret: &str) -> String {
     use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    format!("sha256-{}", hex::encode(Sha256::digest(secret.as_bytes())))
 }
 
 /// The record under `kind` and `id`, as the store reads it back from Redis.
