@@ -611,7 +611,7 @@ mod tests {
         }
         // A record's JSON, as a backend that keeps text stores it.
         let c = issue(&*shared);
-        let key = StoreKey::of_secret(crate::store::RecordKind::Token, c.as_str(), "");
+        let key = StoreKey::of_secret(crate::store::RecordKind::Token, c.as_str());
         let as_json = |record: Record| {
             serde_json::from_str::<serde_json::Value>(&record.to_json().unwrap()).unwrap()
         };

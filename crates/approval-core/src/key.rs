@@ -78,25 +78,16 @@ impl StoreKey {
     }
 
     /// The key of a record kept under a bearer value (a confirmation token's text, an approval
-    /// page's id): its id is `sha256-`, the value's SHA-256 in lowercase hex, then `suffix`. No
+    /// page's id): its id is `sha256-` and the value's SHA-256 in lowercase hex (a record kept
+    /// beside it takes [`StoreKey::with_suffix`] of this key). No
     /// key name (what `KEYS`, `SCAN` and keyspace notifications show of a store) spends a token
     /// or answers a page; the value is still the only way to its key. The `sha256-` keeps a
     /// digest from being taken for a value: no page id or token is spelled that way, so a
     /// server that still keys records by the value itself (an older replica on the same store)
     /// finds nothing under a digest it is handed as an id.
-    pub(crate) fn of_secret(kind: RecordKind, secret: &str, suffix: &str) -> Self {
-        let digest = Sha256::digest(secret.as_bytes());
-        let mut id = String::with_capacity(SECRET_PREFIX.len() + 64 + suffix.len());
-        id.push_str(SECRET_PREFIX);
-        id.push_str(&hex::encode(digest));
-        id.push_str(suffix);
-        Self::new(kind, id)
-    }
-
-    /// A key for a record of `kind` with the opaque `id`, shared.
-    #[cfg(test)]
-    pub(crate) fn from_shared(kind: RecordKind, id: Arc<str>) -> Self {
-        Self { kind, id }
+    pub(crate) fn of_secret(kind: RecordKind, secret: &str) -> Self {
+        let digest = hex::encode(Sha256::digest(secret.as_bytes()));
+        Self::new(kind, [SECRET_PREFIX, &digest].concat())
     }
 
     /// A key for a record of `kind` with the opaque `id`, copied once.
@@ -206,18 +197,18 @@ mod tests {
 
     #[test]
     fn a_secrets_key_is_its_sha256_in_hex_then_the_suffix() {
-        let key = StoreKey::of_secret(RecordKind::Token, "abc", "");
+        let key = StoreKey::of_secret(RecordKind::Token, "abc");
         assert_eq!(
             key.id(),
             "sha256-ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(key.kind(), RecordKind::Token);
-        let receipt = StoreKey::of_secret(RecordKind::Page, "abc", ".receipt");
+        let receipt = StoreKey::of_secret(RecordKind::Page, "abc").with_suffix(".receipt");
         assert_eq!(receipt.id(), format!("{}.receipt", key.id()));
         assert_eq!(
             format!("{receipt:?}"),
             format!("{:?}", StoreKey::new(RecordKind::Page, "x"))
         );
-        assert_ne!(key, StoreKey::of_secret(RecordKind::Token, "abd", ""));
+        assert_ne!(key, StoreKey::of_secret(RecordKind::Token, "abd"));
     }
 }

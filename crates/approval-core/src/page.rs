@@ -43,15 +43,15 @@ use crate::store::{RecordKind, Store, StoreError, StoreKey};
 
 impl PageId {
     fn key(&self) -> StoreKey {
-        StoreKey::of_secret(RecordKind::Page, &self.to_string(), "")
+        StoreKey::of_secret(RecordKind::Page, &self.to_string())
     }
 
     fn receipt_key(&self) -> StoreKey {
-        StoreKey::of_secret(RecordKind::Page, &self.to_string(), ".receipt")
+        crate::record::receipt_key(&self.key())
     }
 
     fn answer_key(&self) -> StoreKey {
-        StoreKey::of_secret(RecordKind::Page, &self.to_string(), ".answer")
+        self.key().with_suffix(".answer")
     }
 }
 

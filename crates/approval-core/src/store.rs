@@ -482,7 +482,7 @@ mod tests {
                 id.hash(state);
             });
             assert_eq!(of(&|state| key.hash(state)), derived);
-            let shared = StoreKey::from_shared(kind, Arc::from(id));
+            let shared = key.clone();
             assert_eq!(of(&|state| shared.hash(state)), derived);
         }
     }

@@ -111,7 +111,7 @@ pub(crate) async fn issue_token<S: Store + ?Sized>(
     } = call;
     let id = TokenId::random();
     let text: Arc<str> = id.with_text(|text| Arc::from(text));
-    let key = StoreKey::of_secret(RecordKind::Token, &text, "");
+    let key = StoreKey::of_secret(RecordKind::Token, &text);
     let expires_at = expiry(now, policy.token_ttl);
     let record = bound::new_record(
         principal,
@@ -181,7 +181,7 @@ async fn attempt<S: Store + ?Sized>(
     definition: DefinitionDigest,
     now: OffsetDateTime,
 ) -> Result<(), TokenRejection> {
-    let key = token.with_text(|text| StoreKey::of_secret(RecordKind::Token, text, ""));
+    let key = token.with_text(|text| StoreKey::of_secret(RecordKind::Token, text));
     let caller = Caller::new(call, call.args.token_digest());
     let live = match attempt {
         Attempt::Spend => bound::take(store, key, caller, now).await,
